@@ -1,0 +1,19 @@
+# The two commands: `make demo` (set-up, then the main job) and `make test` (set-up, then every test).
+SHELL := /bin/bash
+VENV := .venv
+KVDS := $(VENV)/bin/kvds
+
+.PHONY: setup demo test clean
+
+setup:
+	bash harness/setup/setup.sh
+
+demo: setup
+	$(KVDS) doctor
+	$(KVDS) map
+
+test: setup
+	$(VENV)/bin/python -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

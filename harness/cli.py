@@ -1,0 +1,158 @@
+"""The `kvds` command line: one parser, one module per command (damo style), uniform errors.
+
+Conventions: `kvds <track> <verb>`; `--json` on everything that prints results; user errors print one line
+and exit 2; a missing mechanism exits 3 with the doctor's reason; Ctrl-C restores the journal and exits 130;
+SIGTERM restores and exits 143. Every path out of main() restores the knob journal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import signal
+import sys
+import traceback
+from typing import Sequence
+
+from harness import journal
+from harness.errors import NeedsRoot, Unavailable, UserError
+
+# Each module defines register(subparsers); a track module that is absent from this checkout is skipped.
+COMMAND_MODULES = (
+    "harness.commands.doctor",
+    "harness.commands.map",
+    "harness.commands.restore",
+    "harness.commands.results",
+    "io_priority.cli",
+    "kernel_vm.cli",
+    "ebpf.cli",
+    "qemu_validation.cli",
+    "harness.policy.cli",
+    "harness.remote.cli",
+    "harness.commands.run",
+    "harness.commands.report",
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"kvds: error: {self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def add_json_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return v
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v > 0 or v != v or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive finite number")
+    return v
+
+
+def percent(text: str) -> float:
+    v = positive_float(text)
+    if v >= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} must be below 100")
+    return v
+
+
+def require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise NeedsRoot(f"{what} needs root (it changes kernel state); run it as root")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="kvds", description="Deadline-aware KV-cache scheduling on real Linux kernels.")
+    parser.add_argument("--version", action="version", version="kvds 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name.rsplit(".", 1)[0]) is None or importlib.util.find_spec(name) is None:
+            continue
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+class _Terminated(BaseException):
+    pass
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
+def _restore() -> None:
+    report = journal.restore_current()
+    if report and report.failed:
+        for f in report.failed:
+            print(f"kvds: warning: could not restore {f} (journal kept: {report.journal}; run 'kvds restore')",
+                  file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    status = 1
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "json", False):
+            from harness import progress
+
+            progress.set_quiet(True)
+        status = int(args.func(args) or 0)
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except UserError as exc:
+        print(f"kvds: error: {exc}", file=sys.stderr)
+        status = 2
+    except Unavailable as exc:
+        print(f"kvds: unavailable: {exc}", file=sys.stderr)
+        status = 3
+    except KeyboardInterrupt:
+        print("kvds: interrupted; restoring kernel state", file=sys.stderr)
+        status = 130
+    except _Terminated:
+        print("kvds: terminated; restoring kernel state", file=sys.stderr)
+        status = 143
+    except BrokenPipeError:
+        status = 0
+    except Exception as exc:  # a bug, not bad input: one line, the traceback on request
+        if os.environ.get("KVDS_DEBUG"):
+            traceback.print_exc()
+        print(f"kvds: internal error: {type(exc).__name__}: {exc} (KVDS_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
+        status = 1
+    finally:
+        try:
+            _restore()
+        except KeyboardInterrupt:
+            _restore()
+        signal.signal(signal.SIGTERM, old_term)
+    return status
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

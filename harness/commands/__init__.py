@@ -1,0 +1,1 @@
+"""Core commands, one module each: doctor, map, restore, results (and run/report once the tracks exist)."""

@@ -1,0 +1,61 @@
+"""`kvds map`: the mapping from intent class to kernel mechanism, and whether this host has each one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from harness import doctor
+from harness.cli import add_json_flag
+from harness.intent import IntentClass
+from harness.mapping import DEFAULT_MAPPING, available_mappings, load_mapping
+
+COLUMNS = ("madvise", "damos_action", "memcg", "zswap", "read_ioprio", "write_ioprio", "uring_ioprio",
+           "write_throttle_mbps", "spill_pacing")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("map", help="print the intent-class -> mechanism mapping")
+    p.add_argument("--mapping", default=DEFAULT_MAPPING, help=f"mapping name or TOML path (default {DEFAULT_MAPPING})")
+    p.add_argument("--list", action="store_true", help="list the named mappings")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        names = available_mappings()
+        if args.json:
+            print(json.dumps({n: load_mapping(n).description for n in names}, indent=2))
+        else:
+            for n in names:
+                print(f"{n:15s} {load_mapping(n).description}")
+        return 0
+    m = load_mapping(args.mapping)
+    caps = {name: doctor.capability(name) for name in m.capabilities()}
+    if args.json:
+        doc = m.as_dict()
+        doc["capability_status"] = {k: c.as_dict() for k, c in caps.items()}
+        print(json.dumps(doc, indent=2))
+        return 0
+    console = Console(width=180)
+    table = Table(title=f"mapping {m.name}: {m.description}")
+    table.add_column("class")
+    for col in COLUMNS:
+        table.add_column(col.replace("_", " "))
+    for cls in IntentClass:
+        d = m.for_class(cls).as_dict()
+        table.add_row(cls.value, *[", ".join(d[c]) if isinstance(d.get(c), list) else str(d.get(c, "-")) for c in COLUMNS])
+    console.print(table)
+    need = Table(title="capabilities this mapping needs (from kvds doctor)")
+    for col in ("capability", "used by", "status", "reason"):
+        need.add_column(col, overflow="fold")
+    for name, classes in m.capabilities().items():
+        c = caps[name]
+        style = "green" if c.ok else ("yellow" if c.status == "needs-root" else "red")
+        need.add_row(name, ", ".join(x.value for x in classes), f"[{style}]{c.status}[/]", c.reason)
+    console.print(need)
+    return 0

@@ -1,0 +1,78 @@
+"""The environment recorded with every result, so runs can be compared across hosts and kernels."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from harness.paths import repo_root
+
+PACKAGES = ("kvds", "numpy", "psutil", "pyroute2", "fabric", "rich", "matplotlib")
+
+
+def git_revision() -> str:
+    """kvds's own revision, with '-dirty' when the tree has uncommitted changes."""
+    root = repo_root()
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                             text=True, timeout=5).stdout.strip()
+        if not rev:
+            return "unknown"
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "absent"
+    out["python"] = platform.python_version()
+    return out
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def capture(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Host, kernel, CPU, memory, load, kvds revision, package versions, command line and time."""
+    u = os.uname()
+    env = {
+        "host": socket.gethostname(),
+        "kernel": u.release,
+        "kernel_version": u.version,
+        "arch": u.machine,
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "mem_total_bytes": psutil.virtual_memory().total,
+        "loadavg": list(os.getloadavg()),
+        "kvds_revision": git_revision(),
+        "packages": package_versions(),
+        "argv": sys.argv,
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "unix_time": time.time(),
+    }
+    if extra:
+        env.update(extra)
+    return env

@@ -1,0 +1,19 @@
+"""Journaled changes of kernel state. Import from here; every function records its undo first.
+
+Modules: files (sysfs/procfs/sysctl values, scratch files), block (schedulers), loop (loop devices),
+swap (zram, swapfiles, swapon), cgroups (creation, limits, process moves), mounts (tracefs, debugfs),
+guards (what kvds must never touch).
+"""
+
+from harness.knobs.files import create_dir, create_file, read_knob, sysctl, write_knob
+from harness.knobs.block import set_scheduler, scheduler_of
+from harness.knobs.loop import loop_attach, loop_detach
+from harness.knobs.swap import swapfile, swapon, zram_device, zram_swap
+from harness.knobs.cgroups import Cgroup, create_cgroup, hierarchy_for
+from harness.knobs.mounts import ensure_debugfs, ensure_tracefs, is_mounted, mount
+
+__all__ = [
+    "create_dir", "create_file", "read_knob", "sysctl", "write_knob", "set_scheduler", "scheduler_of",
+    "loop_attach", "loop_detach", "swapfile", "swapon", "zram_device", "zram_swap", "Cgroup", "create_cgroup",
+    "hierarchy_for", "ensure_debugfs", "ensure_tracefs", "is_mounted", "mount",
+]

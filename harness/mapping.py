@@ -1,0 +1,183 @@
+"""The declarative mapping from intent class to kernel mechanism.
+
+Mappings are data (`harness/mappings/*.toml`), never code forks: a track asks `mapping.for_class(cls)` which
+mechanisms to apply and `mapping.capabilities()` which kernel capabilities they need. A field left out of a
+class means "this mechanism is not used for that class" (the kernel's default applies).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+from harness.intent import IntentClass
+from harness.ioprio import IoPrio, parse_ioprio
+
+MAPPINGS_DIR = Path(__file__).with_name("mappings")
+DEFAULT_MAPPING = "intent"
+
+MADVISE_ADVICE = {
+    "MADV_NORMAL": 0, "MADV_RANDOM": 1, "MADV_SEQUENTIAL": 2, "MADV_WILLNEED": 3, "MADV_DONTNEED": 4,
+    "MADV_FREE": 8, "MADV_COLD": 20, "MADV_PAGEOUT": 21, "MADV_POPULATE_READ": 22, "MADV_POPULATE_WRITE": 23,
+}
+DAMOS_ACTIONS = ("willneed", "cold", "pageout", "hugepage", "nohugepage", "lru_prio", "lru_deprio", "stat")
+MEMCG_PLACEMENTS = ("protect", "squeeze")
+"""protect: the class's pages are charged to a cgroup that is never squeezed; squeeze: to the limited one."""
+ZSWAP_POLICIES = ("disable", "allow")
+SPILL_PACING = ("none", "slack")
+
+
+@dataclass(frozen=True)
+class ClassMapping:
+    """Mechanisms for one intent class. None / empty means: leave the kernel's default."""
+
+    madvise: tuple[str, ...] = ()
+    damos_action: str | None = None
+    memcg: str | None = None
+    zswap: str | None = None
+    read_ioprio: IoPrio | None = None
+    write_ioprio: IoPrio | None = None
+    uring_ioprio: IoPrio | None = None
+    write_throttle_mbps: float | None = None
+    spill_pacing: str | None = None
+
+    def capabilities(self) -> list[str]:
+        """Capability names (as `kvds doctor` reports them) this class's mechanisms need."""
+        caps: list[str] = [f"madvise.{a}" for a in self.madvise]
+        if self.damos_action:
+            caps.append("damon.vaddr")
+        if self.memcg:
+            caps.append("memcg")
+        if self.zswap:
+            caps.append("zswap")
+        for prio in (self.read_ioprio, self.write_ioprio):
+            if prio is not None:
+                caps.append("ioprio.rt" if prio.klass == 1 else "ioprio")
+        if self.uring_ioprio is not None:
+            caps.append("io_uring")
+        if self.write_throttle_mbps is not None:
+            caps.append("blkio.throttle")
+        return caps
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is None or v == ():
+                continue
+            out[f.name] = str(v) if isinstance(v, IoPrio) else (list(v) if isinstance(v, tuple) else v)
+        return out
+
+
+@dataclass(frozen=True)
+class Mapping:
+    name: str
+    description: str
+    classes: dict[IntentClass, ClassMapping] = field(default_factory=dict)
+    source: str = ""
+
+    def for_class(self, cls: IntentClass) -> ClassMapping:
+        return self.classes.get(cls, ClassMapping())
+
+    def capabilities(self) -> dict[str, list[IntentClass]]:
+        """Each needed capability and the classes that need it."""
+        out: dict[str, list[IntentClass]] = {}
+        for cls in IntentClass:
+            for cap in dict.fromkeys(self.for_class(cls).capabilities()):
+                out.setdefault(cap, []).append(cls)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "classes": {c.value: self.for_class(c).as_dict() for c in IntentClass},
+            "capabilities": {k: [c.value for c in v] for k, v in self.capabilities().items()},
+        }
+
+
+def _choice(value: Any, allowed: tuple[str, ...], what: str) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise UserError(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
+def _parse_class(raw: Any, where: str) -> ClassMapping:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} must be a table")
+    known = {f.name for f in fields(ClassMapping)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise UserError(f"{where}: unknown mechanism {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    kw: dict[str, Any] = {}
+    if "madvise" in raw:
+        adv = raw["madvise"]
+        if not isinstance(adv, list) or not all(isinstance(a, str) for a in adv):
+            raise UserError(f"{where}.madvise must be a list of advice names")
+        for a in adv:
+            if a not in MADVISE_ADVICE:
+                raise UserError(f"{where}.madvise: unknown advice {a!r}")
+        kw["madvise"] = tuple(adv)
+    if "damos_action" in raw:
+        kw["damos_action"] = _choice(raw["damos_action"], DAMOS_ACTIONS, f"{where}.damos_action")
+    if "memcg" in raw:
+        kw["memcg"] = _choice(raw["memcg"], MEMCG_PLACEMENTS, f"{where}.memcg")
+    if "zswap" in raw:
+        kw["zswap"] = _choice(raw["zswap"], ZSWAP_POLICIES, f"{where}.zswap")
+    if "spill_pacing" in raw:
+        kw["spill_pacing"] = _choice(raw["spill_pacing"], SPILL_PACING, f"{where}.spill_pacing")
+    for key in ("read_ioprio", "write_ioprio", "uring_ioprio"):
+        if key in raw:
+            if not isinstance(raw[key], str):
+                raise UserError(f"{where}.{key} must be a string like 'rt/0'")
+            try:
+                kw[key] = parse_ioprio(raw[key])
+            except UserError as exc:
+                raise UserError(f"{where}.{key}: {exc}") from None
+    if "write_throttle_mbps" in raw:
+        v = raw["write_throttle_mbps"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise UserError(f"{where}.write_throttle_mbps must be a positive number")
+        kw["write_throttle_mbps"] = float(v)
+    return ClassMapping(**kw)
+
+
+def parse_mapping(doc: dict[str, Any], source: str) -> Mapping:
+    unknown = sorted(set(doc) - {"name", "description", "classes"})
+    if unknown:
+        raise UserError(f"{source}: unknown key {unknown[0]!r}")
+    name = doc.get("name")
+    if not isinstance(name, str) or not name:
+        raise UserError(f"{source}: 'name' is missing")
+    classes_raw = doc.get("classes", {})
+    if not isinstance(classes_raw, dict):
+        raise UserError(f"{source}: 'classes' must be a table")
+    classes: dict[IntentClass, ClassMapping] = {}
+    for key, raw in classes_raw.items():
+        try:
+            cls = IntentClass.parse(key)
+        except UserError as exc:
+            raise UserError(f"{source}: {exc}") from None
+        classes[cls] = _parse_class(raw, f"{source}: classes.{key}")
+    return Mapping(name, str(doc.get("description", "")), classes, source)
+
+
+def available_mappings() -> list[str]:
+    return sorted(p.stem for p in MAPPINGS_DIR.glob("*.toml"))
+
+
+def load_mapping(name_or_path: str = DEFAULT_MAPPING) -> Mapping:
+    """Load a named mapping shipped with kvds, or a TOML file given by path."""
+    path = Path(name_or_path)
+    if not (path.suffix == ".toml" and path.exists()):
+        path = MAPPINGS_DIR / f"{name_or_path}.toml"
+        if not path.exists():
+            raise UserError(f"unknown mapping {name_or_path!r} (available: {', '.join(available_mappings())})")
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"mapping {str(path)!r} is not valid TOML: {exc}") from None
+    return parse_mapping(doc, str(path))

@@ -1,0 +1,1 @@
+"""Capability probes, one module per area; each exports probes() -> list[Capability]."""

@@ -1,0 +1,108 @@
+"""Memory mechanisms: madvise advice, swap backends, zswap, memory cgroups, DAMON, MGLRU."""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import shutil
+from pathlib import Path
+
+from harness.capability import Capability, available, unavailable
+from harness.errors import Unavailable
+from harness.kconfig import config_state
+from harness.knobs.guards import DAMON_ADMIN, foreign_kdamonds
+from harness.mapping import MADVISE_ADVICE
+
+AREA = "memory"
+
+
+def _madvise(name: str, advice: int) -> Capability:
+    """Try one advice on a private anonymous scratch mapping (the kind the KV arena uses)."""
+    size = 4 * mmap.PAGESIZE
+    m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        m.write(b"\x01" * size)
+        m.madvise(advice)
+        return available(f"madvise.{name}", f"advice {advice} accepted on private anonymous memory", AREA)
+    except OSError as exc:
+        why = "kernel does not know this advice" if exc.errno == errno.EINVAL else exc.strerror
+        return unavailable(f"madvise.{name}", f"madvise({advice}) failed: {why}", AREA)
+    finally:
+        m.close()
+
+
+def _swap() -> list[Capability]:
+    out = []
+    root = os.geteuid() == 0
+    if not Path("/proc/swaps").exists():
+        return [unavailable(n, "CONFIG_SWAP is off (/proc/swaps missing)", AREA) for n in ("swap.zram", "swap.swapfile", "zswap")]
+    if Path("/sys/class/zram-control/hot_add").exists():
+        out.append(available("swap.zram", "zram hot_add present: kvds creates its own device", AREA) if root
+                   else Capability("swap.zram", "needs-root", "zram set-up needs root", AREA))
+    else:
+        out.append(unavailable("swap.zram", "no /sys/class/zram-control (CONFIG_ZRAM off)", AREA))
+    if shutil.which("swapon") and shutil.which("mkswap"):
+        out.append(available("swap.swapfile", "swapon/mkswap present, CONFIG_SWAP on", AREA) if root
+                   else Capability("swap.swapfile", "needs-root", "swapon needs root", AREA))
+    else:
+        out.append(unavailable("swap.swapfile", "swapon/mkswap missing (util-linux)", AREA))
+    zs = Path("/sys/module/zswap/parameters")
+    if zs.is_dir():
+        comp = (zs / "compressor").read_text().strip()
+        enabled = (zs / "enabled").read_text().strip()
+        out.append(available("zswap", f"zswap present (enabled={enabled}, compressor={comp})", AREA))
+    else:
+        out.append(unavailable("zswap", "no /sys/module/zswap (CONFIG_ZSWAP off)", AREA))
+    return out
+
+
+def _memcg() -> list[Capability]:
+    from harness.knobs.cgroups import hierarchy_for
+
+    out = []
+    try:
+        version, root = hierarchy_for("memory")
+        out.append(available("memcg", f"memory controller on cgroup v{version} at {root}", AREA))
+        out.append(available("memcg.v2", f"memory controller on cgroup v2 at {root}", AREA) if version == 2
+                   else unavailable("memcg.v2", "memory controller is on v1 only: no memory.min/zswap.max/reclaim", AREA))
+    except Unavailable as exc:
+        out.append(unavailable("memcg", str(exc), AREA))
+        out.append(unavailable("memcg.v2", str(exc), AREA))
+    return out
+
+
+def _damon() -> list[Capability]:
+    out = []
+    if not DAMON_ADMIN.is_dir():
+        reason = "no /sys/kernel/mm/damon/admin (CONFIG_DAMON_SYSFS off)"
+        return [unavailable(n, reason, AREA) for n in ("damon.sysfs", "damon.vaddr", "damon.paddr", "damon.free")]
+    out.append(available("damon.sysfs", "DAMON sysfs interface present", AREA))
+    for ops in ("vaddr", "paddr"):
+        state = config_state(f"DAMON_{ops.upper()}")
+        if state in ("y", "m"):
+            out.append(available(f"damon.{ops}", f"CONFIG_DAMON_{ops.upper()}={state}", AREA))
+        elif state == "unknown":
+            out.append(available(f"damon.{ops}", "kernel config unpublished; assumed present with DAMON sysfs", AREA))
+        else:
+            out.append(unavailable(f"damon.{ops}", f"CONFIG_DAMON_{ops.upper()} is off", AREA))
+    foreign = foreign_kdamonds(set())
+    if foreign:
+        out.append(unavailable("damon.free", f"kdamond {foreign[0]} is running under another owner; kvds leaves it alone "
+                               "(DAMON experiments run in the guest lab)", AREA))
+    else:
+        out.append(available("damon.free", "no kdamond is running: kvds may start its own", AREA))
+    return out
+
+
+def _mglru() -> Capability:
+    f = Path("/sys/kernel/mm/lru_gen/enabled")
+    if f.exists():
+        return available("mglru", f"/sys/kernel/mm/lru_gen/enabled = {f.read_text().strip()}", AREA)
+    return unavailable("mglru", "no /sys/kernel/mm/lru_gen (CONFIG_LRU_GEN off)", AREA)
+
+
+def probes() -> list[Capability]:
+    out = [_madvise(name, adv) for name, adv in MADVISE_ADVICE.items()]
+    out += _swap() + _memcg() + _damon() + [_mglru()]
+    return out

@@ -1,0 +1,113 @@
+"""The results store: results/<run-id>/{meta.json, summary.json, samples/*.npy, ...}.
+
+Raw samples are kept as NumPy .npy arrays (compact, typed, readable anywhere NumPy is) so every
+percentile can be recomputed later; every file is written atomically, so a crash never leaves a torn one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness import atomic
+from harness.environment import capture
+from harness.errors import UserError
+from harness.paths import results_dir
+
+
+@dataclass
+class Run:
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        return atomic.write_json(self.path / (name if name.endswith(".json") else f"{name}.json"), obj)
+
+    def write_text(self, name: str, text: str) -> Path:
+        return atomic.write_text(self.path / name, text)
+
+    def write_bytes(self, name: str, data: bytes) -> Path:
+        return atomic.write_bytes(self.path / name, data)
+
+    def write_summary(self, summary: dict[str, Any]) -> Path:
+        return self.write_json("summary.json", summary)
+
+    def write_samples(self, name: str, samples: Any) -> Path:
+        """Raw samples as .npy (int64 nanoseconds or float64 are the usual dtypes)."""
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(samples), allow_pickle=False)
+        return atomic.write_bytes(self.path / "samples" / f"{name}.npy", buf.getvalue())
+
+    def samples(self, name: str) -> np.ndarray:
+        return np.load(self.path / "samples" / f"{name}.npy", allow_pickle=False)
+
+    def sample_names(self) -> list[str]:
+        d = self.path / "samples"
+        return sorted(p.stem for p in d.glob("*.npy")) if d.is_dir() else []
+
+    def read_json(self, name: str) -> Any:
+        p = self.path / (name if name.endswith(".json") else f"{name}.json")
+        return json.loads(p.read_text())
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.read_json("meta.json")
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        p = self.path / "summary.json"
+        return json.loads(p.read_text()) if p.exists() else {}
+
+    def update_meta(self, **fields: Any) -> None:
+        meta = self.meta
+        meta.update(fields)
+        self.write_json("meta.json", meta)
+
+
+class ResultStore:
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root) if root is not None else results_dir()
+
+    def new_run(self, kind: str, config: dict[str, Any] | None = None, host: str | None = None,
+                environment: dict[str, Any] | None = None) -> Run:
+        """A fresh run directory with meta.json (environment + config) already written."""
+        host = host or socket.gethostname()
+        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{host}-{secrets.token_hex(3)}"
+        path = self.root / run_id
+        path.mkdir(parents=True, exist_ok=False)
+        run = Run(path)
+        env = environment if environment is not None else capture()
+        run.write_json("meta.json", {"kind": kind, "run_id": run_id, "config": config or {}, "environment": env})
+        return run
+
+    def runs(self, kind: str | None = None) -> list[Run]:
+        if not self.root.is_dir():
+            return []
+        out = [Run(p) for p in sorted(self.root.iterdir()) if (p / "meta.json").exists()]
+        return [r for r in out if kind is None or r.meta.get("kind") == kind]
+
+    def get(self, ref: str) -> Run:
+        """A run by id, unique id prefix, path, or 'latest'."""
+        p = Path(ref)
+        if (p / "meta.json").exists():
+            return Run(p)
+        runs = self.runs()
+        if ref == "latest":
+            if not runs:
+                raise UserError(f"no runs in {self.root}")
+            return max(runs, key=lambda r: r.meta["environment"].get("unix_time", 0))
+        matches = [r for r in runs if r.run_id.startswith(ref)]
+        if len(matches) != 1:
+            raise UserError(f"run {ref!r} {'is ambiguous' if matches else 'not found'} in {self.root}")
+        return matches[0]
