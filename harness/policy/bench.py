@@ -1,0 +1,54 @@
+"""Simulator speed: events per second on a generated trace, and cost per event as live blocks grow."""
+from __future__ import annotations
+
+import statistics
+import time
+
+from harness.policy.generator import generate
+from harness.policy.policies import make_policy
+from harness.policy.profiles import get_profile
+from harness.policy.simulator import simulate
+from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel
+from harness.policy.trace import Trace
+from harness.progress import progress
+
+SCALING_EVENTS = 200_000
+SCALING_ACTIVE = (8, 64, 512)  # max_active requests -> roughly proportional live blocks
+
+
+def _time_sim(trace: Trace, policy: str, fraction: float, repeat: int) -> float:
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, max(int(trace.block_size.max()),
+                                                      int(trace.peak_live_bytes() * fraction)))
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        simulate(trace, make_policy(policy), tiers)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _peak_live_blocks(trace: Trace) -> int:
+    return int(trace.peak_live_bytes() // int(trace.block_size.max()))
+
+
+def bench(events: int, policy: str, profile: str, fraction: float, repeat: int) -> dict:
+    """Generate `events` events, time the simulator (median of `repeat`), then a live-block scaling series."""
+    make_policy(policy)
+    t0 = time.perf_counter()
+    trace = generate(get_profile(profile), 0, events)
+    gen_s = time.perf_counter() - t0
+    with progress(f"bench {policy}", total=repeat + len(SCALING_ACTIVE)) as bar:
+        sim_s = _time_sim(trace, policy, fraction, repeat)
+        bar.advance(repeat)
+        scaling = []
+        for active in SCALING_ACTIVE:
+            prof = get_profile(profile, max_active=active, batch=max(1, active // 2),
+                               arrivals_per_step=float(active))
+            t = generate(prof, 0, SCALING_EVENTS)
+            s = _time_sim(t, policy, fraction, 1)
+            scaling.append({"max_active": active, "peak_live_blocks": _peak_live_blocks(t),
+                            "ns_per_event": s / len(t) * 1e9})
+            bar.advance(1)
+    return {"policy": make_policy(policy).name, "profile": profile, "events": len(trace), "blocks": trace.n_blocks,
+            "peak_live_blocks": _peak_live_blocks(trace), "generate_s": gen_s, "simulate_s": sim_s,
+            "events_per_s": len(trace) / sim_s, "repeat": repeat, "scaling": scaling}
