@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "harness.commands.map",
     "harness.commands.restore",
     "harness.commands.results",
+    "harness.commands.trace",
     "io_priority.cli",
     "kernel_vm.cli",
     "ebpf.cli",

@@ -1,0 +1,37 @@
+"""Shared fixtures: an isolated state/results directory per test and a way to run the real `kvds` CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+KVDS = [sys.executable, "-m", "harness.cli"]
+SEED_TRACE = REPO.parent / "shared" / "data" / "seed_trace_deadline_pressure.jsonl"
+
+
+@pytest.fixture
+def kvds_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment for kvds subprocesses (and this process) with journals and results under tmp_path."""
+    env = dict(os.environ)
+    env.update(
+        KVDS_STATE_DIR=str(tmp_path / "state"),
+        KVDS_RESULTS_DIR=str(tmp_path / "results"),
+        KVDS_WORK_DIR=str(tmp_path / "work"),
+        KVDS_NO_PROGRESS="1",
+        PYTHONPATH=str(REPO),
+    )
+    for k in ("KVDS_STATE_DIR", "KVDS_RESULTS_DIR", "KVDS_WORK_DIR"):
+        monkeypatch.setenv(k, env[k])
+    return env
+
+
+def run_kvds(args: list[str], env: dict[str, str], timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(KVDS + args, env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO, **kw)
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="kvds doctor: root needs-root: test changes kernel state")

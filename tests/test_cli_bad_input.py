@@ -1,0 +1,115 @@
+"""The bad-input corpus: each invocation gets a one-line error naming the problem and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import KVDS, REPO, run_kvds
+
+GOOD = {"request_id": "r", "block_id": 1, "size_bytes": 4096, "phase": "DECODE"}
+
+
+def event(**over) -> str:
+    ev = {"step": 0, "event_type": "ACCESSED", "intent": dict(GOOD)}
+    for k, v in over.items():
+        if k.startswith("i_"):
+            ev["intent"][k[2:]] = v
+        elif v is None:
+            ev.pop(k, None)
+        else:
+            ev[k] = v
+    return json.dumps(ev)
+
+
+TRACE_CASES = {
+    "malformed-json": ('{"step": 0,', "not valid JSON"),
+    "not-an-object": ("[1, 2]", "must be a JSON object"),
+    "unknown-event-key": (event(colour="red"), "unknown event key 'colour'"),
+    "missing-intent": (event(intent=None), "'intent' is missing"),
+    "intent-not-object": (event(intent=5), "'intent' must be an object"),
+    "unknown-event-type": (event(event_type="TELEPORTED"), "unknown event_type"),
+    "negative-step": (event(step=-1), "step must be a non-negative integer"),
+    "unknown-intent-field": (event(i_colour="red"), "unknown intent field 'colour'"),
+    "string-block-id": (event(i_block_id="seven"), "'block_id' has type str"),
+    "unknown-phase": (event(i_phase="NAPPING"), "unknown phase"),
+    "priority-out-of-range": (event(i_request_priority=250), "outside 0-100"),
+    "zero-size": (event(i_size_bytes=0), "size_bytes must be positive"),
+    "null-required": (event(i_request_id=None), "must not be null"),
+    "bad-latency": (event(latency_us="fast"), "latency_us must be a number"),
+}
+
+MAPPING_CASES = {
+    "mapping-unknown-class": ('name = "x"\n[classes.lukewarm]\n', "unknown intent class"),
+    "mapping-unknown-mechanism": ('name = "x"\n[classes.warm]\nfoo = 1\n', "unknown mechanism"),
+    "mapping-bad-level": ('name = "x"\n[classes.warm]\nread_ioprio = "be/8"\n', "must be 0-7"),
+    "mapping-bad-toml": ('name = \n', "not valid TOML"),
+}
+
+ARG_CASES = {
+    "no-command": ([], "required"),
+    "unknown-command": (["frobnicate"], "invalid choice"),
+    "unknown-option": (["doctor", "--frobnicate"], "unrecognized arguments"),
+    "unknown-area": (["doctor", "--area", "gpu"], "unknown probe area 'gpu'"),
+    "unknown-mapping": (["map", "--mapping", "nosuch"], "unknown mapping 'nosuch'"),
+    "results-missing-verb": (["results"], "required"),
+    "results-unknown-run": (["results", "show", "nosuch"], "not found"),
+    "results-kind-missing-value": (["results", "list", "--kind"], "expected one argument"),
+    "trace-missing-file": (["trace", "stats", "/nonexistent/trace.jsonl"], "does not exist"),
+    "trace-is-directory": (["trace", "stats", "/tmp"], "is a directory"),
+}
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess, needle: str) -> None:
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("kvds: error:") and needle in lines[0], lines[0]
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("name", sorted(ARG_CASES))
+def test_bad_arguments(name: str, kvds_env) -> None:
+    argv, needle = ARG_CASES[name]
+    assert_one_line_error(run_kvds(argv, kvds_env), needle)
+
+
+@pytest.mark.parametrize("name", sorted(TRACE_CASES))
+def test_bad_trace_lines(name: str, tmp_path, kvds_env) -> None:
+    line, needle = TRACE_CASES[name]
+    p = tmp_path / "t.jsonl"
+    p.write_text(event() + "\n" + event() + "\n" + line + "\n")
+    res = run_kvds(["trace", "stats", str(p)], kvds_env)
+    assert_one_line_error(res, needle)
+    assert f"t.jsonl:3:" in res.stderr
+
+
+def test_empty_trace(tmp_path, kvds_env) -> None:
+    p = tmp_path / "empty.jsonl"
+    p.write_text("")
+    assert_one_line_error(run_kvds(["trace", "stats", str(p)], kvds_env), "is empty")
+
+
+@pytest.mark.parametrize("name", sorted(MAPPING_CASES))
+def test_bad_mapping_file(name: str, tmp_path, kvds_env) -> None:
+    body, needle = MAPPING_CASES[name]
+    p = tmp_path / "m.toml"
+    p.write_text(body)
+    assert_one_line_error(run_kvds(["map", "--mapping", str(p)], kvds_env), needle)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to drop to nobody (setpriv)")
+def test_root_only_command_as_non_root(kvds_env, tmp_path) -> None:
+    env = dict(kvds_env, HOME=str(tmp_path))
+    os.chmod(tmp_path, 0o777)
+    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *KVDS, "restore"],
+                         env=env, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert_one_line_error(res, "needs root")
+
+
+def test_corpus_size() -> None:
+    assert len(ARG_CASES) + len(TRACE_CASES) + len(MAPPING_CASES) + 2 >= 30

@@ -1,0 +1,127 @@
+"""The knob journal: five kinds of knob, a SIGKILL after each step, and `kvds restore` puts all back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import doctor, journal, knobs
+from harness.errors import KnobRefused
+from tests.conftest import REPO, needs_root, run_kvds
+from tests.journal_child import SYSFS_KNOB
+
+pytestmark = [needs_root, doctor.skip_unless("loop", "swap.zram", "memcg")]
+
+
+def snapshot(scratch: Path) -> dict:
+    """Every knob the child may touch, restricted to the objects it creates (others may run kvds too)."""
+    backing = str(scratch / "loop.img")
+    loops = subprocess.run(["losetup", "-j", backing, "-n", "-O", "NAME"], capture_output=True, text=True).stdout.split()
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    return {
+        "sysfs": Path(SYSFS_KNOB).read_text().strip(),
+        "loops": loops,
+        "mounted": [m for m in mounts if m.startswith(str(scratch))],
+        "files": sorted(str(p) for p in scratch.rglob("*")) if scratch.exists() else [],
+    }
+
+
+def child_objects(lines: list[str]) -> dict:
+    facts = dict(line.split(" ", 3)[2:4] for line in lines if line.startswith("STEP"))
+    return facts
+
+
+def object_gone(kind: str, value: str) -> bool:
+    if kind == "loop":
+        return not Path(f"/sys/block/{Path(value).name}/loop").exists() or \
+            "loop.img" not in Path(f"/sys/block/{Path(value).name}/loop/backing_file").read_text()
+    if kind == "cgroup":
+        return not Path(value).exists()
+    if kind == "zram":
+        return value not in Path("/proc/swaps").read_text() and not Path(f"/sys/block/{Path(value).name}").exists()
+    return True
+
+
+def start_child(scratch: Path, env: dict, mode: str = "--wait") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tests.journal_child", str(scratch), mode], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("kill_after", [1, 2, 3, 4, 5])
+def test_sigkill_after_each_step_then_restore(tmp_path, kvds_env, kill_after: int) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    before = snapshot(scratch)
+    child = start_child(scratch, kvds_env)
+    lines = []
+    for line in child.stdout:
+        lines.append(line.strip())
+        if line.startswith(f"STEP {kill_after} "):
+            break
+    assert len(lines) == kill_after, child.stderr.read() if child.poll() is not None else lines
+    assert snapshot(scratch) != before  # something really changed
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    res = run_kvds(["restore"], kvds_env)
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert snapshot(scratch) == before
+    for kind, value in child_objects(lines).items():
+        assert object_gone(kind, value), (kind, value)
+    assert list((tmp_path / "state" / "journal").glob("*.jsonl")) == []
+
+
+@pytest.mark.parametrize("mode, signum", [("--exit-normally", None), ("--raise", None), ("--wait", signal.SIGINT),
+                                          ("--wait", signal.SIGTERM)])
+def test_live_process_restores_itself(tmp_path, kvds_env, mode: str, signum) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    before = snapshot(scratch)
+    env = dict(kvds_env)
+    child = start_child(scratch, env, mode)
+    lines = []
+    if signum is not None:
+        for line in child.stdout:
+            lines.append(line.strip())
+            if line.startswith("ALL"):
+                break
+        child.send_signal(signum)
+    out, err = child.communicate(timeout=120)
+    lines += out.split("\n")
+    if signum == signal.SIGTERM:
+        assert child.returncode == -signal.SIGTERM or child.returncode != 0
+        # SIGTERM's default action kills without unwinding: only a handler restores. The journal must then
+        # still let `kvds restore` finish the job.
+        run_kvds(["restore"], kvds_env)
+    assert snapshot(scratch) == before, (lines, err)
+    assert list((tmp_path / "state" / "journal").glob("*.jsonl")) == []
+
+
+def test_guard_refuses_root_disk_scheduler(kvds_env) -> None:
+    with journal.scoped():
+        with pytest.raises(KnobRefused, match="root filesystem|root disk"):
+            knobs.set_scheduler("/dev/vda", "bfq")
+        with pytest.raises(KnobRefused):
+            knobs.write_knob("/sys/block/vda/queue/scheduler", "bfq")
+
+
+def test_guard_refuses_foreign_kdamond(kvds_env) -> None:
+    kd = Path("/sys/kernel/mm/damon/admin/kdamonds/0/state")
+    if not kd.exists() or kd.read_text().strip() != "on":
+        pytest.skip(f"kvds doctor: damon.free {doctor.capability('damon.free').status}: no foreign kdamond runs here")
+    with journal.scoped():
+        with pytest.raises(KnobRefused, match="not started by kvds"):
+            knobs.write_knob(str(kd), "off")
+        with pytest.raises(KnobRefused, match="another owner"):
+            knobs.write_knob("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds", "2")
+    assert kd.read_text().strip() == "on"
+
+
+def test_scheduler_change_refused_on_device_kvds_did_not_create(kvds_env) -> None:
+    with journal.scoped():
+        with pytest.raises(KnobRefused, match="did not create"):
+            knobs.set_scheduler("/dev/loop0", "bfq")

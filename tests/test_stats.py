@@ -1,0 +1,55 @@
+"""Statistics: percentiles from raw samples, bootstrap intervals, alternating order."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from harness.stats import (alternating_order, bootstrap_percentiles, bootstrap_ratio, mean_ci, percentiles,
+                           run_alternating)
+
+
+def test_percentiles_match_numpy_on_known_data() -> None:
+    data = np.arange(1, 101, dtype=float)
+    p = percentiles(data, (50, 99))
+    assert p[50] == 50.5 and math.isclose(p[99], 99.01)
+
+
+def test_bootstrap_interval_covers_true_quantile() -> None:
+    rng = np.random.default_rng(1)
+    hits = 0
+    for seed in range(20):
+        sample = rng.exponential(1.0, 2000)
+        est = bootstrap_percentiles(sample, (50,), n_boot=300, seed=seed)[50]
+        assert est.lo <= est.value <= est.hi
+        hits += est.lo <= math.log(2) <= est.hi
+    assert hits >= 16  # 95% intervals: 20 trials rarely miss more than 4 times
+
+
+def test_cluster_bootstrap_widens_with_rep_variation() -> None:
+    rng = np.random.default_rng(2)
+    same = [rng.normal(10, 1, 500) for _ in range(6)]
+    shifted = [rng.normal(10 + 3 * (i % 2), 1, 500) for i in range(6)]
+    w_same = bootstrap_percentiles(same, (50,), n_boot=300)[50]
+    w_shift = bootstrap_percentiles(shifted, (50,), n_boot=300)[50]
+    assert (w_shift.hi - w_shift.lo) > 3 * (w_same.hi - w_same.lo)
+
+
+def test_ratio_interval() -> None:
+    rng = np.random.default_rng(3)
+    a, b = rng.exponential(4.0, 5000), rng.exponential(1.0, 5000)
+    r = bootstrap_ratio(a, b, 99, n_boot=300)
+    assert r.lo < 4.0 < r.hi and r.lo <= r.value <= r.hi
+
+
+def test_mean_ci_t_interval() -> None:
+    est = mean_ci([1.0, 2.0, 3.0])
+    assert est.value == 2.0 and math.isclose(est.hi - 2.0, 4.303 * 1.0 / math.sqrt(3), rel_tol=1e-6)
+
+
+def test_alternating_order_is_abba() -> None:
+    assert alternating_order(["a", "b"], 3) == [(0, "a"), (0, "b"), (1, "b"), (1, "a"), (2, "a"), (2, "b")]
+    seen = []
+    out = run_alternating({"a": lambda r: ("a", r), "b": lambda r: ("b", r)}, 2, lambda r, n: seen.append(n))
+    assert seen == ["a", "b", "b", "a"] and out["a"] == [("a", 0), ("a", 1)]
