@@ -64,6 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_flag(i)
     i.set_defaults(func=cmd_import)
 
+    from harness.policy import replay_cli
+
+    replay_cli.register(sub)
+
 
 def cmd_compare(args: argparse.Namespace) -> int:
     profile = options.profile_from_args(args)

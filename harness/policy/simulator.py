@@ -24,6 +24,8 @@ HIGH_PRIORITY = 70  # accesses of requests at or above this priority are also co
 # Operation codes recorded for replay.
 OP_HIT, OP_MISS, OP_ALLOC, OP_SPILL_SYNC, OP_SPILL_BG, OP_PREFETCH, OP_FREE = range(7)
 OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free")
+# Op charge flags: background work, on the step's critical path, or a decode-critical access.
+BACKGROUND, CHARGED, DC_ACCESS = 0, 1, 2
 
 
 @dataclass
@@ -79,15 +81,17 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     ops_step: list[int] = []
     ops_op: list[int] = []
     ops_block: list[int] = []
+    ops_charge: list[int] = []
     lat: list[float] = []
     step_cost = 0.0
     step_dc = False
     cur_step = steps[0] if steps else 0
 
-    def op(code: int, b: int) -> None:
+    def op(code: int, b: int, charge: int = 0) -> None:
         ops_step.append(cur_step)
         ops_op.append(code)
         ops_block.append(b)
+        ops_charge.append(charge)
 
     def evict_for(need: int, sync: bool, guard: float | None) -> float | None:
         """Spill victims until `need` bytes fit; None if a prefetch would evict a better block."""
@@ -116,7 +120,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             if sync:
                 cost += slow.write_us(sz)
             if record:
-                op(OP_SPILL_SYNC if sync else OP_SPILL_BG, v)
+                op(OP_SPILL_SYNC, v, CHARGED) if sync else op(OP_SPILL_BG, v)
             if predictive:
                 heapq.heappush(spilled, (policy.predicted(v, cur_step), pid, v))
         return cost
@@ -169,7 +173,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                     res.prefetch_used += 1
                     prefetched[b] = 0
                 if record:
-                    op(OP_HIT, b)
+                    op(OP_HIT, b, DC_ACCESS if crits[i] else 0)
             else:
                 miss = True
                 res.misses += 1
@@ -179,7 +183,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 loc[b] = codes.LOC_FAST
                 used += sz
                 if record:
-                    op(OP_MISS, b)
+                    op(OP_MISS, b, DC_ACCESS if crits[i] else 0)
             if crits[i]:
                 step_dc = True
                 step_cost += cost
@@ -225,5 +229,6 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     res.step_latency_us = np.asarray(lat, dtype=np.float64)
     if record:
         res.ops = {"step": np.asarray(ops_step, dtype=np.int64), "op": np.asarray(ops_op, dtype=np.uint8),
-                   "block": np.asarray(ops_block, dtype=np.int32)}
+                   "block": np.asarray(ops_block, dtype=np.int32),
+                   "charge": np.asarray(ops_charge, dtype=np.uint8)}
     return res

@@ -1,0 +1,147 @@
+"""`kvds replay`: execute each policy's simulated decisions as real memory and block I/O, and
+put the measured decode-step latencies next to the simulated ones.
+
+Fast tier: an anonymous arena charged to a kvds memory cgroup whose limit is the arena plus
+a margin. Slow tier: a loop device (direct I/O) over a kvds scratch file. Misses are
+synchronous O_DIRECT reads at the mapping's decode-critical read class; spills are O_DIRECT
+writes at the cold-spillable write class; prefetches are O_DIRECT reads at the prefetch-soon
+read class on a background thread. All kernel-state changes go through harness.knobs.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness import knobs
+from harness.errors import UserError
+from harness.intent import IntentClass
+from harness.mapping import load_mapping
+from harness.policy.compare import Capacity
+from harness.policy.metrics import run_metrics
+from harness.policy.policies import make_policy
+from harness.policy.replay_exec import IoClasses, ReplayRun, execute
+from harness.policy.replay_io import Arena, Background, Device
+from harness.policy.replay_plan import Plan, make_plan
+from harness.policy.simulator import SimResult, simulate
+from harness.policy.tiers import Tier, TierModel
+from harness.policy.trace import Trace
+from harness.progress import progress
+from harness.stats import alternating_order
+
+MEMCG_MARGIN = 256 << 20      # interpreter, numpy and op logs on top of the arena
+MAX_BACKING = 16 << 30        # refuse slow tiers larger than this (use --max-steps)
+
+
+@dataclass
+class PolicyReplay:
+    """One policy: its simulation, its plan, and the measured runs (one per repetition)."""
+
+    sim: SimResult
+    plan: Plan
+    runs: list[ReplayRun]
+
+
+def truncate(trace: Trace, max_steps: int | None) -> Trace:
+    """The events of the first `max_steps` distinct steps (the whole trace when None)."""
+    if not max_steps or len(trace) == 0:
+        return trace
+    steps = np.unique(trace.step)
+    if steps.size <= max_steps:
+        return trace
+    n = int(np.searchsorted(trace.step, steps[max_steps], side="left"))
+    return Trace(trace.step[:n], trace.kind[:n], trace.block[:n], trace.critical[:n], trace.cls[:n],
+                 trace.block_size, trace.block_request, trace.block_priority, trace.block_deadline_us,
+                 dict(trace.meta, truncated_to_steps=max_steps))
+
+
+def io_classes(mapping_name: str) -> IoClasses:
+    m = load_mapping(mapping_name)
+    return IoClasses(m.for_class(IntentClass.DECODE_CRITICAL).read_ioprio,
+                     m.for_class(IntentClass.COLD_SPILLABLE).write_ioprio,
+                     m.for_class(IntentClass.PREFETCH_SOON).read_ioprio)
+
+
+def plan_all(trace: Trace, policies: list[str], cap: Capacity, fast: Tier, slow: Tier) -> dict[str, PolicyReplay]:
+    """Simulate every policy with the op log recorded and turn each log into a slot plan."""
+    tiers = TierModel(fast, slow, cap.for_trace(trace))
+    out = {}
+    for name in policies:
+        res = simulate(trace, make_policy(name), tiers, record=True)
+        out[name] = PolicyReplay(res, make_plan(res.ops, trace.block_size), [])
+    return out
+
+
+@dataclass
+class Setup:
+    """The real fast and slow tiers for one replay session."""
+
+    arena: Arena
+    dev: Device
+    device_path: str
+    cgroup: knobs.Cgroup
+    limit_file: str
+    scheduler: str
+
+
+def setup(work: dict[str, PolicyReplay], target_dir: Path, scheduler: str) -> Setup:
+    """Create the backing file, loop device, memory cgroup and arena sized for the largest plan."""
+    slot = max(r.plan.slot_bytes for r in work.values())
+    arena_slots = max(r.plan.arena_slots for r in work.values())
+    slow_slots = max(r.plan.slow_slots for r in work.values())
+    backing_bytes = slow_slots * slot
+    if backing_bytes > MAX_BACKING:
+        raise UserError(f"the slow tier would need {backing_bytes >> 20} MiB; replay fewer steps (--max-steps)")
+    backing = knobs.create_file(target_dir / f"kvds-replay-{os.getpid()}.img", backing_bytes, fill=b"\xa5")
+    dev_path = knobs.loop_attach(backing, direct_io=True)
+    sched = scheduler
+    if scheduler != "keep":
+        knobs.set_scheduler(dev_path, scheduler)
+    else:
+        sched = knobs.scheduler_of(dev_path)
+    cg = knobs.create_cgroup("replay", ("memory",))
+    limit_file = "memory.limit_in_bytes" if cg.version("memory") == 1 else "memory.max"
+    cg.set("memory", limit_file, arena_slots * slot + MEMCG_MARGIN)
+    cg.add_pid(os.getpid())
+    return Setup(Arena(arena_slots, slot), Device(dev_path, slot), dev_path, cg, limit_file, sched)
+
+
+def run_replay(work: dict[str, PolicyReplay], st: Setup, io: IoClasses, reps: int) -> None:
+    """Execute every policy's plan `reps` times in alternating (ABBA) order."""
+    bg = Background()
+    try:
+        with progress("replaying", total=reps * len(work)) as bar:
+            for _, name in alternating_order(list(work), reps):
+                work[name].runs.append(execute(work[name].plan, st.arena, st.dev, bg, io))
+                bar.advance(1)
+    finally:
+        bg.close()
+
+
+def memcg_report(st: Setup) -> dict[str, int | str]:
+    """What the cgroup saw: its limit, peak usage and how often the limit was hit."""
+    out: dict[str, int | str] = {"limit_bytes": int(st.cgroup.get("memory", st.limit_file).strip() or 0)}
+    for key, fname in (("max_usage_bytes", "memory.max_usage_in_bytes"), ("failcnt", "memory.failcnt"),
+                       ("peak_bytes", "memory.peak")):
+        try:
+            out[key] = int(st.cgroup.get("memory", fname).strip())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def summary_row(pr: PolicyReplay) -> dict[str, float]:
+    """Simulated metrics next to measured ones for one policy."""
+    sim_m = run_metrics(pr.sim)
+    real = np.concatenate([r.step_latency_us for r in pr.runs]) if pr.runs else np.zeros(0)
+    miss = np.concatenate([np.asarray(r.op_us["miss"]) for r in pr.runs]) if pr.runs else np.zeros(0)
+    hit = np.concatenate([np.asarray(r.op_us["hit"]) for r in pr.runs]) if pr.runs else np.zeros(0)
+    q = lambda a, p: float(np.percentile(a, p)) if a.size else float("nan")
+    return {"dc_accesses": sim_m["dc_accesses"], "dc_misses": sim_m["dc_misses"],
+            "dc_miss_ratio": sim_m["dc_miss_ratio"], "sim_p50_us": sim_m["step_p50_us"],
+            "sim_p99_us": sim_m["step_p99_us"], "real_p50_us": q(real, 50), "real_p99_us": q(real, 99),
+            "spills": sim_m["spills"], "prefetches": sim_m["prefetches"],
+            "miss_read_p50_us": q(miss, 50), "hit_read_p50_us": q(hit, 50),
+            "waits_on_background": float(sum(r.waits for r in pr.runs))}

@@ -1,0 +1,108 @@
+"""`kvds replay --trace T --policy P`: simulated vs real-kernel decode-step latency, per policy."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from harness.cli import add_json_flag, positive_int, require_root
+from harness.errors import UserError
+from harness.paths import work_dir
+from harness.policy import options
+from harness.policy.compare import render
+from harness.policy.importers import load_trace
+from harness.policy.policies import parse_policies
+from harness.progress import say
+from harness.results import ResultStore
+from harness.stats import bootstrap_percentiles
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="execute policies' decisions as real memory and O_DIRECT I/O; "
+                                      "simulated vs measured latency")
+    p.add_argument("--trace", required=True, help=".npz (kvds), prototype JSONL, or request CSV/JSONL")
+    p.add_argument("--policy", default="all", help="policy, comma list, or 'all'")
+    options.add_tier_args(p)
+    p.add_argument("--target", type=Path, help=f"directory for the loop device's backing file "
+                                               f"(default {work_dir()})")
+    p.add_argument("--mapping", default="intent", help="intent->mechanism mapping supplying the ioprio classes")
+    p.add_argument("--scheduler", default="mq-deadline",
+                   help="I/O scheduler for the kvds loop device ('keep' leaves it unchanged)")
+    p.add_argument("--reps", type=positive_int, default=1, help="replays per policy (alternating order)")
+    p.add_argument("--max-steps", type=positive_int, help="replay only the first N steps of the trace")
+    p.add_argument("--seed", type=int, default=0, help="batching seed when --trace is a request trace")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_replay)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from harness.policy import replay
+
+    policies = parse_policies(args.policy)
+    fast, slow, cap, _ = options.tiers_from_args(args)
+    io = replay.io_classes(args.mapping)
+    trace = replay.truncate(load_trace(args.trace, seed=args.seed), args.max_steps)
+    if not trace.critical.any():
+        raise UserError(f"{args.trace}: the trace has no decode-critical accesses to measure")
+    require_root("kvds replay")
+    target = args.target or work_dir()
+    if args.target is not None and not args.target.is_dir():
+        raise UserError(f"--target {str(args.target)!r} is not a directory")
+    work = replay.plan_all(trace, policies, cap, fast, slow)
+    st = replay.setup(work, target, args.scheduler)
+    try:
+        replay.run_replay(work, st, io, args.reps)
+        memcg = replay.memcg_report(st)
+    finally:
+        st.arena.close()
+        st.dev.close()
+    rows = {name: replay.summary_row(pr) for name, pr in work.items()}
+    config = {"trace": str(args.trace), "trace_meta": trace.meta, "policies": policies, "capacity": cap.label(),
+              "device": st.device_path, "scheduler": st.scheduler, "mapping": args.mapping, "reps": args.reps,
+              "ioprio": {k: str(v) for k, v in io.__dict__.items()}, "memcg": memcg}
+    run = ResultStore().new_run("replay", config)
+    cis = {}
+    for name, pr in work.items():
+        groups = [r.step_latency_us for r in pr.runs if r.step_latency_us.size]
+        run.write_samples(f"{name}-real-step-us", _flat(groups))
+        run.write_samples(f"{name}-sim-step-us", pr.sim.step_latency_us)
+        cis[name] = bootstrap_percentiles(groups, (50.0, 99.0), n_boot=500) if groups else {}
+    run.write_summary({"rows": rows, "memcg": memcg,
+                       "real_ci": {n: {str(q): e.as_dict() for q, e in c.items()} for n, c in cis.items()}})
+    if args.json:
+        print(json.dumps({"run": str(run.path), "rows": rows, "memcg": memcg}, indent=2))
+        return 0
+    _print_table(args, trace, st, io, rows, cis, memcg, cap.label())
+    print(f"results: {run.path}")
+    return 0
+
+
+def _flat(groups):
+    import numpy as np
+
+    return np.concatenate(groups) if groups else np.zeros(0)
+
+
+def _ci(est) -> str:
+    if est is None:
+        return "n/a"
+    return f"{est.value / 1e3:.3g} [{est.lo / 1e3:.3g}, {est.hi / 1e3:.3g}]"
+
+
+def _print_table(args, trace, st, io, rows, cis, memcg, cap_label) -> None:
+    counts = trace.counts()
+    print(f"trace {args.trace}: {counts['steps']} steps, {counts['critical_access']} decode-critical accesses, "
+          f"{trace.n_blocks} blocks; fast tier {cap_label}")
+    print(f"slow tier {st.device_path} ({st.scheduler}); miss {io.critical_read}, spill {io.spill_write}, "
+          f"prefetch {io.prefetch_read}; memcg limit {memcg.get('limit_bytes', 0) >> 20} MiB, "
+          f"peak {int(memcg.get('max_usage_bytes', memcg.get('peak_bytes', 0))) >> 20} MiB")
+    head = ["policy", "dc misses", "miss/access", "sim p50 ms", "sim p99 ms", "real p50 ms [95% CI]",
+            "real p99 ms [95% CI]", "spills", "prefetches", "miss read p50 us"]
+    body = []
+    for name, r in rows.items():
+        c = cis.get(name, {})
+        body.append([name, f"{int(r['dc_misses'])}/{int(r['dc_accesses'])}", f"{r['dc_miss_ratio']:.4f}",
+                     f"{r['sim_p50_us'] / 1e3:.3g}", f"{r['sim_p99_us'] / 1e3:.3g}", _ci(c.get(50.0)),
+                     _ci(c.get(99.0)), f"{int(r['spills'])}", f"{int(r['prefetches'])}",
+                     f"{r['miss_read_p50_us']:.0f}"])
+    print(render(head, body))
