@@ -117,9 +117,14 @@ def _rows(path: Path):
                 yield reader.line_num, row
 
 
+def _norm(key: object) -> str:
+    """Column names compare without case, spaces, dashes or underscores (ContextTokens == context_tokens)."""
+    return "".join(ch for ch in str(key).lower() if ch.isalnum())
+
+
 def _field(row: dict, name: str, where: str, required: bool) -> float | None:
-    lowered = {str(k).strip().lower(): v for k, v in row.items() if k is not None}
-    for alias in ALIASES[name]:
+    lowered = {_norm(k): v for k, v in row.items() if k is not None}
+    for alias in map(_norm, ALIASES[name]):
         if alias in lowered and lowered[alias] not in (None, ""):
             value = lowered[alias]
             try:
