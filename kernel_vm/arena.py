@@ -1,0 +1,111 @@
+"""The KV arena: a private anonymous mapping of page-aligned blocks, and what its process does to it.
+
+Every madvise goes through libc on page-aligned block ranges of the mapping's own address (Python's
+`mmap.madvise` would do, but it lacks the advice constants and the public prototype's unaligned ranges
+failed with EINVAL; a block is a whole number of pages, so every range here is aligned by construction).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import time
+from array import array
+
+import numpy as np
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_libc.madvise.restype = ctypes.c_int
+
+
+def page_content(page_bytes: int, seed: int = 1) -> bytes:
+    """One page of KV-like data: half noise, half a repeating pattern (compresses about 2:1, never a
+    same-filled page that zram would store for free)."""
+    rng = np.random.default_rng(seed)
+    noise = rng.integers(0, 256, page_bytes // 2, dtype=np.uint8).tobytes()
+    return noise + bytes(range(256)) * (page_bytes // 2 // 256)
+
+
+class Arena:
+    """The mapping, living in the process that faults it (memcg charges pages to that process's group)."""
+
+    def __init__(self, n_bytes: int, block_bytes: int) -> None:
+        self.page_bytes = mmap.PAGESIZE
+        if block_bytes % self.page_bytes or n_bytes % block_bytes:
+            raise ValueError("arena and block sizes must be whole pages and whole blocks")
+        self.block_bytes = block_bytes
+        self.n_bytes = n_bytes
+        self.map = mmap.mmap(-1, n_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        self._anchor = ctypes.c_char.from_buffer(self.map)
+        self.address = ctypes.addressof(self._anchor)
+        assert self.address % self.page_bytes == 0
+        self._page = page_content(self.page_bytes)
+        self._block = self._page * (block_bytes // self.page_bytes)
+        self.pages_per_block = block_bytes // self.page_bytes
+
+    def populate(self, blocks: np.ndarray) -> None:
+        """Write every page of the blocks (first touch: the pages are charged to the caller's memcg now)."""
+        m, bb = self.map, self.block_bytes
+        for b in blocks.tolist():
+            off = b * bb
+            m[off:off + bb] = self._block
+            # a per-page stamp so no two pages are identical (no KSM/zram dedup shortcuts)
+            for p in range(self.pages_per_block):
+                o = off + p * self.page_bytes
+                m[o:o + 8] = (b * self.pages_per_block + p).to_bytes(8, "little")
+
+    def madvise(self, blocks: np.ndarray, advice: int) -> list[str]:
+        """Apply advice to each block's range; returns error texts (empty when all succeeded)."""
+        errors: list[str] = []
+        for start, length in _ranges(blocks, self.block_bytes):
+            rc = _libc.madvise(self.address + start, length, advice)
+            if rc != 0:
+                e = ctypes.get_errno()
+                errors.append(f"madvise({advice}) on +{start:#x}/{length:#x}: {errno.errorcode.get(e, e)}")
+        return errors
+
+    def touch(self, blocks: np.ndarray) -> np.ndarray:
+        """Read one byte of every page of the blocks in order; per-page latency in ns (int64).
+
+        The first read of a page is what a decode step pays: resident (a TLB/cache miss), a minor fault
+        (zero or swap-cache page), or a major fault (swap-in). The timer brackets only the load.
+        """
+        m, pb, ppb, bb = self.map, self.page_bytes, self.pages_per_block, self.block_bytes
+        clock = time.perf_counter_ns
+        out = array("q", bytes(8 * ppb * int(blocks.size)))
+        i = 0
+        sink = 0
+        for b in blocks.tolist():
+            base = b * bb
+            for p in range(ppb):
+                off = base + p * pb
+                t0 = clock()
+                sink ^= m[off]
+                out[i] = clock() - t0
+                i += 1
+        return np.frombuffer(out, dtype=np.int64).copy()
+
+
+def _ranges(blocks: np.ndarray, block_bytes: int) -> list[tuple[int, int]]:
+    """Merge runs of consecutive block indices into (offset, length) ranges (fewer syscalls, same effect)."""
+    out: list[tuple[int, int]] = []
+    for b in sorted(blocks.tolist()):
+        if out and out[-1][0] + out[-1][1] == b * block_bytes:
+            out[-1] = (out[-1][0], out[-1][1] + block_bytes)
+        else:
+            out.append((b * block_bytes, block_bytes))
+    return out
+
+
+def timer_overhead_ns(samples: int = 20000) -> np.ndarray:
+    """Back-to-back perf_counter_ns pairs: the floor under every per-page latency sample."""
+    clock = time.perf_counter_ns
+    out = np.empty(samples, dtype=np.int64)
+    for i in range(samples):
+        t0 = clock()
+        out[i] = clock() - t0
+    return out
+

@@ -1,0 +1,230 @@
+"""`kvds vm bench`: the no-intent baseline against an intent mapping, repetitions alternating, with CIs.
+
+Summary keys are a contract with `kvds report` (documented in kernel_vm/README.md); add keys, never rename.
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from harness import doctor, journal, progress, stats
+from harness.errors import UserError
+from harness.mapping import load_mapping
+from harness.results import ResultStore, Run
+from kernel_vm import damon, ebpf_bridge, mglru, swap_backend
+from kernel_vm.arena import timer_overhead_ns
+from kernel_vm.mix import CLASSES, format_mix, make_layout, parse_mix, DEFAULT_MIX
+from kernel_vm.phases import RepResult, run_once
+
+SCHEMA = "kvds.vm-bench/1"
+BASELINE = "none"
+COLD_CLASSES = ("cold-spillable", "recompute-ok", "done")
+"""The classes whose pages *should* pay for pressure; reclaim_share_cold is the share they paid."""
+SWAP_HEADROOM = 1.25
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    mapping: str = "intent"
+    baseline: str = BASELINE
+    arena_mb: int = 256
+    block_kb: int = 64
+    mix: str = format_mix(DEFAULT_MIX)
+    swap: str = "zram"
+    pressure_pct: float = 30.0
+    reps: int = 3
+    seed: int = 0
+    mglru: str = "auto"
+    mglru_min_ttl_ms: int | None = None
+    damos: bool = True
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    mapping: str
+    mglru: mglru.Setting
+    damos: bool = False
+
+
+def _variants(cfg: BenchConfig, settings: list[mglru.Setting], damon_ok: bool) -> list[Variant]:
+    out = []
+    for s in settings:
+        suffix = f"@{s.label()}" if s.label() else ""
+        for m in dict.fromkeys((cfg.baseline, cfg.mapping)):
+            out.append(Variant(m + suffix, m, s))
+        if damon_ok and cfg.damos and any(load_mapping(cfg.mapping).for_class(c).damos_action for c in CLASSES):
+            out.append(Variant(f"{cfg.mapping}+damos{suffix}", cfg.mapping, s, damos=True))
+    return out
+
+
+def _us(e: stats.Estimate) -> dict[str, float]:
+    d = e.as_dict()
+    return {k: (v / 1000.0 if k in ("value", "lo", "hi") else v) for k, v in d.items()}
+
+
+def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
+    """Per-class figures of one variant over its repetitions (see README: summary keys)."""
+    classes: dict[str, Any] = {}
+    share_swapped, share_evicted = [], []
+    for i, cls in enumerate(CLASSES):
+        lat = [r.latency_ns[cls.value] for r in reps if cls.value in r.latency_ns]
+        if not lat:
+            continue
+        pct = stats.bootstrap_percentiles(lat, (50.0, 99.0))
+        per = {k: [r.residency["after_pressure"][k][i] for r in reps] for k in ("resident", "swapped", "absent")}
+        applied = [r.residency["after_apply"]["swapped"][i] for r in reps]
+        classes[cls.value] = {
+            "pages": int(lat[0].size),
+            "reaccess_us": {"p50": _us(pct[50.0]), "p99": _us(pct[99.0])},
+            "swapped_out_pages": {"per_rep": per["swapped"], "mean": stats.mean_ci(per["swapped"]).as_dict()},
+            "swapped_out_after_apply": {"per_rep": applied, "mean": stats.mean_ci(applied).as_dict()},
+            "resident_pages": {"per_rep": per["resident"], "mean": stats.mean_ci(per["resident"]).as_dict()},
+            "dropped_pages": {"per_rep": per["absent"], "mean": stats.mean_ci(per["absent"]).as_dict()},
+            "major_faults": {"per_rep": [r.faults[cls.value]["major"] for r in reps]},
+            "minor_faults": {"per_rep": [r.faults[cls.value]["minor"] for r in reps]},
+        }
+    cold_idx = [i for i, c in enumerate(CLASSES) if c.value in COLD_CLASSES]
+    for r in reps:
+        sw = np.array(r.residency["after_pressure"]["swapped"])
+        gone = sw + np.array(r.residency["after_pressure"]["absent"])
+        share_swapped.append(float(sw[cold_idx].sum() / sw.sum()) if sw.sum() else float("nan"))
+        share_evicted.append(float(gone[cold_idx].sum() / gone.sum()) if gone.sum() else float("nan"))
+    facts = [r.facts for r in reps]
+    keep = ("squeeze_limit_bytes", "squeeze_usage_before_limit", "squeeze_usage_after_limit", "limit_error",
+            "squeeze_s", "protect_charged_bytes", "protect_arena_bytes", "squeeze_charged_bytes",
+            "squeeze_arena_bytes", "protect_usage_after_limit", "squeeze_limit_hits", "madvise_errors",
+            "psi_memory_us", "vmstat", "squeeze_memcg_stat", "probes", "damon", "memcg_version",
+            "move_charge_at_immigrate")
+    return {
+        "classes": classes,
+        "reclaim_share_cold": {"per_rep": share_swapped,
+                               "mean": stats.mean_ci([x for x in share_swapped if x == x]).as_dict()},
+        "eviction_share_cold": {"per_rep": share_evicted,
+                                "mean": stats.mean_ci([x for x in share_evicted if x == x]).as_dict()},
+        "per_rep": [{k: f.get(k) for k in keep if k in f} for f in facts],
+    }
+
+
+def headline(variants: dict[str, list[RepResult]], base: str, intent: str) -> dict[str, Any]:
+    """Decode-critical pages lost and decode-critical re-access p99, baseline vs intent."""
+    dc = "decode-critical"
+    i_dc = CLASSES.index(next(c for c in CLASSES if c.value == dc))
+    out: dict[str, Any] = {"baseline": base, "intent": intent}
+    for role, name in (("baseline", base), ("intent", intent)):
+        reps = variants[name]
+        swapped = [r.residency["after_pressure"]["swapped"][i_dc] for r in reps]
+        out[f"{role}_decode_critical_swapped_out"] = {"per_rep": swapped, "mean": stats.mean_ci(swapped).as_dict()}
+        lat = [r.latency_ns[dc] for r in reps if dc in r.latency_ns]
+        if lat:
+            out[f"{role}_decode_critical_p99_us"] = _us(stats.bootstrap_ci(lat, 99.0))
+    a = [r.latency_ns[dc] for r in variants[intent] if dc in r.latency_ns]
+    b = [r.latency_ns[dc] for r in variants[base] if dc in r.latency_ns]
+    if a and b:
+        out["decode_critical_p99_ratio_intent_over_baseline"] = stats.bootstrap_ratio(a, b, 99.0).as_dict()
+    return out
+
+
+def _save_samples(run: Run, variants: dict[str, list[RepResult]], overhead: np.ndarray) -> None:
+    run.write_samples("timer_overhead_ns", overhead)
+    for vname, reps in variants.items():
+        for r, res in enumerate(reps):
+            for cls, lat in res.latency_ns.items():
+                run.write_samples(f"reaccess_ns__{vname}__{cls}__rep{r}", lat)
+
+
+def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run, dict[str, Any]]:
+    """Run the comparison on this host; returns the run and its summary."""
+    mix = parse_mix(cfg.mix)
+    for name in (cfg.mapping, cfg.baseline):
+        load_mapping(name)
+    needs = ["memcg", "zswap" if cfg.swap == "zswap" else f"swap.{cfg.swap}"]
+    doctor.require(*needs)
+    layout = make_layout(cfg.arena_mb << 20, cfg.block_kb << 10, mmap.PAGESIZE, mix, cfg.seed)
+    from kernel_vm.phases import squeeze_limit
+
+    for name in (cfg.mapping, cfg.baseline):
+        squeeze_limit(layout, load_mapping(name), cfg.pressure_pct, 0)  # UserError if pressure is impossible
+    settings, mglru_doc = mglru.settings_for(cfg.mglru, cfg.mglru_min_ttl_ms)
+    dstat = damon.status()
+    variants = _variants(cfg, settings, dstat.usable)
+    names = [v.name for v in variants]
+    config = {**asdict(cfg), "mix": format_mix(mix), "variants": names, "arena_bytes": layout.arena_bytes,
+              "block_bytes": layout.block_bytes, "page_bytes": layout.page_bytes, "n_blocks": layout.n_blocks,
+              "class_pages": {c.value: n for c, n in layout.class_pages().items()}, "device": None,
+              "scheduler": None}
+    results: dict[str, list[RepResult]] = {n: [] for n in names}
+    with journal.session():
+        backend = swap_backend.set_up(cfg.swap, int(layout.arena_bytes * SWAP_HEADROOM))
+        config["device"] = backend.device
+        run = ResultStore().new_run("vm-bench", config)
+        zswap0 = swap_backend.zswap_stats() if cfg.swap == "zswap" else {}
+        probes, ebpf_doc = ebpf_bridge.probes()
+        overhead = timer_overhead_ns()
+        by_name = {v.name: v for v in variants}
+        order = stats.alternating_order(names, cfg.reps)
+        with progress.progress("vm bench", total=len(order)) as bar:
+            for r, name in order:
+                v = by_name[name]
+                bar.update(description=f"rep {r + 1}/{cfg.reps} {name}")
+                on_step(f"rep {r + 1}/{cfg.reps}: {name}")
+                with journal.scoped():
+                    mglru.apply(v.mglru)
+                    hook = _damos_hook(load_mapping(v.mapping), layout) if v.damos else None
+                    results[name].append(run_once(layout, load_mapping(v.mapping), cfg.pressure_pct,
+                                                  f"r{r}-{len(results[name])}-{v.mapping}", probes, hook))
+                bar.advance()
+        for p in probes:
+            p.close()
+        zswap1 = swap_backend.zswap_stats() if cfg.swap == "zswap" else {}
+        zram = swap_backend.zram_stats(backend.device) if cfg.swap == "zram" else {}
+    _save_samples(run, results, overhead)
+    ov = stats.percentiles(overhead, (50.0, 99.0))
+    summary: dict[str, Any] = {
+        "schema": SCHEMA,
+        "mapping": cfg.mapping,
+        "baseline": cfg.baseline,
+        "swap": backend.as_dict(),
+        "pressure_pct": cfg.pressure_pct,
+        "reps": cfg.reps,
+        "cold_classes": list(COLD_CLASSES),
+        "variants": {n: summarize_variant(reps) for n, reps in results.items()},
+        "timer_overhead_ns": {"p50": ov[50.0], "p99": ov[99.0]},
+        "damon": {"status": "skipped", "reason": dstat.reason} if not dstat.usable else
+                 {"status": "compared" if cfg.damos else "disabled", "reason": dstat.reason},
+        "mglru": mglru_doc,
+        "ebpf": ebpf_doc,
+        "zswap": {"before": zswap0, "after": zswap1,
+                  "per_class_policy": "needs memcg v2 memory.zswap.max; not applied on v1" } if cfg.swap == "zswap"
+                 else {"status": "not used"},
+        "zram_mm_stat_at_end": zram,
+    }
+    first = settings[0].label()
+    sfx = f"@{first}" if first else ""
+    summary["headline"] = headline(results, cfg.baseline + sfx, cfg.mapping + sfx)
+    run.write_summary(summary)
+    return run, summary
+
+
+def _damos_hook(mapping: Any, layout: Any) -> Callable[[Any], dict[str, Any]]:
+    """Start DAMOS schemes per class on the arena process after the madvise phase (restored with the rep)."""
+
+    def hook(proc: Any) -> dict[str, Any]:
+        schemes = damon.plan(mapping, layout, proc.address)
+        run = damon.start(proc.pid, schemes)
+        return {"kdamonds": run.kdamonds, "stats": damon.wait_applied(run, 100_000)}
+
+    return hook
+
+
+def validate(cfg: BenchConfig) -> None:
+    if cfg.block_kb << 10 < mmap.PAGESIZE or (cfg.block_kb << 10) % mmap.PAGESIZE:
+        raise UserError(f"--block-kb {cfg.block_kb} is not a whole number of {mmap.PAGESIZE}-byte pages")
+    if cfg.arena_mb << 20 < cfg.block_kb << 10:
+        raise UserError("--arena-mb is smaller than one block")
+    if cfg.mapping == cfg.baseline:
+        raise UserError(f"--mapping {cfg.mapping!r} is the baseline itself; pick an intent mapping")

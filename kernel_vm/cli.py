@@ -1,0 +1,130 @@
+"""`kvds vm bench`: the KV arena under memory pressure, baseline vs intent mapping (see kernel_vm/README.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from harness.cli import add_json_flag, percent, positive_int, require_root
+from harness.errors import Unavailable, UserError
+from harness.mapping import DEFAULT_MAPPING
+from harness.progress import say
+from kernel_vm.mix import DEFAULT_MIX, format_mix
+from kernel_vm.swap_backend import BACKENDS
+
+TARGETS = ("local", "guest")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    vm = sub.add_parser("vm", help="the KV arena under memory pressure (madvise, memcg, swap, DAMON, MGLRU)")
+    verbs = vm.add_subparsers(dest="vm_command", metavar="VERB", parser_class=type(vm))
+    verbs.required = True
+    b = verbs.add_parser("bench", help="baseline (no intent) vs an intent mapping under memcg pressure")
+    b.add_argument("--mapping", default=DEFAULT_MAPPING, help=f"intent mapping (default {DEFAULT_MAPPING})")
+    b.add_argument("--baseline", default="none", help="the no-intent reference mapping (default none)")
+    b.add_argument("--arena-mb", type=positive_int, default=256, help="arena size in MiB (default 256)")
+    b.add_argument("--block-kb", type=positive_int, default=64, help="KV block size in KiB (default 64)")
+    b.add_argument("--mix", default=format_mix(DEFAULT_MIX), help="class shares in percent (default %(default)s)")
+    b.add_argument("--swap", default="zram", help=f"swap backend: {', '.join(BACKENDS)} (default zram)")
+    b.add_argument("--pressure", type=percent, default=30.0,
+                   help="share of the arena that may not stay resident (default 30)")
+    b.add_argument("--reps", type=positive_int, default=3, help="repetitions per variant, alternating (default 3)")
+    b.add_argument("--seed", type=int, default=0, help="seed of the block -> class assignment (default 0)")
+    b.add_argument("--mglru", choices=("auto", "on", "off", "both", "keep"), default="auto",
+                   help="MGLRU variants where /sys/kernel/mm/lru_gen exists (auto: on and off)")
+    b.add_argument("--mglru-min-ttl-ms", type=positive_int, default=None, help="min_ttl_ms in the MGLRU-on variant")
+    b.add_argument("--no-damos", action="store_true", help="skip the DAMOS variant where DAMON is usable")
+    b.add_argument("--target", choices=TARGETS, default="local", help="run here, or in the QEMU guest lab")
+    add_json_flag(b)
+    b.set_defaults(func=run_bench)
+
+
+def _guest_runner() -> Any:
+    """The QEMU guest lab's runner (issue 6), if that track has landed one."""
+    try:
+        from qemu_validation import runner  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return getattr(runner, "run_in_guest", None)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from kernel_vm.bench import BenchConfig, bench, validate
+
+    if args.swap not in BACKENDS:
+        raise UserError(f"--swap must be one of {', '.join(BACKENDS)}, not {args.swap!r}")
+    cfg = BenchConfig(mapping=args.mapping, baseline=args.baseline, arena_mb=args.arena_mb, block_kb=args.block_kb,
+                      mix=args.mix, swap=args.swap, pressure_pct=args.pressure, reps=args.reps, seed=args.seed,
+                      mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos)
+    validate(cfg)
+    if args.target == "guest":
+        runner = _guest_runner()
+        if runner is None:
+            raise Unavailable("--target guest needs the QEMU guest lab's runner (qemu_validation.runner."
+                              "run_in_guest, issue 6), which has not landed in this checkout")
+        return int(runner(["vm", "bench", *_forward(args)]))
+    require_root("kvds vm bench")
+    run, summary = bench(cfg, on_step=lambda s: None)
+    if args.json:
+        print(json.dumps({"run": str(run.path), "summary": summary}, indent=2, default=str))
+    else:
+        print_summary(run.path, summary)
+    return 0
+
+
+def _forward(args: argparse.Namespace) -> list[str]:
+    out = ["--mapping", args.mapping, "--baseline", args.baseline, "--arena-mb", str(args.arena_mb),
+           "--block-kb", str(args.block_kb), "--mix", args.mix, "--swap", args.swap, "--pressure", str(args.pressure),
+           "--reps", str(args.reps), "--seed", str(args.seed), "--mglru", args.mglru]
+    if args.mglru_min_ttl_ms:
+        out += ["--mglru-min-ttl-ms", str(args.mglru_min_ttl_ms)]
+    if args.no_damos:
+        out.append("--no-damos")
+    if args.json:
+        out.append("--json")
+    return out
+
+
+def _est(d: dict[str, float], fmt: str = "{:.1f}") -> str:
+    lo, hi = d.get("lo"), d.get("hi")
+    ci = "" if lo is None or lo != lo else f" [{fmt.format(lo)}, {fmt.format(hi)}]"
+    return fmt.format(d["value"]) + ci
+
+
+def print_summary(path: Any, s: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=200)
+    sw = s["swap"]
+    console.print(f"vm bench: swap={sw['kind']} ({sw['device']}), pressure={s['pressure_pct']:g}%, reps={s['reps']}, "
+                  f"run {path}")
+    for vname, v in s["variants"].items():
+        t = Table(title=f"{vname}: per class after the squeeze, re-access in decode order (95% CIs)")
+        for col in ("class", "pages", "swapped out (mean)", "dropped", "resident", "major faults/rep",
+                    "p50 us", "p99 us"):
+            t.add_column(col, justify="right" if col != "class" else "left")
+        for cls, c in v["classes"].items():
+            maj = c["major_faults"]["per_rep"]
+            t.add_row(cls, str(c["pages"]), _est(c["swapped_out_pages"]["mean"]), _est(c["dropped_pages"]["mean"]),
+                      _est(c["resident_pages"]["mean"]), f"{sum(maj) / len(maj):.0f}",
+                      _est(c["reaccess_us"]["p50"], "{:.2f}"), _est(c["reaccess_us"]["p99"], "{:.1f}"))
+        console.print(t)
+        console.print(f"  share of swapped-out pages from cold classes ({', '.join(s['cold_classes'])}): "
+                      f"{_est(v['reclaim_share_cold']['mean'], '{:.3f}')}; of all evicted (swapped+dropped): "
+                      f"{_est(v['eviction_share_cold']['mean'], '{:.3f}')}")
+    h = s["headline"]
+    console.print("[bold]headline[/]: decode-critical pages swapped out: "
+                  f"{h['baseline']} {_est(h['baseline_decode_critical_swapped_out']['mean'])} vs "
+                  f"{h['intent']} {_est(h['intent_decode_critical_swapped_out']['mean'])}")
+    if "baseline_decode_critical_p99_us" in h:
+        console.print(f"  decode-critical re-access p99 (us): {h['baseline']} {_est(h['baseline_decode_critical_p99_us'])}"
+                      f" vs {h['intent']} {_est(h['intent_decode_critical_p99_us'])}; ratio intent/baseline "
+                      f"{_est(h['decode_critical_p99_ratio_intent_over_baseline'], '{:.3f}')}")
+    for key in ("damon", "mglru", "ebpf"):
+        d = s[key]
+        console.print(f"  {key}: {d.get('status')} - {d.get('reason', '')}")
+    if s["swap"]["kind"] == "zswap":
+        console.print(f"  zswap pool after: {s['zswap']['after']}")
+    console.print(f"  timer overhead p50/p99: {s['timer_overhead_ns']['p50']:.0f}/{s['timer_overhead_ns']['p99']:.0f} ns")

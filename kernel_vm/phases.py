@@ -1,0 +1,144 @@
+"""One repetition of the bench: populate, apply the mapping, squeeze, re-access in decode order.
+
+Pressure model (the same resident budget for every mapping, so mappings differ only in *which* pages go):
+the arena may keep B = (1 - PCT/100) x arena bytes resident. Pages of "protect" classes sit in an unlimited
+group; the limited ("squeeze") group gets limit = its charge before the arena was populated + (B - protected
+arena bytes). With the baseline mapping `none` nothing is protected, so the squeezed group holds the whole
+arena and its limit is base + B. The limit stays in force while the blocks are re-accessed (the pressure
+does not go away because a decode step needs its pages back).
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from harness import journal
+from harness.errors import UserError
+from harness.intent import IntentClass
+from harness.mapping import MADVISE_ADVICE, Mapping
+from kernel_vm import measure
+from kernel_vm.arena_process import ArenaProcess
+from kernel_vm.mix import CLASSES, Layout
+from kernel_vm.placement import create_placement
+
+
+@dataclass
+class RepResult:
+    """Everything one repetition measured (latencies per class in ns; counts per class in CLASSES order)."""
+
+    latency_ns: dict[str, np.ndarray] = field(default_factory=dict)
+    faults: dict[str, dict[str, int]] = field(default_factory=dict)
+    residency: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def protected_classes(mapping: Mapping) -> list[IntentClass]:
+    return [c for c in CLASSES if mapping.for_class(c).memcg == "protect"]
+
+
+def squeeze_limit(layout: Layout, mapping: Mapping, pressure_pct: float, base_bytes: int) -> int:
+    budget = int(layout.arena_bytes * (1 - pressure_pct / 100.0))
+    protected = sum(layout.class_pages()[c] for c in protected_classes(mapping)) * layout.page_bytes
+    if budget - protected <= 0:
+        raise UserError(f"--pressure {pressure_pct:g}% leaves {budget >> 20} MiB resident, less than the "
+                        f"{protected >> 20} MiB the mapping {mapping.name!r} protects; lower --pressure")
+    return base_bytes + budget - protected
+
+
+def _snapshot(proc: ArenaProcess, layout: Layout) -> dict[str, list[int]]:
+    res = measure.Residency.of(proc.pid, proc.address, layout.n_pages, layout.page_bytes)
+    return res.by_class(layout.page_class(), len(CLASSES))
+
+
+def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
+             probes: list[Any] | None = None,
+             damos: Callable[[ArenaProcess], dict[str, Any]] | None = None) -> RepResult:
+    """One fresh arena process and fresh cgroups (removed again on return), measured by the parent.
+
+    probes: objects with start(pid)/stop()->dict/name, run around squeeze + re-access (eBPF track).
+    damos: called after the madvise phase with the arena process (DAMOS schemes per class)."""
+    out = RepResult()
+    probes = probes or []
+    with journal.scoped():
+        placement = create_placement(tag)
+        out.facts["memcg_version"] = placement.version
+        out.facts["move_charge_at_immigrate"] = placement.move_charge_at_immigrate()
+        protect = set(protected_classes(mapping))
+        with ArenaProcess(layout.arena_bytes, layout.block_bytes) as proc:
+            if proc.page_bytes != layout.page_bytes:
+                raise RuntimeError("page size mismatch between layout and arena process")
+            # populate: protect classes first (charged to the unlimited group), then the rest, each in arena
+            # order, so the squeezed group's LRU sees the same relative order under every mapping
+            page_class = layout.page_class()
+            protect_blocks = np.flatnonzero(np.isin(layout.block_class, [CLASSES.index(c) for c in protect]))
+            squeeze_blocks = np.setdiff1d(np.arange(layout.n_blocks), protect_blocks)
+            t = measure.Stopwatch()
+            if protect_blocks.size:
+                placement.protect.add_pid(proc.pid)
+                base_protect = placement.usage(placement.protect)
+                proc.populate(protect_blocks)
+                out.facts["protect_charged_bytes"] = placement.usage(placement.protect) - base_protect
+            placement.squeeze.add_pid(proc.pid)
+            base_squeeze = placement.usage(placement.squeeze)
+            proc.populate(squeeze_blocks)
+            out.facts["squeeze_charged_bytes"] = placement.usage(placement.squeeze) - base_squeeze
+            out.facts["protect_arena_bytes"] = int(protect_blocks.size) * layout.block_bytes
+            out.facts["squeeze_arena_bytes"] = int(squeeze_blocks.size) * layout.block_bytes
+            out.facts["populate_s"] = t.seconds()
+            out.residency["after_populate"] = _snapshot(proc, layout)
+
+            # apply the mapping's madvise per class
+            errors: list[str] = []
+            t = measure.Stopwatch()
+            for cls in CLASSES:
+                blocks = layout.blocks_of(cls)
+                for name in mapping.for_class(cls).madvise:
+                    if blocks.size:
+                        errors += proc.madvise(blocks, MADVISE_ADVICE[name])
+            out.facts["madvise_errors"] = errors
+            out.facts["apply_s"] = t.seconds()
+            if damos is not None:
+                out.facts["damon"] = damos(proc)
+            out.residency["after_apply"] = _snapshot(proc, layout)
+
+            # pressure
+            limit = squeeze_limit(layout, mapping, pressure_pct, base_squeeze)
+            out.facts["squeeze_limit_bytes"] = limit
+            out.facts["squeeze_usage_before_limit"] = placement.usage(placement.squeeze)
+            for p in probes:
+                p.start(proc.pid)
+            psi0, vm0 = measure.psi_memory(), measure.vmstat()
+            hits0 = placement.limit_hits(placement.squeeze)
+            t = measure.Stopwatch()
+            try:
+                placement.set_limit(placement.squeeze, limit)
+                out.facts["limit_error"] = None
+            except OSError as exc:
+                out.facts["limit_error"] = errno.errorcode.get(exc.errno or 0, str(exc))
+            out.facts["squeeze_s"] = t.seconds()
+            out.facts["squeeze_usage_after_limit"] = placement.usage(placement.squeeze)
+            out.facts["protect_usage_after_limit"] = placement.usage(placement.protect) if protect_blocks.size else 0
+            out.residency["after_pressure"] = _snapshot(proc, layout)
+
+            # re-access in decode order, faults per class read around each class's pass
+            for cls, blocks in layout.decode_order():
+                f0 = measure.faults(proc.pid)
+                lat = proc.touch(blocks)
+                df = measure.faults(proc.pid) - f0
+                out.latency_ns[cls.value] = lat
+                out.faults[cls.value] = {"minor": df.minor, "major": df.major}
+            out.residency["after_reaccess"] = _snapshot(proc, layout)
+            out.facts["psi_memory_us"] = measure.delta(measure.psi_memory(), psi0)
+            out.facts["vmstat"] = measure.delta(measure.vmstat(), vm0)
+            out.facts["squeeze_limit_hits"] = placement.limit_hits(placement.squeeze) - hits0
+            out.facts["squeeze_memcg_stat"] = {k: v for k, v in placement.stat(placement.squeeze).items()
+                                               if k in ("rss", "anon", "swap", "pgmajfault", "pgpgout",
+                                                        "pgscan", "pgsteal", "workingset_refault_anon")}
+            for p in probes:
+                out.facts.setdefault("probes", {})[p.name] = p.stop()
+            del page_class
+    return out
