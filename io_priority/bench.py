@@ -1,0 +1,174 @@
+"""`kvds io bench`: variants in alternating repetitions on one device, summarised with bootstrap intervals.
+
+A variant is a label and a mapping: "unloaded" (reader alone, the reference), "baseline" (reader + spill,
+mapping `none`), "separated" (reader + spill under the chosen mapping); the sweep adds one variant per
+mapping. summary.json's keys are documented in io_priority/README.md and kept stable for `kvds report`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from harness import stats
+from harness.knobs import scheduler_of, set_scheduler
+from harness.mapping import Mapping, load_mapping
+from harness.progress import progress
+from io_priority.blocktrace import BlockIssueTrace
+from io_priority.device import Device
+from io_priority.workload import Applied, RepResult, Runner, Workload, applied
+
+SCHEMA = "kvds.io-bench/1"
+QS = (50.0, 90.0, 99.0, 99.9)
+QNAMES = {50.0: "p50", 90.0: "p90", 99.0: "p99", 99.9: "p99.9"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    mapping: Mapping | None  # None: the reader alone
+
+    def plan(self, engine: str) -> Applied | None:
+        return applied(self.mapping, engine) if self.mapping is not None else None
+
+
+def standard_variants(modes: list[str], mapping: str) -> list[Variant]:
+    table = {"unloaded": lambda: Variant("unloaded", None),
+             "baseline": lambda: Variant("baseline", load_mapping("none")),
+             "separated": lambda: Variant("separated", load_mapping(mapping))}
+    return [table[m]() for m in modes]
+
+
+def run_variants(device: Device, workload: Workload, variants: list[Variant], reps: int,
+                 trace: bool = True, label: str = "") -> tuple[dict[str, list[RepResult]], list[tuple[int, str]]]:
+    """Every variant `reps` times in ABBA order; returns results per variant and the order actually run."""
+    tracer = BlockIssueTrace(*device.dev_t) if trace else None
+    runner = Runner(device, workload, tracer)
+    by_label = {v.label: v for v in variants}
+    order = stats.alternating_order(list(by_label), reps)
+    results: dict[str, list[RepResult]] = {v.label: [] for v in variants}
+    try:
+        with progress(f"io bench {label}".strip(), total=len(order)) as bar:
+            for i, (rep, name) in enumerate(order):
+                bar.update(description=f"{label} rep {rep + 1}/{reps} {name}".strip())
+                results[name].append(runner.run(by_label[name].plan(workload.engine), seed=1000 * rep + i))
+                bar.advance()
+    finally:
+        if tracer:
+            tracer.close()
+    return results, order
+
+
+def _est(e: stats.Estimate, scale: float = 1.0) -> dict[str, float]:
+    return {"value": e.value * scale, "lo": e.lo * scale, "hi": e.hi * scale, "conf": e.conf}
+
+
+def _merge_block(reps: list[RepResult]) -> dict[str, Any] | None:
+    blocks = [r.block for r in reps if r.block]
+    if not blocks:
+        return None
+    by_op: dict[str, dict[str, int]] = {}
+    lost = 0
+    for b in blocks:
+        lost += b["lost_events"]
+        for op, counts in b["by_op"].items():
+            for prio, n in counts.items():
+                by_op.setdefault(op, {})[prio] = by_op.setdefault(op, {}).get(prio, 0) + n
+    return {"by_op": by_op, "lost_events": lost}
+
+
+def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
+                      unloaded: list[RepResult] | None, n_boot: int = 1000) -> dict[str, Any]:
+    groups = [r.latencies_ns for r in reps]
+    boot = stats.bootstrap_percentiles(groups, QS, n_boot=n_boot)
+    allv = np.concatenate(groups) if groups else np.array([], dtype=np.int64)
+    out: dict[str, Any] = {
+        "mapping": v.mapping.name if v.mapping else None,
+        "applied": v.plan(engine).as_dict() if v.mapping else None,
+        "reps": len(reps),
+        "reads": int(sum(r.reader["reads"] for r in reps)),
+        "read_errors": int(sum(r.reader["errors"] for r in reps)),
+        "late_reads": int(sum(r.reader["late"] for r in reps)),
+        "latency_us": {QNAMES[q]: _est(boot[q], 1e-3) for q in QS},
+        "max_us": float(allv.max()) / 1e3 if allv.size else math.nan,
+        "per_rep_p99_us": [float(np.percentile(g, 99)) / 1e3 if g.size else math.nan for g in groups],
+        "interference_factor": None,
+        "spill_mb_s": None,
+        "spill_mb_s_per_rep": None,
+        "writes": None,
+        "write_errors": None,
+        "spill_gated_fraction": None,
+        "block_layer": _merge_block(reps),
+    }
+    if unloaded and v.mapping is not None:
+        out["interference_factor"] = _est(stats.bootstrap_ratio(groups, [r.latencies_ns for r in unloaded],
+                                                                q=99.0, n_boot=n_boot))
+    writers = [r for r in reps if r.writer]
+    if writers:
+        mbs = [r.spill_mb_s or 0.0 for r in writers]
+        out["spill_mb_s"] = _est(stats.mean_ci(mbs))
+        out["spill_mb_s_per_rep"] = mbs
+        out["writes"] = int(sum(r.writer["writes"] for r in writers))
+        out["write_errors"] = int(sum(r.writer["errors"] for r in writers))
+        out["spill_gated_fraction"] = float(np.mean([r.writer["gated_ns"] / r.writer["elapsed_ns"]
+                                                     for r in writers]))
+        out["final_fsync_ms"] = float(np.mean([r.writer["final_fsync_ns"] / 1e6 for r in writers]))
+    return out
+
+
+def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engine: str,
+              n_boot: int = 1000) -> dict[str, Any]:
+    unloaded = results.get("unloaded")
+    modes = {v.label: summarize_variant(v, results[v.label], engine, unloaded, n_boot) for v in variants}
+    base = modes.get("baseline", {}).get("spill_mb_s")
+    for m in modes.values():
+        if base and m["spill_mb_s"] and base["value"] > 0:
+            m["spill_retained"] = m["spill_mb_s"]["value"] / base["value"]
+        else:
+            m["spill_retained"] = None
+    return modes
+
+
+def write_samples(run: Any, results: dict[str, list[RepResult]], prefix: str = "") -> None:
+    """<variant>.npy (all repetitions, int64 ns) and <variant>-rep<k>.npy (one per repetition)."""
+    for label, reps in results.items():
+        name = f"{prefix}{label}"
+        run.write_samples(name, np.concatenate([r.latencies_ns for r in reps]).astype(np.int64))
+        for k, r in enumerate(reps):
+            run.write_samples(f"{name}-rep{k}", r.latencies_ns.astype(np.int64))
+
+
+def with_scheduler(device: Device, scheduler: str | None) -> str:
+    """Select the scheduler on the benchmark device (journaled); returns the one in effect."""
+    if scheduler:
+        set_scheduler(device.path, scheduler)
+    return scheduler_of(device.path)
+
+
+def fmt_est(e: dict[str, float] | None, unit: str = "", digits: int = 0) -> str:
+    if not e:
+        return "-"
+    f = f"{{:.{digits}f}}"
+    return f"{f.format(e['value'])}{unit} [{f.format(e['lo'])}, {f.format(e['hi'])}]"
+
+
+def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] = print) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    for col in ("variant", "mapping", "p50 us", "p99 us [95% CI]", "p99.9 us", "max us", "interference (p99)",
+                "spill MB/s", "retained", "reads", "block-layer classes"):
+        t.add_column(col, overflow="fold")
+    for label, m in modes.items():
+        bl = m["block_layer"]["by_op"] if m["block_layer"] else {}
+        classes = "; ".join(f"{op} " + ",".join(f"{p}:{n}" for p, n in sorted(c.items())) for op, c in bl.items())
+        t.add_row(label, m["mapping"] or "-", f"{m['latency_us']['p50']['value']:.0f}",
+                  fmt_est(m["latency_us"]["p99"]), f"{m['latency_us']['p99.9']['value']:.0f}", f"{m['max_us']:.0f}",
+                  fmt_est(m["interference_factor"], "x", 1), fmt_est(m["spill_mb_s"]),
+                  f"{m['spill_retained']:.0%}" if m.get("spill_retained") is not None else "-",
+                  str(m["reads"]), classes or "-")
+    Console(width=200).print(t)

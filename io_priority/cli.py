@@ -1,0 +1,166 @@
+"""`kvds io bench|sweep|fio-check`: decode-critical KV reads under spill pressure (issue 3)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from harness import doctor
+from harness.cli import add_json_flag, positive_float, positive_int, require_root
+from harness.errors import UserError
+from harness.mapping import available_mappings
+from harness.progress import say
+from io_priority.device import CONSENT_FLAG, Layout, MiB
+from io_priority.workload import ENGINES, SPILL_KINDS, Workload
+
+SCHEDULERS = ("mq-deadline", "bfq", "kyber", "none")
+MODES = ("unloaded", "baseline", "separated")
+
+
+def _mode_list(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError(f"modes are {', '.join(MODES)} (comma-separated), not {text!r}")
+    return list(dict.fromkeys(modes))
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be zero or a positive finite number")
+    return v
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=ENGINES, default="psync", help="how I/O is submitted (default psync)")
+    p.add_argument("--device", default="loop",
+                   help="'loop' (default: a kvds loop device over a scratch file), a new file, or a free block device")
+    p.add_argument(CONSENT_FLAG, dest="destroy_data", action="store_true",
+                   help="allow overwriting a file or a device that holds a filesystem signature")
+    p.add_argument("--duration", type=positive_float, default=5.0, help="seconds per repetition (default 5)")
+    p.add_argument("--reps", type=positive_int, default=3, help="repetitions per variant, alternating (default 3)")
+    p.add_argument("--rate", type=_nonneg_float, default=200.0,
+                   help="critical reads per second, one per decode step, open loop (0 = closed loop at QD1; default 200)")
+    p.add_argument("--read-kib", type=positive_int, default=16, help="critical read size in KiB (default 16)")
+    p.add_argument("--spill-kib", type=positive_int, default=1024, help="spill write size in KiB (default 1024)")
+    p.add_argument("--spill-qd", type=positive_int, default=8, help="spill writes in flight (default 8)")
+    p.add_argument("--spill", choices=SPILL_KINDS, default="direct",
+                   help="spill writes O_DIRECT (default) or buffered with an fsync every 64 MiB")
+    p.add_argument("--kv-mib", type=positive_int, default=256, help="KV region read by critical reads (MiB)")
+    p.add_argument("--spill-mib", type=positive_int, default=512, help="spill region written (MiB)")
+    p.add_argument("--guard-us", type=positive_int, default=100, help="the slack pacer's safety margin (us)")
+    p.add_argument("--no-trace", dest="trace", action="store_false",
+                   help="do not record block-layer priorities (block:block_rq_issue)")
+    add_json_flag(p)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    io = sub.add_parser("io", help="I/O priority track: critical KV reads under spill pressure")
+    verbs = io.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+
+    b = verbs.add_parser("bench", help="unloaded / baseline / separated critical-read latency and spill MB/s")
+    b.add_argument("--mode", type=_mode_list, default=list(MODES),
+                   help="comma-separated modes (default unloaded,baseline,separated)")
+    b.add_argument("--mapping", default="ioprio-only", help="mapping for 'separated' (default ioprio-only)")
+    b.add_argument("--scheduler", choices=SCHEDULERS, default="mq-deadline", help="I/O scheduler (default mq-deadline)")
+    _common(b)
+    b.set_defaults(func=cmd_bench)
+
+    s = verbs.add_parser("sweep", help="scheduler x mapping grid: table, Pareto frontier, PNG scatter")
+    s.add_argument("--quick", action="store_true", help="2 s x 2 repetitions, mq-deadline and bfq only")
+    s.add_argument("--schedulers", nargs="+", choices=SCHEDULERS, default=None)
+    s.add_argument("--mappings", nargs="+", default=None, help="mappings applied as 'separated' variants")
+    _common(s)
+    s.set_defaults(func=cmd_sweep)
+
+    f = verbs.add_parser("fio-check", help="unloaded QD1 latency: kvds's reader vs fio on the same device")
+    f.add_argument("--scheduler", choices=SCHEDULERS, default="mq-deadline")
+    _common(f)
+    f.set_defaults(func=cmd_fio_check, rate=0.0)
+
+
+def workload_from(args: argparse.Namespace) -> Workload:
+    return Workload(engine=args.engine, duration_s=args.duration, read_bs=args.read_kib << 10, rate=args.rate,
+                    spill_bs=args.spill_kib << 10, spill_qd=args.spill_qd, spill_kind=args.spill,
+                    guard_us=args.guard_us)
+
+
+def layout_from(args: argparse.Namespace) -> Layout:
+    lay = Layout(args.kv_mib * MiB, args.spill_mib * MiB)
+    if args.read_kib << 10 > lay.kv_bytes or args.spill_kib << 10 > lay.spill_bytes:
+        raise UserError("the KV and spill regions must each hold at least one read / one spill write")
+    if (args.read_kib << 10) % 4096 or (args.spill_kib << 10) % 4096:
+        raise UserError("O_DIRECT needs read and spill sizes that are multiples of 4 KiB")
+    return lay
+
+
+def _require(args: argparse.Namespace, mappings: list[str]) -> None:
+    require_root("kvds io")
+    doctor.require("loop", "ioprio", "blk.schedulers")
+    if args.engine == "io_uring":
+        doctor.require("io_uring")
+    for name in mappings:
+        if name not in available_mappings() and not name.endswith(".toml"):
+            raise UserError(f"unknown mapping {name!r} (available: {', '.join(available_mappings())})")
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=True))
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from io_priority import runs
+
+    _require(args, [args.mapping])
+    summary, run = runs.bench_run(args.mode, args.mapping, args.scheduler, workload_from(args), layout_from(args),
+                              args.device, args.destroy_data, args.reps, args.trace)
+    if args.json:
+        _print_json({"run": str(run.path), **summary})
+    else:
+        from io_priority.bench import print_table
+
+        print_table(summary["modes"], f"kvds io bench: {summary['config']['engine']} on {summary['config']['device']['path']}"
+                    f" ({summary['config']['scheduler']}), {args.reps} reps x {args.duration:g} s, run {run.run_id}")
+        say(f"results in {run.path}")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from io_priority import runs, sweep
+
+    schedulers = args.schedulers or (["mq-deadline", "bfq"] if args.quick else list(SCHEDULERS))
+    mappings = args.mappings or list(sweep.DEFAULT_MAPPINGS)
+    if args.quick:
+        args.duration, args.reps = min(args.duration, 2.0), min(args.reps, 2)
+    _require(args, mappings)
+    summary, run = runs.sweep_run(schedulers, mappings, workload_from(args), layout_from(args), args.device,
+                              args.destroy_data, args.reps, args.trace)
+    if args.json:
+        _print_json({"run": str(run.path), **summary})
+    else:
+        sweep.print_points(summary)
+        say(f"results in {run.path}; plot {run.path / 'pareto.png'}")
+    return 0
+
+
+def cmd_fio_check(args: argparse.Namespace) -> int:
+    from io_priority import runs
+
+    _require(args, [])
+    doctor.require("fio")
+    summary, run = runs.fio_check_run(args.scheduler, workload_from(args), layout_from(args), args.device,
+                                  args.destroy_data, args.reps)
+    if args.json:
+        _print_json({"run": str(run.path), **summary})
+    else:
+        from io_priority.fio import print_check
+
+        print_check(summary)
+        say(f"results in {run.path}")
+    return 0

@@ -1,0 +1,86 @@
+"""The three commands' work, from device set-up to the result directory (kept apart from argument parsing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.results import ResultStore, Run
+from io_priority import bench, device as devmod
+from io_priority.bench import SCHEMA, Variant
+from io_priority.device import Layout
+from io_priority.workload import Workload
+
+ENGINE_NOTE = "ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_set per thread; io_uring via raw syscalls with sqe->ioprio"
+
+
+def _config(workload: Workload, dev: devmod.Device, scheduler: str, reps: int, **extra: Any) -> dict[str, Any]:
+    return {"engine": workload.engine, "workload": workload.as_dict(), "device": dev.as_dict(),
+            "scheduler": scheduler, "reps": reps, "load_generator": ENGINE_NOTE, **extra}
+
+
+def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload, layout: Layout, device: str,
+              destroy_data: bool, reps: int, trace: bool) -> tuple[dict[str, Any], Run]:
+    dev = devmod.prepare(device, layout, destroy_data)
+    sched = bench.with_scheduler(dev, scheduler)
+    variants = bench.standard_variants(modes, mapping)
+    results, order = bench.run_variants(dev, workload, variants, reps, trace, label=sched)
+    config = _config(workload, dev, sched, reps, mapping=mapping, modes=modes)
+    run = ResultStore().new_run("io-bench", config)
+    bench.write_samples(run, results)
+    summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order],
+               "modes": bench.summarize(variants, results, workload.engine), **_ebpf_note()}
+    run.write_summary(summary)
+    return summary, run
+
+
+def _ebpf_note() -> dict[str, Any]:
+    """Per-class block-layer histograms come from the eBPF track when it exists (see README)."""
+    import importlib.util
+
+    present = importlib.util.find_spec("ebpf") is not None
+    return {"ebpf_histograms": None, "ebpf_note": "ebpf track present but not integrated" if present
+            else "ebpf track not in this checkout; block-layer classes come from tracefs block_rq_issue"}
+
+
+def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, layout: Layout, device: str,
+              destroy_data: bool, reps: int, trace: bool) -> tuple[dict[str, Any], Run]:
+    from harness.mapping import load_mapping
+    from io_priority import sweep
+
+    dev = devmod.prepare(device, layout, destroy_data)
+    variants = [Variant("unloaded", None), Variant("baseline", load_mapping("none"))]
+    variants += [Variant(m, load_mapping(m)) for m in mappings]
+    per_sched: dict[str, Any] = {}
+    all_results = {}
+    for sched in schedulers:
+        bench.with_scheduler(dev, sched)
+        results, order = bench.run_variants(dev, workload, variants, reps, trace, label=sched)
+        all_results[sched] = results
+        per_sched[sched] = {"rep_order": [[r, n] for r, n in order],
+                            "modes": bench.summarize(variants, results, workload.engine)}
+    config = _config(workload, dev, ",".join(schedulers), reps, mappings=mappings, schedulers=schedulers)
+    run = ResultStore().new_run("io-sweep", config)
+    for sched, results in all_results.items():
+        bench.write_samples(run, results, prefix=f"{sched}--")
+    points = sweep.points(per_sched)
+    summary = {"schema": sweep.SCHEMA, "config": config, "schedulers": per_sched, "points": points,
+               "goal": sweep.goal_summary(points), **_ebpf_note()}
+    run.write_summary(summary)
+    sweep.plot(points, run.path / "pareto.png", title=f"kvds io sweep ({workload.engine}, {dev.name})")
+    return summary, run
+
+
+def fio_check_run(scheduler: str, workload: Workload, layout: Layout, device: str, destroy_data: bool,
+                  reps: int) -> tuple[dict[str, Any], Run]:
+    from io_priority import fio
+
+    dev = devmod.prepare(device, layout, destroy_data)
+    sched = bench.with_scheduler(dev, scheduler)
+    summary, samples = fio.check(dev, workload, reps)
+    config = _config(workload, dev, sched, reps, mode="unloaded-qd1")
+    run = ResultStore().new_run("io-fio-check", config)
+    for name, arr in samples.items():
+        run.write_samples(name, arr)
+    summary = {"schema": fio.SCHEMA, "config": config, **summary}
+    run.write_summary(summary)
+    return summary, run

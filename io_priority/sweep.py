@@ -1,0 +1,109 @@
+"""`kvds io sweep`: every (scheduler, mapping) point as spill MB/s against critical p99, Pareto frontier marked.
+
+A point is better when its critical-read p99 is lower and its spill MB/s higher; a point is on the frontier
+when no other point of the sweep is at least as good on both and better on one. The issue's goal: interference
+factor (p99 / unloaded p99 under the same scheduler) <= 1.5 while the spill keeps >= 50% of the baseline MB/s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "kvds.io-sweep/1"
+DEFAULT_MAPPINGS = ("ioprio-only", "throttle-only", "paced-only", "intent-paced")
+GOAL_INTERFERENCE = 1.5
+GOAL_RETAINED = 0.5
+
+
+def points(per_sched: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for sched, doc in per_sched.items():
+        for label, m in doc["modes"].items():
+            if label == "unloaded":
+                continue
+            inter = m["interference_factor"]
+            out.append({
+                "scheduler": sched, "variant": label, "mapping": m["mapping"],
+                "p99_us": m["latency_us"]["p99"], "p50_us": m["latency_us"]["p50"],
+                "interference_factor": inter, "spill_mb_s": m["spill_mb_s"], "spill_retained": m["spill_retained"],
+                "meets_goal": bool(inter and m["spill_retained"] is not None
+                                   and inter["value"] <= GOAL_INTERFERENCE and m["spill_retained"] >= GOAL_RETAINED),
+            })
+    for p in out:
+        p["pareto"] = not any(_dominates(q, p) for q in out if q is not p)
+    return out
+
+
+def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    ap, bp = a["p99_us"]["value"], b["p99_us"]["value"]
+    am, bm = a["spill_mb_s"]["value"], b["spill_mb_s"]["value"]
+    return ap <= bp and am >= bm and (ap < bp or am > bm)
+
+
+def goal_summary(pts: list[dict[str, Any]]) -> dict[str, Any]:
+    met = [f"{p['scheduler']}/{p['variant']}" for p in pts if p["meets_goal"]]
+    return {"interference_max": GOAL_INTERFERENCE, "spill_retained_min": GOAL_RETAINED, "met_by": met}
+
+
+def print_points(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from io_priority.bench import fmt_est
+
+    t = Table(title="kvds io sweep: critical-read p99 vs spill MB/s (* = Pareto frontier, goal: IF <= 1.5 and "
+                    "spill >= 50% of baseline)")
+    for col in ("scheduler", "variant", "p99 us [95% CI]", "interference", "spill MB/s [95% CI]", "retained",
+                "Pareto", "goal"):
+        t.add_column(col)
+    for p in sorted(summary["points"], key=lambda p: (p["scheduler"], p["p99_us"]["value"])):
+        t.add_row(p["scheduler"], p["variant"], fmt_est(p["p99_us"]), fmt_est(p["interference_factor"], "x", 1),
+                  fmt_est(p["spill_mb_s"]), f"{p['spill_retained']:.0%}" if p["spill_retained"] is not None else "-",
+                  "*" if p["pareto"] else "", "yes" if p["meets_goal"] else "")
+    Console(width=200).print(t)
+    for sched, doc in summary["schedulers"].items():
+        u = doc["modes"]["unloaded"]["latency_us"]
+        print(f"unloaded reference under {sched}: p50 {u['p50']['value']:.0f} us, p99 {fmt_est(u['p99'], ' us')}")
+    met = summary["goal"]["met_by"]
+    print("goal met by: " + (", ".join(met) if met else "no point of this sweep"))
+
+
+def plot(pts: list[dict[str, Any]], path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 6))
+    markers = {"mq-deadline": "o", "bfq": "s", "kyber": "^", "none": "D"}
+    variants = sorted({p["variant"] for p in pts})
+    colors = {v: plt.cm.tab10(i % 10) for i, v in enumerate(variants)}
+    for p in pts:
+        x, y = p["spill_mb_s"], p["p99_us"]
+        ax.errorbar(x["value"], y["value"] / 1e3,
+                    xerr=[[max(0, x["value"] - x["lo"])], [max(0, x["hi"] - x["value"])]] if x["lo"] == x["lo"] else None,
+                    yerr=[[max(0, (y["value"] - y["lo"]) / 1e3)], [max(0, (y["hi"] - y["value"]) / 1e3)]],
+                    fmt=markers.get(p["scheduler"], "o"), color=colors[p["variant"]], ms=9, capsize=3,
+                    mec="black" if p["pareto"] else colors[p["variant"]], mew=2 if p["pareto"] else 1)
+        ax.annotate(f"{p['scheduler']}/{p['variant']}", (x["value"], y["value"] / 1e3), fontsize=7,
+                    xytext=(5, 4), textcoords="offset points")
+    front = sorted((p for p in pts if p["pareto"]), key=lambda p: p["spill_mb_s"]["value"])
+    if front:
+        ax.plot([p["spill_mb_s"]["value"] for p in front], [p["p99_us"]["value"] / 1e3 for p in front], "k--",
+                lw=1, label="Pareto frontier")
+    for v in variants:
+        ax.plot([], [], "o", color=colors[v], label=v)
+    for s, m in markers.items():
+        if any(p["scheduler"] == s for p in pts):
+            ax.plot([], [], m, color="grey", label=s)
+    ax.set_yscale("log")
+    ax.set_xlabel("spill throughput (MB/s, mean over repetitions, 95% CI)")
+    ax.set_ylabel("critical-read p99 latency (ms, log scale, 95% bootstrap CI)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,156 @@
+"""One repetition of the I/O workload: the critical reader alone or with the spill writer, as a mapping says.
+
+A variant names the mapping applied (None = the reader alone, the unloaded reference). The mapping's
+decode-critical class gives the reader's priority (read_ioprio for psync, uring_ioprio for io_uring); its
+cold-spillable class gives the writer's priority (write_ioprio; the per-SQE priority for io_uring), a write
+bandwidth cap (write_throttle_mbps, through a v1 blkio cgroup holding the writer) and spill pacing.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.errors import UserError
+from harness.intent import IntentClass
+from harness.ioprio import IoPrio
+from harness.knobs import Cgroup, create_cgroup, create_file
+from harness.mapping import Mapping
+from harness.paths import work_dir
+from io_priority import native
+from io_priority.blocktrace import BlockIssueTrace
+from io_priority.device import Device
+
+ENGINES = ("psync", "io_uring")
+SPILL_KINDS = ("direct", "buffered")
+
+
+@dataclass(frozen=True)
+class Workload:
+    engine: str = "psync"
+    duration_s: float = 5.0
+    read_bs: int = 16 << 10
+    rate: float = 200.0  # critical reads per second (one per decode step); 0 = closed loop at QD1
+    spill_bs: int = 1 << 20
+    spill_qd: int = 8
+    spill_kind: str = "direct"
+    fsync_every: int = 64 << 20
+    guard_us: int = 100  # the pacer's margin before a critical read is due
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a mapping turns into for this workload (recorded with every result)."""
+
+    read_prio: IoPrio | None
+    write_prio: IoPrio | None
+    throttle_mbps: float | None
+    pacing: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"read_ioprio": str(self.read_prio) if self.read_prio else None,
+                "write_ioprio": str(self.write_prio) if self.write_prio else None,
+                "write_throttle_mbps": self.throttle_mbps, "spill_pacing": self.pacing}
+
+
+def applied(mapping: Mapping, engine: str) -> Applied:
+    crit = mapping.for_class(IntentClass.DECODE_CRITICAL)
+    spill = mapping.for_class(IntentClass.COLD_SPILLABLE)
+    read = crit.uring_ioprio if engine == "io_uring" and crit.uring_ioprio else crit.read_ioprio
+    return Applied(read, spill.write_ioprio, spill.write_throttle_mbps, spill.spill_pacing or "none")
+
+
+@dataclass
+class RepResult:
+    latencies_ns: np.ndarray
+    reader: dict[str, Any]
+    writer: dict[str, Any] | None
+    block: dict[str, Any] | None
+
+    @property
+    def spill_mb_s(self) -> float | None:
+        if not self.writer:
+            return None
+        return self.writer["bytes"] / 1e6 / ((self.writer["elapsed_ns"] + self.writer["final_fsync_ns"]) / 1e9)
+
+
+class Runner:
+    """Runs repetitions on one device; owns the scratch directory, the pacing page and the throttle cgroup."""
+
+    def __init__(self, device: Device, workload: Workload, trace: BlockIssueTrace | None) -> None:
+        if workload.engine not in ENGINES:
+            raise UserError(f"engine must be one of {', '.join(ENGINES)}")
+        if workload.spill_kind not in SPILL_KINDS:
+            raise UserError(f"spill kind must be one of {', '.join(SPILL_KINDS)}")
+        self.device, self.w, self.trace = device, workload, trace
+        self.scratch = work_dir() / f"io-run-{os.getpid()}-{secrets.token_hex(3)}"
+        from harness.knobs import create_dir
+        create_dir(self.scratch)
+        self.shm = create_file(Path("/dev/shm") / f"kvds-io-slack-{os.getpid()}-{secrets.token_hex(3)}", 4096)
+        self._cgroups: dict[float, Cgroup] = {}
+
+    def _throttle_group(self, mbps: float) -> Cgroup:
+        if mbps not in self._cgroups:
+            cg = create_cgroup(f"io-spill-{len(self._cgroups)}", ("blkio",))
+            major, minor = self.device.dev_t
+            bps = int(mbps * 1e6)
+            if cg.version("blkio") == 1:
+                cg.set("blkio", "blkio.throttle.write_bps_device", f"{major}:{minor} {bps}")
+            else:
+                cg.set("blkio", "io.max", f"{major}:{minor} wbps={bps}")
+            self._cgroups[mbps] = cg
+        return self._cgroups[mbps]
+
+    def run(self, plan: Applied | None, seed: int) -> RepResult:
+        """plan None: reader alone, default priority. Otherwise reader + spill writer under `plan`."""
+        w, lay = self.w, self.device.layout
+        out = self.scratch / f"lat-{seed}.bin"
+        ms = str(int(w.duration_s * 1000))
+        pacing = plan is not None and plan.pacing == "slack"
+        reader_args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.read_bs), "--off", "0",
+                       "--len", str(lay.kv_bytes), "--rate", str(w.rate), "--duration-ms", ms, "--out", str(out),
+                       "--seed", str(seed + 1), "--prio", str(plan.read_prio.value if plan and plan.read_prio else -1)]
+        if pacing:
+            self.shm.write_bytes(bytes(4096))
+            reader_args += ["--shm", str(self.shm)]
+        if self.trace:
+            self.trace.clear()
+        reader = native.start("reader", reader_args)
+        writer = None
+        try:
+            if plan is not None:
+                args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.spill_bs),
+                        "--off", str(lay.spill_offset), "--len", str(lay.spill_bytes), "--qd", str(w.spill_qd),
+                        "--duration-ms", ms, "--prio", str(plan.write_prio.value if plan.write_prio else -1),
+                        "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us)]
+                if w.spill_kind == "buffered":
+                    args.append("--buffered")
+                if pacing:
+                    args += ["--pace", "slack", "--shm", str(self.shm)]
+                writer = native.start("writer", args)
+                if plan.throttle_mbps:
+                    self._throttle_group(plan.throttle_mbps).add_pid(writer.pid)
+            start_ns = time.monotonic_ns() + 50_000_000
+            reader.go(start_ns)
+            if writer:
+                writer.go(start_ns)
+            timeout = w.duration_s * 4 + 60
+            rres = reader.result(timeout)
+            wres = writer.result(timeout) if writer else None
+        finally:
+            reader.kill()
+            if writer:
+                writer.kill()
+        lat = np.fromfile(out, dtype=np.int64)
+        out.unlink(missing_ok=True)
+        block = self.trace.collect().as_dict() if self.trace else None
+        return RepResult(lat, rres, wres, block)
