@@ -1,0 +1,135 @@
+"""The VM track on the real kernel: madvise per page, memcg placement under a squeeze, state restored.
+
+Needs root, zram and a memory cgroup (skips with the doctor's reasons otherwise). Small arenas keep the
+whole file within seconds; figures belong to `kvds vm bench`, these tests assert behaviour only.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import doctor, journal
+from harness.errors import Unavailable
+from harness.intent import IntentClass
+from harness.knobs.cgroups import hierarchy_for
+from harness.mapping import MADVISE_ADVICE, load_mapping
+from kernel_vm import damon, measure, mglru, swap_backend
+from kernel_vm.arena_process import ArenaProcess
+from kernel_vm.mix import CLASSES, DEFAULT_MIX, make_layout
+from kernel_vm.phases import run_once
+from tests.conftest import needs_root, run_kvds
+
+pytestmark = [needs_root, doctor.skip_unless("swap.zram", "memcg")]
+
+DC = CLASSES.index(IntentClass.DECODE_CRITICAL)
+
+
+def _host_state() -> dict[str, object]:
+    """What the VM track may change: swaps, zram devices, memory cgroups, zswap, delay accounting."""
+    _, root = hierarchy_for("memory")
+    zs = Path("/sys/module/zswap/parameters/enabled")
+    return {
+        "swaps": Path("/proc/swaps").read_text(),
+        "zram": sorted(p.name for p in Path("/sys/block").iterdir() if p.name.startswith("zram")),
+        "cgroups": sorted(p.name for p in root.iterdir() if p.is_dir()),
+        "zswap": zs.read_text() if zs.exists() else None,
+        "delayacct": Path("/proc/sys/kernel/task_delayacct").read_text(),
+    }
+
+
+def test_pageout_moves_the_cold_class_out_page_by_page(kvds_env: dict[str, str]) -> None:
+    before = _host_state()
+    lay = make_layout(16 << 20, 64 << 10, mmap.PAGESIZE, DEFAULT_MIX, seed=5)
+    cold = lay.blocks_of(IntentClass.COLD_SPILLABLE)
+    done = lay.blocks_of(IntentClass.DONE)
+    with journal.session():
+        swap_backend.set_up("zram", 32 << 20)
+        with ArenaProcess(lay.arena_bytes, lay.block_bytes) as proc:
+            proc.populate(np.arange(lay.n_blocks))
+            res0 = measure.Residency.of(proc.pid, proc.address, lay.n_pages, lay.page_bytes)
+            assert res0.present.all() and not res0.swapped.any()
+            assert proc.madvise(cold, MADVISE_ADVICE["MADV_PAGEOUT"]) == []
+            assert proc.madvise(done, MADVISE_ADVICE["MADV_DONTNEED"]) == []
+            res = measure.Residency.of(proc.pid, proc.address, lay.n_pages, lay.page_bytes)
+            pc = lay.page_class()
+            is_cold = pc == CLASSES.index(IntentClass.COLD_SPILLABLE)
+            is_done = pc == CLASSES.index(IntentClass.DONE)
+            assert res.swapped[is_cold].all() and not res.present[is_cold].any()
+            assert not (res.present | res.swapped)[is_done].any()  # dropped, not swapped
+            others = ~(is_cold | is_done)
+            assert res.present[others].all() and not res.swapped[others].any()
+            # the cold pages come back on touch, as major faults (swap-ins)
+            f0 = measure.faults(proc.pid)
+            proc.touch(cold)
+            assert (measure.faults(proc.pid) - f0).major >= cold.size * lay.pages_per_block
+            assert measure.Residency.of(proc.pid, proc.address, lay.n_pages, lay.page_bytes).present[is_cold].all()
+    assert _host_state() == before
+
+
+def test_intent_keeps_decode_critical_resident_when_squeezed(kvds_env: dict[str, str]) -> None:
+    before = _host_state()
+    lay = make_layout(32 << 20, 64 << 10, mmap.PAGESIZE, DEFAULT_MIX, seed=2)
+    with journal.session():
+        swap_backend.set_up("zram", 48 << 20)
+        intent = run_once(lay, load_mapping("intent"), 30.0, "t-intent")
+        base = run_once(lay, load_mapping("none"), 30.0, "t-none")
+    # the placement split holds: protect classes' pages are charged to the unlimited group
+    f = intent.facts
+    assert f["move_charge_at_immigrate"] in (None, "0")
+    assert abs(f["protect_charged_bytes"] - f["protect_arena_bytes"]) < 0.05 * f["protect_arena_bytes"]
+    assert f["limit_error"] is None and f["squeeze_usage_after_limit"] <= f["squeeze_limit_bytes"]
+    dc_pages = lay.class_pages()[IntentClass.DECODE_CRITICAL]
+    assert intent.residency["after_pressure"]["swapped"][DC] == 0
+    assert intent.residency["after_pressure"]["resident"][DC] == dc_pages
+    assert intent.faults["decode-critical"]["major"] == 0
+    # the squeeze was real: the same budget cost the baseline pages, the intent run cold-class pages
+    assert sum(base.residency["after_pressure"]["swapped"]) > 0
+    assert intent.residency["after_pressure"]["swapped"][CLASSES.index(IntentClass.COLD_SPILLABLE)] > 0
+    assert _host_state() == before
+
+
+def test_bench_cli_restores_swap_zram_zswap_and_cgroups(kvds_env: dict[str, str]) -> None:
+    before = _host_state()
+    for swap in ("zram", "zswap"):
+        res = run_kvds(["vm", "bench", "--arena-mb", "16", "--reps", "1", "--swap", swap, "--json"], kvds_env)
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        s = doc["summary"]
+        assert set(s["variants"]) >= {"none", "intent"}
+        assert s["headline"]["intent_decode_critical_swapped_out"]["per_rep"] == [0]
+        names = os.listdir(Path(doc["run"]) / "samples")
+        assert "reaccess_ns__intent__decode-critical__rep0.npy" in names
+        if swap == "zswap":
+            assert "stored_pages" in s["zswap"]["after"] or s["zswap"]["after"] == {}
+        assert _host_state() == before, swap
+    assert not list(Path(kvds_env["KVDS_STATE_DIR"], "journal").glob("*.jsonl"))
+
+
+def test_damon_layer_refuses_here_and_bench_says_why() -> None:
+    st = damon.status()
+    if st.usable:
+        pytest.skip("DAMON is usable on this host: the refusal path does not apply (the guest lab runs DAMOS)")
+    nr = (damon.KDAMONDS / "nr_kdamonds").read_text() if damon.KDAMONDS.exists() else None
+    lay = make_layout(1 << 20, 64 << 10, mmap.PAGESIZE, DEFAULT_MIX)
+    with pytest.raises(Unavailable):
+        with journal.scoped():
+            damon.start(os.getpid(), damon.plan(load_mapping("intent"), lay, 0x7F0000000000))
+    assert ((damon.KDAMONDS / "nr_kdamonds").read_text() if damon.KDAMONDS.exists() else None) == nr
+    assert st.reason
+
+
+def test_mglru_absent_is_skipped_with_reason_or_compared() -> None:
+    ok, reason = mglru.available()
+    settings, doc = mglru.settings_for("auto", None)
+    if ok:
+        assert [s.name for s in settings] == ["on", "off"] and doc["status"] == "compared"
+    else:
+        assert doc == {"status": "skipped", "reason": reason}
+        with pytest.raises(Unavailable):
+            mglru.settings_for("on", None)
