@@ -1,0 +1,150 @@
+"""`kvds qemu build|run|validate`: the guest lab's command line (argument handling only; work is elsewhere)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness.cli import add_json_flag, positive_float, positive_int
+from harness.errors import UserError
+from harness.progress import say
+from qemu_validation import build, guest, validate
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("qemu", help="build, boot and validate a patched guest kernel under QEMU")
+    sub = p.add_subparsers(dest="qemu_command", metavar="VERB", parser_class=type(p))
+    sub.required = True
+
+    b = sub.add_parser("build", help="build (or reuse) a kernel: tinyconfig + fragments + a patch series")
+    _spec_args(b)
+    b.add_argument("--kasan", action="store_true", help="debug kernel: KASAN + lockdep (what validate uses)")
+    b.add_argument("--jobs", type=positive_int, default=None, help="make -j (default: all CPUs)")
+    b.add_argument("--list", action="store_true", help="list cached builds instead of building")
+    add_json_flag(b)
+    b.set_defaults(func=cmd_build)
+
+    r = sub.add_parser("run", help="boot a kernel and run a command in it: kvds qemu run -- CMD...")
+    r.add_argument("--kernel", metavar="ID", help="build id, id prefix or label (default: the mm_intent debug kernel)")
+    r.add_argument("--share", type=Path, metavar="DIR", help="host directory mounted read-write at /share")
+    r.add_argument("--host-root", action="store_true", help="chroot into the host's root (9p, read-only) to run CMD")
+    r.add_argument("--timeout", type=positive_float, default=600.0, help="seconds before a hung guest is killed")
+    r.add_argument("--memory", type=positive_int, default=1024, help="guest memory in MiB")
+    r.add_argument("--cpus", type=positive_int, default=1)
+    r.add_argument("--append", action="append", default=[], metavar="ARG", help="extra kernel command-line word")
+    add_json_flag(r)
+    r.add_argument("command", nargs=argparse.REMAINDER, help="the command (after --)")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="register/dump/clear, lookup, exit cleanup and >=10,000 malformed writes "
+                                        "under KASAN + lockdep; KTAP summarized")
+    v.add_argument("--kernel", metavar="ID", help="validate this build instead of building the debug kernel")
+    _spec_args(v)
+    v.add_argument("--fuzz", type=int, default=validate.MIN_MALFORMED, help="random malformed writes")
+    v.add_argument("--seed", type=positive_int, default=1)
+    v.add_argument("--timeout", type=positive_float, default=600.0)
+    add_json_flag(v)
+    v.set_defaults(func=cmd_validate)
+
+
+def _spec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", default=build.DEFAULT_SOURCE, help="debian-6.12, a kernel tarball or a source tree")
+    p.add_argument("--patches", default=",".join(build.DEFAULT_PATCHES),
+                   help="series under kernel_patches/ applied in order (comma-separated), or none")
+    p.add_argument("--fragment", type=Path, action="append", default=[], metavar="FILE",
+                   help="extra Kconfig fragment (repeatable)")
+
+
+def _spec(args: argparse.Namespace, kasan: bool) -> build.BuildSpec:
+    return build.BuildSpec(source=args.source, patches=build.parse_patches(args.patches), kasan=kasan,
+                           fragments=tuple(args.fragment))
+
+
+def _fail(msg: str) -> int:
+    print(f"kvds: qemu: {msg}", file=sys.stderr)
+    return 1
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    if args.list:
+        rows = [{"id": b.id, "label": b.label, "release": b.info.get("kernel_release"),
+                 "build_seconds": b.info.get("build_seconds"), "bzImage": str(b.bzimage)} for b in build.all_builds()]
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        for r in rows if not args.json else []:
+            print(f"{r['id']}  {r['label']:<36} {r['release']}  built in {r['build_seconds']} s")
+        return 0
+    spec = _spec(args, args.kasan)
+    was_cached = build.cached(spec) is not None
+    try:
+        kb = build.ensure_built(spec, jobs=args.jobs, say=say)
+    except build.BuildError as exc:
+        return _fail(str(exc))
+    out = {"id": kb.id, "label": kb.label, "cached": was_cached, "bzImage": str(kb.bzimage),
+           "config": str(kb.config), "build_seconds": kb.info.get("build_seconds"),
+           "release": kb.info.get("kernel_release")}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{kb.id} {kb.label} {'(cached)' if was_cached else ''}\n  {kb.bzimage}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UserError("qemu run: no command given (kvds qemu run -- CMD...)")
+    if any(" " in a or not a for a in args.append):
+        raise UserError("--append takes one kernel command-line word")
+    try:
+        res = guest.run_guest(args.kernel, command, args.share, timeout=args.timeout, host_root=args.host_root,
+                              memory_mb=args.memory, cpus=args.cpus, extra_append=tuple(args.append))
+    except build.BuildError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(res.as_dict(), indent=2))
+    elif res.failure():
+        print(f"kvds: qemu run: {res.failure()}", file=sys.stderr)
+        for f in res.findings[:3]:
+            print(f.context, file=sys.stderr)
+    if res.timed_out:
+        return guest.TIMEOUT_STATUS
+    if res.findings or res.status is None:
+        return guest.KERNEL_FAILURE_STATUS
+    return res.status
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    if args.fuzz < 0:
+        raise UserError("--fuzz must be >= 0")
+    try:
+        summary, run = validate.validate(args.kernel, _spec(args, True), fuzz=args.fuzz, seed=args.seed,
+                                         timeout=args.timeout)
+    except build.BuildError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_summary(summary, run.path)
+    return 0 if summary["ok"] else 1
+
+
+def _print_summary(s: dict, path: Path) -> None:
+    t = s["tests"]
+    print(f"mm_intent validate on {s['kernel']['label']} ({s['kernel']['id']}): {'PASS' if s['ok'] else 'FAIL'}")
+    print(f"  KTAP: {t['passed']}/{t['planned']} passed, {t['failed']} failed, {t['skipped']} skipped"
+          f"{'' if t['complete'] else ' (incomplete)'}")
+    print(f"  malformed register writes: {s['malformed_writes']} (wrong errno: {s['errno_mismatches']},"
+          f" fuzz {s['fuzz_ms']} ms)")
+    print(f"  console splats (oops/BUG/KASAN/lockdep/WARN): {s['splats']}")
+    print(f"  boot + validate: {s['boot']['seconds']} s; results: {path}")
+    for f in t["failures"]:
+        print(f"  not ok {f['number']} {f['name']}: {f['reason']}")
+        for d in f["diagnostics"][:8]:
+            print(f"      # {d}")
+    for f in s["findings"][:3]:
+        print(f"  {f['kind']}: {f['line']}")
+    if s["failure"]:
+        print(f"  failure: {s['failure']}")

@@ -1,0 +1,85 @@
+"""Run a command inside the guest kernel: the API other tracks call for `--target guest`.
+
+    from qemu_validation.guest import run_in_guest
+    status = run_in_guest(None, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/out"], share_dir)
+
+`share_dir` is a host directory mounted read-write at /share in the guest (9p), so results written there land
+back on the host. With host_root=True the guest chroots into the host's root (mounted read-only over 9p), the
+share appears at its own host path, and host tools (the kvds venv, python) run unchanged inside the guest kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import doctor
+from harness.errors import Unavailable, UserError
+from harness.progress import say
+from qemu_validation import build, cachedirs, initramfs, qemu_cmd, runner
+
+# The kernel a run boots when none is named: mm_intent with KASAN and lockdep (the one `validate` uses), so one
+# build serves every test and experiment.
+DEFAULT_SPEC = build.BuildSpec(kasan=True)
+TIMEOUT_STATUS = 124         # like timeout(1)
+KERNEL_FAILURE_STATUS = 125  # splat on the console, or no status reported (panic)
+
+
+def kernel(kernel_id: str | None) -> build.KernelBuild:
+    """The named build, or the default debug kernel (built on first use, a no-op afterwards)."""
+    if kernel_id is None:
+        return build.ensure_built(DEFAULT_SPEC, say=say)
+    return build.find(kernel_id)
+
+
+def accelerator() -> str:
+    if doctor.capability("qemu.kvm").ok:
+        return "kvm"
+    doctor.require("qemu.tcg")
+    return "tcg"
+
+
+def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, *, timeout: float = 600,
+              host_root: bool = False, files: dict[str, Path] | None = None, cwd: str | None = None,
+              memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
+              log_dir: Path | None = None) -> runner.BootResult:
+    """Boot the kernel, run argv, and return everything known about the run (status, console, findings)."""
+    if not argv:
+        raise UserError("no command to run in the guest")
+    if share_dir is not None:
+        share_dir = Path(share_dir).resolve()
+        if not share_dir.is_dir():
+            raise UserError(f"share directory {share_dir} does not exist")
+    kb = kernel(kernel_id)
+    if log_dir is None:
+        log_dir = cachedirs.root() / "runs" / time.strftime("%Y%m%d-%H%M%S")
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_dir = Path(tempfile.mkdtemp(dir=log_dir, prefix=f"{kb.id[:8]}-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    if cwd is None:
+        cwd = os.getcwd() if host_root else (initramfs.GUEST_SHARE if share_dir else "/")
+    image = initramfs.build(log_dir / "initramfs.cpio", list(argv), files, share=share_dir, host_root=host_root,
+                            cwd=cwd)
+    machine = qemu_cmd.Machine(kernel=kb.bzimage, initramfs=image, console_log=log_dir / "console.log",
+                               accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
+                               host_root=host_root, extra_append=tuple(extra_append))
+    return runner.boot(machine, timeout)
+
+
+def run_in_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, **kw) -> int:
+    """The guest command's exit status; 124 on a timeout, 125 when the kernel splatted or never reported."""
+    res = run_guest(kernel_id, argv, share_dir, **kw)
+    why = res.failure()
+    if why:
+        print(f"kvds: guest: {why}", file=sys.stderr)
+    if res.timed_out:
+        return TIMEOUT_STATUS
+    if res.findings or res.status is None:
+        return KERNEL_FAILURE_STATUS
+    return res.status
+
+
+__all__ = ["run_guest", "run_in_guest", "kernel", "DEFAULT_SPEC", "Unavailable"]

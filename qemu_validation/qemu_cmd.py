@@ -1,0 +1,79 @@
+"""The one place a QEMU command line is built, so every boot (run, validate, guest API, doctor) is the same machine.
+
+isa-debug-exit is how the guest reports its exit status: a guest write of v to port 0xf4 makes QEMU exit with
+(v << 1) | 1, so an odd QEMU status carries the guest's status and anything else means it never reported one.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEBUG_EXIT_PORT = 0xF4
+SHARE_TAG = "kvdsshare"
+ROOT_TAG = "kvdsroot"
+QEMU_BINARY = "qemu-system-x86_64"
+
+# Kernel command line shared by every boot: console on the first serial port, no reboot on panic (QEMU then
+# exits with status 0, which is never a valid debug-exit status), and the printk level that shows every splat.
+BASE_APPEND = ("console=ttyS0", "panic=-1", "loglevel=5", "rdinit=/init")
+
+
+@dataclass(frozen=True)
+class Machine:
+    kernel: Path
+    initramfs: Path
+    console_log: Path
+    accel: str = "tcg"
+    memory_mb: int = 1024
+    cpus: int = 1
+    share_dir: Path | None = None
+    host_root: bool = False
+    extra_append: tuple[str, ...] = field(default_factory=tuple)
+
+
+def qemu_binary() -> str | None:
+    return shutil.which(QEMU_BINARY)
+
+
+def command(m: Machine, binary: str = QEMU_BINARY) -> list[str]:
+    """The full argv for booting `m`; pure, so tests check it without starting QEMU.
+
+    TCG keeps QEMU's default CPU model: `-cpu max` would offer LA57, and 5-level paging moves TASK_SIZE_MAX,
+    which the validator's range checks assume is the 4-level value.
+    """
+    if m.accel not in ("tcg", "kvm"):
+        raise ValueError(f"unknown accelerator {m.accel!r}")
+    argv = [
+        binary, "-accel", m.accel, *(["-cpu", "host"] if m.accel == "kvm" else []),
+        "-m", f"{m.memory_mb}M", "-smp", str(m.cpus),
+        "-nodefaults", "-no-user-config", "-no-reboot",
+        "-display", "none", "-monitor", "none",
+        "-serial", f"file:{m.console_log}",
+        "-device", f"isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x04",
+        "-kernel", str(m.kernel), "-initrd", str(m.initramfs),
+        "-append", " ".join((*BASE_APPEND, *m.extra_append)),
+    ]
+    if m.share_dir is not None:
+        argv += ["-virtfs", f"local,path={_escape(m.share_dir)},mount_tag={SHARE_TAG},security_model=none,id={SHARE_TAG}"]
+    if m.host_root:
+        argv += ["-virtfs", f"local,path=/,mount_tag={ROOT_TAG},security_model=none,readonly=on,id={ROOT_TAG}"]
+    return argv
+
+
+def _escape(path: Path) -> str:
+    """QEMU option values escape a comma by doubling it."""
+    return str(path).replace(",", ",,")
+
+
+def decode_exit(qemu_status: int) -> int | None:
+    """The guest's status from QEMU's exit status, or None when the guest never wrote to the debug-exit port."""
+    if qemu_status > 0 and qemu_status & 1:
+        return qemu_status >> 1
+    return None
+
+
+def port_value(status: int) -> int:
+    """What the guest writes to the port for `status`: only 7 bits survive, so 128-255 report as 127."""
+    return status if 0 <= status < 128 else 127

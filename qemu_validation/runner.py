@@ -1,0 +1,88 @@
+"""Boot one guest under QEMU: start it, enforce the timeout, and turn its exit into a status and findings.
+
+A run passes only when the guest reported a status through isa-debug-exit and the console shows no splat;
+a hang is killed after the timeout, a kernel panic (QEMU exits 0 because of `panic=-1 -no-reboot`) is a failure.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import Unavailable
+from qemu_validation import console, initramfs, qemu_cmd
+
+_STATUS = re.compile(rf"{initramfs.STATUS_MARKER} (\d+)")
+
+
+@dataclass
+class BootResult:
+    status: int | None           # the guest command's exit status, None when it never reported one
+    qemu_status: int | None      # None when killed after the timeout
+    timed_out: bool
+    seconds: float
+    console_log: Path
+    findings: list[console.Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0 and not self.findings and not self.timed_out
+
+    def failure(self) -> str | None:
+        """Why the run failed, in one line (None if it passed)."""
+        if self.timed_out:
+            return f"the guest did not finish within the timeout (console: {self.console_log})"
+        if self.findings:
+            f = self.findings[0]
+            return f"kernel {f.kind} on the console: {f.line} ({len(self.findings)} finding(s); {self.console_log})"
+        if self.status is None:
+            return f"the guest never reported a status (QEMU exit {self.qemu_status}; panic?) (console: {self.console_log})"
+        if self.status != 0:
+            return f"the guest command exited with status {self.status}"
+        return None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"status": self.status, "qemu_status": self.qemu_status, "timed_out": self.timed_out,
+                "seconds": round(self.seconds, 2), "console_log": str(self.console_log),
+                "findings": [f.as_dict() for f in self.findings], "ok": self.ok, "failure": self.failure()}
+
+
+def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
+    """Run QEMU to completion (or kill it at `timeout` seconds) and analyse the console."""
+    binary = qemu_cmd.qemu_binary()
+    if binary is None:
+        raise Unavailable("qemu-system-x86_64 is not installed (harness/setup installs qemu-system-x86)")
+    machine.console_log.parent.mkdir(parents=True, exist_ok=True)
+    machine.console_log.write_bytes(b"")
+    argv = qemu_cmd.command(machine, binary)
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    timed_out = False
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        timed_out = True
+    seconds = time.monotonic() - started
+    text = machine.console_log.read_text(errors="replace")
+    if out.strip():
+        text += "\n[qemu] " + out.decode(errors="replace")
+        machine.console_log.write_text(text)
+    qemu_status = None if timed_out else proc.returncode
+    status = reported_status(text, qemu_status)
+    return BootResult(status, qemu_status, timed_out, seconds, machine.console_log, console.scan(text))
+
+
+def reported_status(text: str, qemu_status: int | None) -> int | None:
+    """The guest's full exit status: the console marker, cross-checked against the 7 bits debug-exit carries."""
+    port = qemu_cmd.decode_exit(qemu_status) if qemu_status is not None else None
+    if port is None:
+        return None
+    found = _STATUS.findall(text)
+    if found and qemu_cmd.port_value(int(found[-1])) == port:
+        return int(found[-1])
+    return port
