@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 _VERSION = re.compile(r"^\s*(KTAP|TAP) version (\d+)\s*$")
 _PLAN = re.compile(r"^\s*1\.\.(\d+)\s*$")
-_RESULT = re.compile(r"^(\s*)(ok|not ok) (\d+)(?: -)?(?: ([^#]*?))?\s*(?:#\s*(\w+)?\s*(.*))?$")
+_RESULT = re.compile(r"^(\s*)(ok|not ok) (\d+)(?: -)?(?: ([^#]*?))?\s*(?:#\s*(?:(SKIP|TODO|XFAIL)\b)?\s*(.*))?$",
+                     re.IGNORECASE)
 _DIAG = re.compile(r"^\s*#\s?(.*)$")
 _KV = re.compile(r"\b([A-Za-z_][\w.]*)=(-?\d+)\b")
 

@@ -1,0 +1,50 @@
+"""QEMU command construction and exit-status decoding (pure; no QEMU started)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qemu_validation import qemu_cmd
+
+
+def _m(**kw) -> qemu_cmd.Machine:
+    return qemu_cmd.Machine(kernel=Path("/k/bzImage"), initramfs=Path("/k/i.cpio"), console_log=Path("/k/c.log"), **kw)
+
+
+def test_tcg_machine() -> None:
+    argv = qemu_cmd.command(_m())
+    joined = " ".join(argv)
+    assert argv[:3] == ["qemu-system-x86_64", "-accel", "tcg"]
+    assert "-cpu" not in argv          # default model: no LA57, TASK_SIZE_MAX stays 4-level
+    assert "isa-debug-exit,iobase=0xf4,iosize=0x04" in joined
+    assert "-no-reboot" in argv and "-nodefaults" in argv
+    assert "file:/k/c.log" in argv
+    append = argv[argv.index("-append") + 1]
+    assert "console=ttyS0" in append and "panic=-1" in append
+    assert "-virtfs" not in argv
+
+
+def test_share_and_host_root() -> None:
+    argv = qemu_cmd.command(_m(share_dir=Path("/a,b"), host_root=True, extra_append=("lockdep_stuff=1",)))
+    shares = [argv[i + 1] for i, a in enumerate(argv) if a == "-virtfs"]
+    assert shares[0].startswith("local,path=/a,,b,mount_tag=kvdsshare")
+    assert "readonly=on" in shares[1] and "path=/," in shares[1]
+    assert argv[argv.index("-append") + 1].endswith("lockdep_stuff=1")
+
+
+def test_kvm_uses_host_cpu() -> None:
+    argv = qemu_cmd.command(_m(accel="kvm"))
+    assert argv[argv.index("-cpu") + 1] == "host"
+    with pytest.raises(ValueError):
+        qemu_cmd.command(_m(accel="hvf"))
+
+
+@pytest.mark.parametrize("qemu_status,guest", [(1, 0), (3, 1), (33, 16), (255, 127), (0, None), (2, None), (-9, None)])
+def test_decode_exit(qemu_status: int, guest: int | None) -> None:
+    assert qemu_cmd.decode_exit(qemu_status) == guest
+
+
+def test_port_value_saturates() -> None:
+    assert [qemu_cmd.port_value(s) for s in (0, 5, 127, 128, 255)] == [0, 5, 127, 127, 127]
