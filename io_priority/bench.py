@@ -42,9 +42,24 @@ def standard_variants(modes: list[str], mapping: str) -> list[Variant]:
     return [table[m]() for m in modes]
 
 
+def ebpf_session() -> Callable[..., Any] | None:
+    """The eBPF track's block-layer recorder (`ebpf.recorder.session`), or None when it is not importable."""
+    try:
+        from ebpf.recorder import session
+    except Exception:  # absent track, or bcc not provisioned: the caller reports it
+        return None
+    return session
+
+
 def run_variants(device: Device, workload: Workload, variants: list[Variant], reps: int,
-                 trace: bool = True, label: str = "") -> tuple[dict[str, list[RepResult]], list[tuple[int, str]]]:
-    """Every variant `reps` times in ABBA order; returns results per variant and the order actually run."""
+                 trace: bool = True, label: str = "",
+                 ebpf: bool = False) -> tuple[dict[str, list[RepResult]], list[tuple[int, str]]]:
+    """Every variant `reps` times in ABBA order; returns results per variant and the order actually run.
+    ebpf: wrap each repetition in the eBPF track's per-class block-layer histogram session."""
+    session = ebpf_session() if ebpf else None
+    if ebpf and session is None:
+        from harness.errors import Unavailable
+        raise Unavailable("--ebpf: the eBPF track (ebpf.recorder) is not importable in this checkout")
     tracer = BlockIssueTrace(*device.dev_t) if trace else None
     runner = Runner(device, workload, tracer)
     by_label = {v.label: v for v in variants}
@@ -54,7 +69,14 @@ def run_variants(device: Device, workload: Workload, variants: list[Variant], re
         with progress(f"io bench {label}".strip(), total=len(order)) as bar:
             for i, (rep, name) in enumerate(order):
                 bar.update(description=f"{label} rep {rep + 1}/{reps} {name}".strip())
-                results[name].append(runner.run(by_label[name].plan(workload.engine), seed=1000 * rep + i))
+                plan = by_label[name].plan(workload.engine)
+                if session is not None:
+                    with session(probes=("blk",), devices=[device.path]) as rec:
+                        res = runner.run(plan, seed=1000 * rep + i)
+                    res.ebpf = rec.results()
+                else:
+                    res = runner.run(plan, seed=1000 * rep + i)
+                results[name].append(res)
                 bar.advance()
     finally:
         if tracer:
@@ -133,9 +155,13 @@ def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engi
 
 
 def write_samples(run: Any, results: dict[str, list[RepResult]], prefix: str = "") -> None:
-    """<variant>.npy (all repetitions, int64 ns) and <variant>-rep<k>.npy (one per repetition)."""
+    """<variant>.npy (all repetitions, int64 ns) and <variant>-rep<k>.npy (one per repetition); with --ebpf,
+    ebpf-<variant>-rep<k>.json (the eBPF track's per-class block-layer histograms of that repetition)."""
     for label, reps in results.items():
         name = f"{prefix}{label}"
+        for k, r in enumerate(reps):
+            if r.ebpf is not None:
+                run.write_json(f"ebpf-{name}-rep{k}", r.ebpf)
         run.write_samples(name, np.concatenate([r.latencies_ns for r in reps]).astype(np.int64))
         for k, r in enumerate(reps):
             run.write_samples(f"{name}-rep{k}", r.latencies_ns.astype(np.int64))

@@ -69,6 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated modes (default unloaded,baseline,separated)")
     b.add_argument("--mapping", default="ioprio-only", help="mapping for 'separated' (default ioprio-only)")
     b.add_argument("--scheduler", choices=SCHEDULERS, default="mq-deadline", help="I/O scheduler (default mq-deadline)")
+    b.add_argument("--ebpf", action="store_true",
+                   help="also record the eBPF track's per-class block-layer histograms (one session per repetition)")
     _common(b)
     b.set_defaults(func=cmd_bench)
 
@@ -102,7 +104,7 @@ def layout_from(args: argparse.Namespace) -> Layout:
 
 def _require(args: argparse.Namespace, mappings: list[str]) -> None:
     require_root("kvds io")
-    doctor.require("loop", "ioprio", "blk.schedulers")
+    doctor.require("loop", "ioprio", "blk.schedulers", "io.ioload")
     if args.engine == "io_uring":
         doctor.require("io_uring")
     for name in mappings:
@@ -119,7 +121,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     _require(args, [args.mapping])
     summary, run = runs.bench_run(args.mode, args.mapping, args.scheduler, workload_from(args), layout_from(args),
-                              args.device, args.destroy_data, args.reps, args.trace)
+                              args.device, args.destroy_data, args.reps, args.trace, args.ebpf)
     if args.json:
         _print_json({"run": str(run.path), **summary})
     else:

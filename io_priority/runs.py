@@ -19,27 +19,28 @@ def _config(workload: Workload, dev: devmod.Device, scheduler: str, reps: int, *
 
 
 def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload, layout: Layout, device: str,
-              destroy_data: bool, reps: int, trace: bool) -> tuple[dict[str, Any], Run]:
+              destroy_data: bool, reps: int, trace: bool, ebpf: bool = False) -> tuple[dict[str, Any], Run]:
     dev = devmod.prepare(device, layout, destroy_data)
     sched = bench.with_scheduler(dev, scheduler)
     variants = bench.standard_variants(modes, mapping)
-    results, order = bench.run_variants(dev, workload, variants, reps, trace, label=sched)
+    results, order = bench.run_variants(dev, workload, variants, reps, trace, label=sched, ebpf=ebpf)
     config = _config(workload, dev, sched, reps, mapping=mapping, modes=modes)
     run = ResultStore().new_run("io-bench", config)
     bench.write_samples(run, results)
     summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order],
-               "modes": bench.summarize(variants, results, workload.engine), **_ebpf_note()}
+               "modes": bench.summarize(variants, results, workload.engine), **_ebpf_note(ebpf)}
     run.write_summary(summary)
     return summary, run
 
 
-def _ebpf_note() -> dict[str, Any]:
-    """Per-class block-layer histograms come from the eBPF track when it exists (see README)."""
-    import importlib.util
-
-    present = importlib.util.find_spec("ebpf") is not None
-    return {"ebpf_histograms": None, "ebpf_note": "ebpf track present but not integrated" if present
-            else "ebpf track not in this checkout; block-layer classes come from tracefs block_rq_issue"}
+def _ebpf_note(used: bool) -> dict[str, Any]:
+    """Whether per-class block-layer histograms from the eBPF track are in this run (ebpf-*.json files)."""
+    if used:
+        return {"ebpf_histograms": "ebpf-<variant>-rep<k>.json", "ebpf_note": "recorded with ebpf.recorder.session"}
+    present = bench.ebpf_session() is not None
+    return {"ebpf_histograms": None,
+            "ebpf_note": ("available: rerun with --ebpf" if present else "eBPF track not importable here")
+            + "; block-layer classes per request come from tracefs block_rq_issue (block_layer keys)"}
 
 
 def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, layout: Layout, device: str,
@@ -64,7 +65,7 @@ def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, la
         bench.write_samples(run, results, prefix=f"{sched}--")
     points = sweep.points(per_sched)
     summary = {"schema": sweep.SCHEMA, "config": config, "schedulers": per_sched, "points": points,
-               "goal": sweep.goal_summary(points), **_ebpf_note()}
+               "goal": sweep.goal_summary(points), **_ebpf_note(False)}
     run.write_summary(summary)
     sweep.plot(points, run.path / "pareto.png", title=f"kvds io sweep ({workload.engine}, {dev.name})")
     return summary, run

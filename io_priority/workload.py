@@ -75,6 +75,7 @@ class RepResult:
     reader: dict[str, Any]
     writer: dict[str, Any] | None
     block: dict[str, Any] | None
+    ebpf: dict[str, Any] | None = None
 
     @property
     def spill_mb_s(self) -> float | None:

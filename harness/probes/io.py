@@ -76,6 +76,20 @@ def _fio() -> Capability:
     return available("fio", f"{ver} at {exe}", AREA)
 
 
+def _ioload() -> Capability:
+    """The I/O track's C load generator (io_priority/ioload.c): built once per source hash, needs a compiler."""
+    try:
+        from io_priority import native
+    except ImportError:
+        return unavailable("io.ioload", "the io_priority package is not in this checkout", AREA)
+    if native.binary_path().exists():
+        return available("io.ioload", f"built at {native.binary_path()}", AREA)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return unavailable("io.ioload", "no C compiler (Debian build-essential) to build io_priority/ioload.c", AREA)
+    return available("io.ioload", f"not built yet; {cc} builds it on first use", AREA)
+
+
 def probes() -> list[Capability]:
     out = []
     err = _try_ioprio(IoPrio(CLASS_BE, 4))
@@ -102,4 +116,5 @@ def probes() -> list[Capability]:
     out.append(_schedulers())
     out.append(_blkio_throttle())
     out.append(_fio())
+    out.append(_ioload())
     return out

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# I/O priority track: compile io_priority/ioload.c into the kvds cache (a no-op when already built).
+set -euo pipefail
+top="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
+cd "$top"
+.venv/bin/python -m io_priority.native >/dev/null
