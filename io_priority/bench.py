@@ -178,6 +178,8 @@ def fmt_est(e: dict[str, float] | None, unit: str = "", digits: int = 0) -> str:
     if not e:
         return "-"
     f = f"{{:.{digits}f}}"
+    if e.get("lo") is None or e.get("hi") is None or e["lo"] != e["lo"]:
+        return f"{f.format(e['value'])}{unit} [no interval]"
     return f"{f.format(e['value'])}{unit} [{f.format(e['lo'])}, {f.format(e['hi'])}]"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from harness.results import ResultStore, Run
@@ -11,6 +12,17 @@ from io_priority.device import Layout
 from io_priority.workload import Workload
 
 ENGINE_NOTE = "ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_set per thread; io_uring via raw syscalls with sqe->ioprio"
+
+
+def finite(obj: Any) -> Any:
+    """NaN/inf (an interval from one repetition) -> None, so summary.json is strict JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
 
 
 def _config(workload: Workload, dev: devmod.Device, scheduler: str, reps: int, **extra: Any) -> dict[str, Any]:
@@ -29,6 +41,7 @@ def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload
     bench.write_samples(run, results)
     summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order],
                "modes": bench.summarize(variants, results, workload.engine), **_ebpf_note(ebpf)}
+    summary = finite(summary)
     run.write_summary(summary)
     return summary, run
 
@@ -66,6 +79,7 @@ def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, la
     points = sweep.points(per_sched)
     summary = {"schema": sweep.SCHEMA, "config": config, "schedulers": per_sched, "points": points,
                "goal": sweep.goal_summary(points), **_ebpf_note(False)}
+    summary = finite(summary)
     run.write_summary(summary)
     sweep.plot(points, run.path / "pareto.png", title=f"kvds io sweep ({workload.engine}, {dev.name})")
     return summary, run
@@ -83,5 +97,6 @@ def fio_check_run(scheduler: str, workload: Workload, layout: Layout, device: st
     for name, arr in samples.items():
         run.write_samples(name, arr)
     summary = {"schema": fio.SCHEMA, "config": config, **summary}
+    summary = finite(summary)
     run.write_summary(summary)
     return summary, run

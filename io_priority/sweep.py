@@ -69,6 +69,14 @@ def print_points(summary: dict[str, Any]) -> None:
     print("goal met by: " + (", ".join(met) if met else "no point of this sweep"))
 
 
+def _err(e: dict[str, Any], scale: float = 1.0) -> list[list[float]] | None:
+    """matplotlib's asymmetric error bar from an interval; None when the interval is missing."""
+    lo, hi = e.get("lo"), e.get("hi")
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return None
+    return [[max(0.0, (e["value"] - lo) / scale)], [max(0.0, (hi - e["value"]) / scale)]]
+
+
 def plot(pts: list[dict[str, Any]], path: Path, title: str) -> Path:
     import matplotlib
 
@@ -81,9 +89,7 @@ def plot(pts: list[dict[str, Any]], path: Path, title: str) -> Path:
     colors = {v: plt.cm.tab10(i % 10) for i, v in enumerate(variants)}
     for p in pts:
         x, y = p["spill_mb_s"], p["p99_us"]
-        ax.errorbar(x["value"], y["value"] / 1e3,
-                    xerr=[[max(0, x["value"] - x["lo"])], [max(0, x["hi"] - x["value"])]] if x["lo"] == x["lo"] else None,
-                    yerr=[[max(0, (y["value"] - y["lo"]) / 1e3)], [max(0, (y["hi"] - y["value"]) / 1e3)]],
+        ax.errorbar(x["value"], y["value"] / 1e3, xerr=_err(x), yerr=_err(y, 1e3),
                     fmt=markers.get(p["scheduler"], "o"), color=colors[p["variant"]], ms=9, capsize=3,
                     mec="black" if p["pareto"] else colors[p["variant"]], mew=2 if p["pareto"] else 1)
         ax.annotate(f"{p['scheduler']}/{p['variant']}", (x["value"], y["value"] / 1e3), fontsize=7,
