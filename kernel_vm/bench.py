@@ -70,7 +70,7 @@ def _us(e: stats.Estimate) -> dict[str, float]:
 def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
     """Per-class figures of one variant over its repetitions (see README: summary keys)."""
     classes: dict[str, Any] = {}
-    share_swapped, share_evicted = [], []
+    share_swapped, share_evicted, share_squeeze = [], [], []
     for i, cls in enumerate(CLASSES):
         lat = [r.latency_ns[cls.value] for r in reps if cls.value in r.latency_ns]
         if not lat:
@@ -78,11 +78,14 @@ def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
         pct = stats.bootstrap_percentiles(lat, (50.0, 99.0))
         per = {k: [r.residency["after_pressure"][k][i] for r in reps] for k in ("resident", "swapped", "absent")}
         applied = [r.residency["after_apply"]["swapped"][i] for r in reps]
+        taken = [r.residency["after_apply"]["resident"][i] - r.residency["after_pressure"]["resident"][i]
+                 for r in reps]
         classes[cls.value] = {
             "pages": int(lat[0].size),
             "reaccess_us": {"p50": _us(pct[50.0]), "p99": _us(pct[99.0])},
             "swapped_out_pages": {"per_rep": per["swapped"], "mean": stats.mean_ci(per["swapped"]).as_dict()},
             "swapped_out_after_apply": {"per_rep": applied, "mean": stats.mean_ci(applied).as_dict()},
+            "taken_by_squeeze_pages": {"per_rep": taken, "mean": stats.mean_ci(taken).as_dict()},
             "resident_pages": {"per_rep": per["resident"], "mean": stats.mean_ci(per["resident"]).as_dict()},
             "dropped_pages": {"per_rep": per["absent"], "mean": stats.mean_ci(per["absent"]).as_dict()},
             "major_faults": {"per_rep": [r.faults[cls.value]["major"] for r in reps]},
@@ -94,6 +97,8 @@ def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
         gone = sw + np.array(r.residency["after_pressure"]["absent"])
         share_swapped.append(float(sw[cold_idx].sum() / sw.sum()) if sw.sum() else float("nan"))
         share_evicted.append(float(gone[cold_idx].sum() / gone.sum()) if gone.sum() else float("nan"))
+        took = np.array(r.residency["after_apply"]["resident"]) - np.array(r.residency["after_pressure"]["resident"])
+        share_squeeze.append(float(took[cold_idx].sum() / took.sum()) if took.sum() > 0 else float("nan"))
     facts = [r.facts for r in reps]
     keep = ("squeeze_limit_bytes", "squeeze_usage_before_limit", "squeeze_usage_after_limit", "limit_error",
             "squeeze_s", "protect_charged_bytes", "protect_arena_bytes", "squeeze_charged_bytes",
@@ -106,6 +111,8 @@ def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
                                "mean": stats.mean_ci([x for x in share_swapped if x == x]).as_dict()},
         "eviction_share_cold": {"per_rep": share_evicted,
                                 "mean": stats.mean_ci([x for x in share_evicted if x == x]).as_dict()},
+        "squeeze_share_cold": {"per_rep": share_squeeze,
+                               "mean": stats.mean_ci([x for x in share_squeeze if x == x]).as_dict()},
         "per_rep": [{k: f.get(k) for k in keep if k in f} for f in facts],
     }
 
@@ -207,6 +214,9 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     sfx = f"@{first}" if first else ""
     summary["headline"] = headline(results, cfg.baseline + sfx, cfg.mapping + sfx)
     run.write_summary(summary)
+    from kernel_vm.plot import plot_summary
+
+    plot_summary(summary, run.path / "vm-bench.png")
     return run, summary
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+
+import numpy as np
 from typing import Any
 
 from harness.cli import add_json_flag, percent, positive_int, require_root
@@ -99,7 +101,7 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
     console = Console(width=200)
     sw = s["swap"]
     console.print(f"vm bench: swap={sw['kind']} ({sw['device']}), pressure={s['pressure_pct']:g}%, reps={s['reps']}, "
-                  f"run {path}")
+                  f"run {path} (plot: vm-bench.png)")
     for vname, v in s["variants"].items():
         t = Table(title=f"{vname}: per class after the squeeze, re-access in decode order (95% CIs)")
         for col in ("class", "pages", "swapped out (mean)", "dropped", "resident", "major faults/rep",
@@ -113,7 +115,17 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
         console.print(t)
         console.print(f"  share of swapped-out pages from cold classes ({', '.join(s['cold_classes'])}): "
                       f"{_est(v['reclaim_share_cold']['mean'], '{:.3f}')}; of all evicted (swapped+dropped): "
-                      f"{_est(v['eviction_share_cold']['mean'], '{:.3f}')}")
+                      f"{_est(v['eviction_share_cold']['mean'], '{:.3f}')}; of the pages the limit itself took: "
+                      f"{_est(v['squeeze_share_cold']['mean'], '{:.3f}')}")
+        psi = [r.get("psi_memory_us", {}) for r in v["per_rep"]]
+        line = (f"  memory PSI during squeeze+re-access (system-wide, mean per rep): some "
+                f"{np.mean([p.get('some', 0) for p in psi]) / 1000:.1f} ms, full "
+                f"{np.mean([p.get('full', 0) for p in psi]) / 1000:.1f} ms")
+        ts = [r["probes"]["taskstats"] for r in v["per_rep"] if "taskstats" in r.get("probes", {})]
+        if ts and all("swapin" in t for t in ts):
+            line += (f"; arena process swap-in delay {np.mean([t['swapin']['delay_ns'] for t in ts]) / 1e6:.1f} ms,"
+                     f" reclaim delay {np.mean([t['reclaim']['delay_ns'] for t in ts]) / 1e6:.1f} ms (taskstats)")
+        console.print(line)
     h = s["headline"]
     console.print("[bold]headline[/]: decode-critical pages swapped out: "
                   f"{h['baseline']} {_est(h['baseline_decode_critical_swapped_out']['mean'])} vs "
