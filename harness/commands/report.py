@@ -1,0 +1,38 @@
+"""`kvds report RUN [RUN...]`: a Markdown + HTML report from one or more suites, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from harness.cli import add_json_flag
+from harness.report.build import build_report
+from harness.report.context import load_suites
+from harness.results import ResultStore
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a report (Markdown, HTML, JSON) from stored runs")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="suite or run ids (prefixes, paths or 'latest')")
+    p.add_argument("--out", help="output directory (default: <first suite>/report, or results/report-<id>)")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = ResultStore()
+    suites = load_suites(args.runs, store)
+    if args.out:
+        out = Path(args.out)
+    elif suites[0].run is not None:
+        out = suites[0].run.path / "report"
+    else:
+        out = store.root / f"report-{suites[0].runs[0].run_id}"
+    paths = build_report(suites, out)
+    if args.json:
+        print(json.dumps({k: str(v) for k, v in paths.items()}, indent=2))
+    else:
+        for k, v in paths.items():
+            print(f"{k:9s} {v}")
+    return 0

@@ -1,0 +1,42 @@
+"""Assemble a report: sections in a fixed order, written as report.md, report.html and report.json."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+
+from harness import atomic
+from harness.report.context import ReportContext, Suite
+from harness.report.document import Document
+from harness.report.sections import environment
+
+# Track sections; each module exports render(ctx) and renders nothing when its runs are absent.
+TRACK_SECTIONS = (
+    "harness.report.sections.io",
+    "harness.report.sections.ebpf",
+    "harness.report.sections.vm",
+    "harness.report.sections.qemu",
+    "harness.report.sections.policy",
+)
+
+
+def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc = Document(out_dir)
+    ctx = ReportContext(suites, doc, out_dir / "figures")
+    title = "kvds report: " + ", ".join(s.label for s in suites)
+    doc.heading(title, 1)
+    doc.para("Every figure below comes from raw samples stored with the runs; intervals are 95% bootstrap "
+             "confidence intervals unless a section says otherwise.")
+    environment.render(ctx)
+    environment.render_stages(ctx)
+    for name in TRACK_SECTIONS:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).render(ctx)
+    paths = {
+        "markdown": atomic.write_text(out_dir / "report.md", doc.markdown()),
+        "html": atomic.write_text(out_dir / "report.html", doc.html(title)),
+        "json": atomic.write_json(out_dir / "report.json", ctx.summary),
+    }
+    return paths

@@ -1,0 +1,66 @@
+"""What a report is built from: one or more suites (or loose runs), grouped by run kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.report.document import Document
+from harness.results import ResultStore, Run
+
+
+@dataclass
+class Suite:
+    """One column of a report: a `kvds run` suite, or a set of loose runs given on the command line."""
+
+    label: str
+    run: Run | None
+    stages: list[dict] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[Run]:
+        return [r for r in self.runs if r.meta.get("kind") == kind]
+
+    def latest(self, kind: str) -> Run | None:
+        runs = self.of_kind(kind)
+        return runs[-1] if runs else None
+
+    @property
+    def environment(self) -> dict:
+        src = self.run or (self.runs[0] if self.runs else None)
+        return src.meta.get("environment", {}) if src else {}
+
+
+@dataclass
+class ReportContext:
+    suites: list[Suite]
+    doc: Document
+    figdir: Path
+    summary: dict = field(default_factory=dict)  # the headline numbers, also written as report.json
+
+    def fig(self, name: str) -> Path:
+        return self.figdir / name
+
+
+def load_suites(refs: list[str], store: ResultStore) -> list[Suite]:
+    """Each ref is a suite run (its stage runs come along) or a loose run (grouped into one column)."""
+    suites: list[Suite] = []
+    loose: list[Run] = []
+    for ref in refs:
+        run = store.get(ref)
+        if run.meta.get("kind") == "suite":
+            stages = run.read_json("stages").get("stages", []) if (run.path / "stages.json").exists() else []
+            members = []
+            for st in stages:
+                for rid in st.get("runs", []):
+                    p = run.path.parent / rid
+                    if (p / "meta.json").exists():
+                        members.append(Run(p))
+            env = run.meta.get("environment", {})
+            suites.append(Suite(f"{env.get('host', '?')} {run.run_id[:15]}", run, stages, members))
+        else:
+            loose.append(run)
+    if loose:
+        env = loose[0].meta.get("environment", {})
+        suites.append(Suite(f"{env.get('host', '?')} (runs)", None, [], loose))
+    return suites

@@ -1,0 +1,1 @@
+"""Report sections, one module per track; each exports render(ctx) and adds to the document."""
