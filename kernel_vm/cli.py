@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import sys
+import time
 
 import numpy as np
 from typing import Any
@@ -11,6 +15,7 @@ from typing import Any
 from harness.cli import add_json_flag, percent, positive_int, require_root
 from harness.errors import Unavailable, UserError
 from harness.mapping import DEFAULT_MAPPING
+from harness.paths import repo_root, results_dir
 from harness.progress import say
 from kernel_vm.mix import DEFAULT_MIX, format_mix
 from kernel_vm.swap_backend import BACKENDS
@@ -43,12 +48,35 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _guest_runner() -> Any:
-    """The QEMU guest lab's runner (issue 6), if that track has landed one."""
+    """The QEMU guest lab's `run_in_guest` (issue 6), if that track has landed it."""
     try:
-        from qemu_validation import runner  # type: ignore[attr-defined]
+        from qemu_validation.guest import run_in_guest
     except ImportError:
         return None
-    return getattr(runner, "run_in_guest", None)
+    return run_in_guest
+
+
+GUEST_SETUP = ("grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup; "
+               "echo +memory > /sys/fs/cgroup/cgroup.subtree_control; ")
+"""The guest's /init mounts no cgroup hierarchy; the throwaway guest gets cgroup2 with the memory controller
+(state that dies with the guest, so it is not journaled)."""
+
+
+def run_guest(args: argparse.Namespace, runner: Any) -> int:
+    """Run this same bench inside the guest lab kernel (DAMON vaddr, MGLRU), results under a host share."""
+    if args.swap != "zram":
+        raise UserError("--target guest supports --swap zram only (the guest has no block-backed filesystem "
+                        "for a swapfile: its root is the host's over 9p)")
+    share = (results_dir().resolve() / f"vm-guest-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    share.mkdir(parents=True)
+    inner = ["env", f"KVDS_RESULTS_DIR={share}/results", f"KVDS_STATE_DIR={share}/state",
+             f"KVDS_WORK_DIR={share}/work", "KVDS_NO_PROGRESS=1", sys.executable, "-m", "harness.cli",
+             "vm", "bench", *_forward(args)]
+    say(f"vm bench in the guest lab; results under {share}/results")
+    status = int(runner(None, ["/bin/sh", "-c", GUEST_SETUP + "exec " + shlex.join(inner)], share,
+                        host_root=True, cwd=str(repo_root()), memory_mb=max(1024, 4 * args.arena_mb + 768),
+                        timeout=3600))
+    return status
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -63,9 +91,10 @@ def run_bench(args: argparse.Namespace) -> int:
     if args.target == "guest":
         runner = _guest_runner()
         if runner is None:
-            raise Unavailable("--target guest needs the QEMU guest lab's runner (qemu_validation.runner."
+            raise Unavailable("--target guest needs the QEMU guest lab's runner (qemu_validation.guest."
                               "run_in_guest, issue 6), which has not landed in this checkout")
-        return int(runner(["vm", "bench", *_forward(args)]))
+        require_root("kvds vm bench --target guest")
+        return run_guest(args, runner)
     require_root("kvds vm bench")
     run, summary = bench(cfg, on_step=lambda s: None)
     if args.json:

@@ -75,7 +75,11 @@ class Residency:
 def psi_memory() -> dict[str, float]:
     """System-wide memory PSI totals in microseconds (some, full). Shared with everything on the host."""
     out: dict[str, float] = {}
-    for line in Path("/proc/pressure/memory").read_text().splitlines():
+    try:
+        text = Path("/proc/pressure/memory").read_text()
+    except OSError:
+        return out  # CONFIG_PSI off (doctor: psi.memory); the summary then has no PSI figures
+    for line in text.splitlines():
         kind, *fields = line.split()
         for f in fields:
             k, _, v = f.partition("=")

@@ -102,7 +102,42 @@ def _mglru() -> Capability:
     return unavailable("mglru", "no /sys/kernel/mm/lru_gen (CONFIG_LRU_GEN off)", AREA)
 
 
+def _pagemap() -> Capability:
+    """Per-page residency (/proc/<pid>/pagemap): the VM bench counts swapped-out pages per class with it."""
+    f = Path("/proc/self/pagemap")
+    if not f.exists():
+        return unavailable("pagemap", "no /proc/<pid>/pagemap (CONFIG_PROC_PAGE_MONITOR off)", AREA)
+    m = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        m[0] = 1
+        import ctypes
+
+        anchor = ctypes.c_char.from_buffer(m)
+        addr = ctypes.addressof(anchor)
+        del anchor
+        with open(f, "rb") as fh:
+            fh.seek(addr // mmap.PAGESIZE * 8)
+            entry = int.from_bytes(fh.read(8), "little")
+    except OSError as exc:
+        return unavailable("pagemap", f"reading /proc/self/pagemap failed: {exc.strerror}", AREA)
+    finally:
+        m.close()
+    if not entry >> 63:
+        return unavailable("pagemap", "pagemap does not report a touched page as present", AREA)
+    return available("pagemap", "pagemap reports present/swapped per page", AREA)
+
+
+def _psi() -> Capability:
+    f = Path("/proc/pressure/memory")
+    try:
+        f.read_text()
+        return available("psi.memory", "/proc/pressure/memory readable", AREA)
+    except OSError as exc:
+        why = "CONFIG_PSI off" if not f.exists() else (exc.strerror or str(exc))
+        return unavailable("psi.memory", f"no memory PSI ({why}; psi=0 on the command line also disables it)", AREA)
+
+
 def probes() -> list[Capability]:
     out = [_madvise(name, adv) for name, adv in MADVISE_ADVICE.items()]
-    out += _swap() + _memcg() + _damon() + [_mglru()]
+    out += _swap() + _memcg() + _damon() + [_mglru(), _pagemap(), _psi()]
     return out
