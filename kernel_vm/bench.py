@@ -44,6 +44,7 @@ class BenchConfig:
     mglru: str = "auto"
     mglru_min_ttl_ms: int | None = None
     damos: bool = True
+    pressure_mode: str = "limit"
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
             "squeeze_s", "protect_charged_bytes", "protect_arena_bytes", "squeeze_charged_bytes",
             "squeeze_arena_bytes", "protect_usage_after_limit", "squeeze_limit_hits", "madvise_errors",
             "psi_memory_us", "vmstat", "squeeze_memcg_stat", "probes", "damon", "memcg_version",
-            "move_charge_at_immigrate")
+            "move_charge_at_immigrate", "pressure_mode", "antagonist_bytes", "antagonist_resident_pages",
+            "antagonist_swapped_pages")
     return {
         "classes": classes,
         "reclaim_share_cold": {"per_rep": share_swapped,
@@ -186,7 +188,8 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
                     mglru.apply(v.mglru)
                     hook = _damos_hook(load_mapping(v.mapping), layout) if v.damos else None
                     results[name].append(run_once(layout, load_mapping(v.mapping), cfg.pressure_pct,
-                                                  f"r{r}-{len(results[name])}-{v.mapping}", probes, hook))
+                                                  f"r{r}-{len(results[name])}-{v.mapping}", probes, hook,
+                                                  cfg.pressure_mode))
                 bar.advance()
         for p in probes:
             p.close()
@@ -200,6 +203,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
         "baseline": cfg.baseline,
         "swap": backend.as_dict(),
         "pressure_pct": cfg.pressure_pct,
+        "pressure_mode": cfg.pressure_mode,
         "reps": cfg.reps,
         "cold_classes": list(COLD_CLASSES),
         "variants": {n: summarize_variant(reps) for n, reps in results.items()},

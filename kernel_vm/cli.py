@@ -18,6 +18,7 @@ from harness.mapping import DEFAULT_MAPPING
 from harness.paths import repo_root, results_dir
 from harness.progress import say
 from kernel_vm.mix import DEFAULT_MIX, format_mix
+from kernel_vm.phases import PRESSURE_MODES
 from kernel_vm.swap_backend import BACKENDS
 
 TARGETS = ("local", "guest")
@@ -36,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--swap", default="zram", help=f"swap backend: {', '.join(BACKENDS)} (default zram)")
     b.add_argument("--pressure", type=percent, default=30.0,
                    help="share of the arena that may not stay resident (default 30)")
+    b.add_argument("--pressure-mode", choices=PRESSURE_MODES, default="limit",
+                   help="limit: lower the squeezed group's limit; antagonist: a second process allocates PCT%% "
+                        "of the arena in that group (default limit)")
     b.add_argument("--reps", type=positive_int, default=3, help="repetitions per variant, alternating (default 3)")
     b.add_argument("--seed", type=int, default=0, help="seed of the block -> class assignment (default 0)")
     b.add_argument("--mglru", choices=("auto", "on", "off", "both", "keep"), default="auto",
@@ -86,7 +90,8 @@ def run_bench(args: argparse.Namespace) -> int:
         raise UserError(f"--swap must be one of {', '.join(BACKENDS)}, not {args.swap!r}")
     cfg = BenchConfig(mapping=args.mapping, baseline=args.baseline, arena_mb=args.arena_mb, block_kb=args.block_kb,
                       mix=args.mix, swap=args.swap, pressure_pct=args.pressure, reps=args.reps, seed=args.seed,
-                      mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos)
+                      mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos,
+                      pressure_mode=args.pressure_mode)
     validate(cfg)
     if args.target == "guest":
         runner = _guest_runner()
@@ -107,6 +112,7 @@ def run_bench(args: argparse.Namespace) -> int:
 def _forward(args: argparse.Namespace) -> list[str]:
     out = ["--mapping", args.mapping, "--baseline", args.baseline, "--arena-mb", str(args.arena_mb),
            "--block-kb", str(args.block_kb), "--mix", args.mix, "--swap", args.swap, "--pressure", str(args.pressure),
+           "--pressure-mode", args.pressure_mode,
            "--reps", str(args.reps), "--seed", str(args.seed), "--mglru", args.mglru]
     if args.mglru_min_ttl_ms:
         out += ["--mglru-min-ttl-ms", str(args.mglru_min_ttl_ms)]
@@ -129,7 +135,7 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
 
     console = Console(width=200)
     sw = s["swap"]
-    console.print(f"vm bench: swap={sw['kind']} ({sw['device']}), pressure={s['pressure_pct']:g}%, reps={s['reps']}, "
+    console.print(f"vm bench: swap={sw['kind']} ({sw['device']}), pressure={s['pressure_pct']:g}% ({s.get('pressure_mode', 'limit')}), reps={s['reps']}, "
                   f"run {path} (plot: vm-bench.png)")
     for vname, v in s["variants"].items():
         t = Table(title=f"{vname}: per class after the squeeze, re-access in decode order (95% CIs)")
@@ -144,7 +150,7 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
         console.print(t)
         console.print(f"  share of swapped-out pages from cold classes ({', '.join(s['cold_classes'])}): "
                       f"{_est(v['reclaim_share_cold']['mean'], '{:.3f}')}; of all evicted (swapped+dropped): "
-                      f"{_est(v['eviction_share_cold']['mean'], '{:.3f}')}; of the pages the limit itself took: "
+                      f"{_est(v['eviction_share_cold']['mean'], '{:.3f}')}; of the pages the squeeze itself took: "
                       f"{_est(v['squeeze_share_cold']['mean'], '{:.3f}')}")
         psi = [r.get("psi_memory_us", {}) for r in v["per_rep"]]
         line = (f"  memory PSI during squeeze+re-access (system-wide, mean per rep): some "

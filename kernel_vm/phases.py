@@ -6,10 +6,16 @@ group; the limited ("squeeze") group gets limit = its charge before the arena wa
 arena bytes). With the baseline mapping `none` nothing is protected, so the squeezed group holds the whole
 arena and its limit is base + B. The limit stays in force while the blocks are re-accessed (the pressure
 does not go away because a decode step needs its pages back).
+
+Pressure mode `antagonist`: the limit is set so the squeezed share of the arena just fits (base + arena −
+protected), then a second process in the squeezed group allocates and writes PCT/100 x arena bytes and holds
+them through the re-access. The arena's budget is the same as with `limit`, but the kernel may also take the
+antagonist's own (younger) pages, as it would from a co-located allocation burst.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -54,16 +60,20 @@ def _snapshot(proc: ArenaProcess, layout: Layout) -> dict[str, list[int]]:
     return res.by_class(layout.page_class(), len(CLASSES))
 
 
+PRESSURE_MODES = ("limit", "antagonist")
+
+
 def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
              probes: list[Any] | None = None,
-             damos: Callable[[ArenaProcess], dict[str, Any]] | None = None) -> RepResult:
+             damos: Callable[[ArenaProcess], dict[str, Any]] | None = None,
+             pressure_mode: str = "limit") -> RepResult:
     """One fresh arena process and fresh cgroups (removed again on return), measured by the parent.
 
     probes: objects with start(pid)/stop()->dict/name, run around squeeze + re-access (eBPF track).
     damos: called after the madvise phase with the arena process (DAMOS schemes per class)."""
     out = RepResult()
     probes = probes or []
-    with journal.scoped():
+    with journal.scoped(), contextlib.ExitStack() as stack:
         placement = create_placement(tag)
         out.facts["memcg_version"] = placement.version
         out.facts["move_charge_at_immigrate"] = placement.move_charge_at_immigrate()
@@ -107,6 +117,9 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
 
             # pressure
             limit = squeeze_limit(layout, mapping, pressure_pct, base_squeeze)
+            out.facts["pressure_mode"] = pressure_mode
+            if pressure_mode == "antagonist":
+                limit = squeeze_limit(layout, mapping, 0.0, base_squeeze)
             out.facts["squeeze_limit_bytes"] = limit
             out.facts["squeeze_usage_before_limit"] = placement.usage(placement.squeeze)
             for p in probes:
@@ -119,6 +132,15 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                 out.facts["limit_error"] = None
             except OSError as exc:
                 out.facts["limit_error"] = errno.errorcode.get(exc.errno or 0, str(exc))
+            if pressure_mode == "antagonist":
+                n = max(1, int(layout.n_blocks * pressure_pct / 100.0))
+                ant = stack.enter_context(ArenaProcess(n * layout.block_bytes, layout.block_bytes))
+                placement.squeeze.add_pid(ant.pid)
+                ant.populate(np.arange(n))
+                res = measure.Residency.of(ant.pid, ant.address, n * layout.pages_per_block, layout.page_bytes)
+                out.facts["antagonist_bytes"] = n * layout.block_bytes
+                out.facts["antagonist_resident_pages"] = int(res.present.sum())
+                out.facts["antagonist_swapped_pages"] = int(res.swapped.sum())
             out.facts["squeeze_s"] = t.seconds()
             out.facts["squeeze_usage_after_limit"] = placement.usage(placement.squeeze)
             out.facts["protect_usage_after_limit"] = placement.usage(placement.protect) if protect_blocks.size else 0
