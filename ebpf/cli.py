@@ -1,0 +1,150 @@
+"""`kvds ebpf record` and `kvds ebpf overhead`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from harness.cli import add_json_flag, positive_float, positive_int, require_root
+from harness.errors import UserError
+from harness.progress import progress, say
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ebpf", help="tracepoint latency histograms (block I/O by priority, reclaim), faults, delays")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+
+    r = verbs.add_parser("record", help="record histograms for a duration or around a command",
+                         description="kvds ebpf record [--probe blk,reclaim,faults,delays] "
+                                     "[--duration S | -- CMD ARGS...]")
+    r.add_argument("--probe", default="blk,reclaim,faults,delays",
+                   help="comma-separated probe sets: blk, reclaim, faults, delays (default: all)")
+    r.add_argument("--duration", type=positive_float, help="record for S seconds (the default without CMD: 5)")
+    r.add_argument("--device", action="append", default=[], help="only this block device (repeatable)")
+    r.add_argument("--pid", action="append", type=positive_int, default=[],
+                   help="only this process and its children (repeatable)")
+    r.add_argument("--cgroup", action="append", default=[], help="only tasks in this cgroup directory (repeatable)")
+    r.add_argument("--no-plots", action="store_true", help="skip the PNG per histogram")
+    add_json_flag(r)
+    r.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...: record while CMD runs (only CMD and its children)")
+    r.set_defaults(func=run_record)
+
+    o = verbs.add_parser("overhead", help="IOPS of an O_DIRECT read loop on a kvds loop device with/without probes")
+    o.add_argument("--probe", default="blk", help="probe sets to attach in the 'with' runs (default blk)")
+    o.add_argument("--reps", type=positive_int, default=4, help="repetitions per variant, ABBA order (default 4)")
+    o.add_argument("--seconds", type=positive_float, default=3.0, help="seconds per run (default 3)")
+    o.add_argument("--size-mib", type=positive_int, default=256, help="loop device size in MiB (default 256)")
+    o.add_argument("--block-kib", type=positive_int, default=4, help="read size in KiB (default 4)")
+    add_json_flag(o)
+    o.set_defaults(func=run_overhead)
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    cmd = list(args.command or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if args.command and not cmd:
+        raise UserError("nothing after --: give a command to run")
+    if cmd and args.duration is not None:
+        raise UserError("give either --duration or -- CMD, not both")
+    if cmd and (args.pid or args.cgroup):
+        raise UserError("-- CMD records CMD and its children; --pid/--cgroup apply to --duration recordings")
+    return cmd
+
+
+def run_record(args: argparse.Namespace) -> int:
+    from ebpf.recorder import Recorder, parse_probes
+    from ebpf.report import format_results
+    from harness.knobs import scheduler_of
+    from harness.results import ResultStore
+
+    cmd = _command(args)
+    probes = parse_probes(args.probe)
+    require_root("kvds ebpf record")
+    duration = args.duration if args.duration is not None else (None if cmd else 5.0)
+    pids = [] if cmd else (args.pid or None)
+    rec = Recorder(probes, devices=args.device, pids=pids, cgroups=args.cgroup)
+    config = {"probes": list(probes), "duration_s": duration, "command": cmd, "devices": args.device,
+              "pids": args.pid, "cgroups": args.cgroup,
+              "scheduler": {d: _safe_scheduler(scheduler_of, d) for d in args.device}}
+    run = ResultStore().new_run("ebpf-record", config)
+    say(f"compiling and attaching {','.join(probes)} ...")
+    rec.start()
+    status = 0
+    try:
+        if cmd:
+            status = _run_command(rec, cmd)
+        else:
+            with progress(f"recording {duration:g} s", total=duration) as bar:
+                end = time.monotonic() + duration
+                while (left := end - time.monotonic()) > 0:
+                    time.sleep(min(0.2, left))
+                    bar.update(completed=duration - max(0.0, end - time.monotonic()))
+    finally:
+        rec.stop()
+    paths = rec.save(run, plots=not args.no_plots)
+    res = rec.results()
+    run.write_summary({"load_attach_s": res["load_attach_s"], "duration_s": res["duration_s"],
+                       "command_status": status if cmd else None,
+                       "histograms": {name: h["count"] for name, h in rec.histograms()}})
+    if args.json:
+        print(json.dumps({"run": str(run.path), **res}, indent=2))
+    else:
+        print(format_results(res))
+        pngs = [p for p in paths if p.suffix == ".png"]
+        print(f"\nrun {run.run_id}: {run.path} ({len(pngs)} PNG{'s' if len(pngs) != 1 else ''})")
+    if cmd and status != 0:
+        say(f"command exited with status {status}")
+    return 0 if status == 0 else 1
+
+
+def _safe_scheduler(fn, dev: str) -> str | None:
+    try:
+        return fn(dev)
+    except Exception:
+        return None
+
+
+def _run_command(rec, cmd: list[str]) -> int:
+    """Fork CMD held at a gate until its pid is in the filter, so its first I/O is already counted.
+
+    (subprocess.Popen cannot do this: it waits for the exec that the gate holds back.)
+    """
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: wait for the parent's go, then become CMD
+        try:
+            os.close(w)
+            os.read(r, 1)
+            os.close(r)
+            os.execvp(cmd[0], cmd)
+        except OSError as exc:
+            os.write(2, f"kvds: error: cannot run {cmd[0]}: {exc.strerror}\n".encode())
+        os._exit(127)
+    os.close(r)
+    try:
+        rec.add_pid(pid)
+    finally:
+        os.write(w, b"x")
+        os.close(w)
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: taskstats still answers
+        rec.stop()
+    finally:
+        _, wstatus = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(wstatus)
+
+
+def run_overhead(args: argparse.Namespace) -> int:
+    from ebpf.overhead import measure_overhead, format_overhead
+    from ebpf.recorder import parse_probes
+
+    probes = parse_probes(args.probe)
+    require_root("kvds ebpf overhead")
+    res = measure_overhead(probes, reps=args.reps, seconds=args.seconds, size_mib=args.size_mib,
+                           block_kib=args.block_kib)
+    print(json.dumps(res, indent=2) if args.json else format_overhead(res))
+    return 0

@@ -1,0 +1,121 @@
+"""What the probes cost: IOPS of a single-threaded O_DIRECT random-read loop on a kvds loop device, with and
+without the probes attached, in ABBA order (harness.stats.alternating_order) so drift hits both alike.
+
+Each "with" run compiles and attaches afresh, so the same command also yields load-and-attach times.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import random
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness import stats
+from harness.knobs import create_file, loop_attach, scheduler_of
+from harness.paths import work_dir
+from harness.progress import progress
+from harness.results import ResultStore
+
+from ebpf.recorder import Recorder
+
+
+def read_loop(dev: str, seconds: float, block: int, seed: int) -> tuple[int, float]:
+    """(reads done, elapsed s) of random aligned O_DIRECT reads for `seconds`."""
+    size = os.path.getsize(dev) if not dev.startswith("/dev/") else _blockdev_size(dev)
+    nblocks = size // block
+    rng = random.Random(seed)
+    offsets = [rng.randrange(nblocks) * block for _ in range(1 << 16)]
+    buf = mmap.mmap(-1, block)
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    n = 0
+    try:
+        t0 = time.perf_counter()
+        end = t0 + seconds
+        while True:
+            for i in range(256):
+                os.preadv(fd, [buf], offsets[(n + i) & 0xFFFF])
+            n += 256
+            now = time.perf_counter()
+            if now >= end:
+                return n, now - t0
+    finally:
+        os.close(fd)
+
+
+def _blockdev_size(dev: str) -> int:
+    fd = os.open(dev, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0, size_mib: int = 256,
+                     block_kib: int = 4) -> dict[str, Any]:
+    backing = create_file(work_dir() / f"ebpf-overhead-{os.getpid()}-{time.time_ns()}", size_mib << 20, fill=b"k")
+    dev = loop_attach(backing)
+    block = block_kib << 10
+    read_loop(dev, 0.5, block, seed=99)  # warm-up: loop worker, page tables, Python code paths
+    load_s: list[float] = []
+
+    def without(rep: int) -> float:
+        n, el = read_loop(dev, seconds, block, seed=rep)
+        return n / el
+
+    def with_probes(rep: int) -> float:
+        rec = Recorder(probes, devices=[dev])
+        rec.start()
+        load_s.append(rec.load_seconds or 0.0)
+        try:
+            n, el = read_loop(dev, seconds, block, seed=rep)
+        finally:
+            rec.stop()
+        counted = sum(h["count"] for name, h in rec.histograms() if "issue_to_complete" in name)
+        counts.append((n, counted))
+        return n / el
+
+    counts: list[tuple[int, int]] = []
+    order = stats.alternating_order(["without", "with"], reps)
+    with progress("overhead runs", total=len(order)) as bar:
+        out = stats.run_alternating({"without": without, "with": with_probes}, reps,
+                                    on_step=lambda r, name: bar.advance())
+    wo, wi = np.array(out["without"]), np.array(out["with"])
+    ratios = wi / wo  # per repetition: the pair ran back to back
+    ci = stats.mean_ci(list(ratios))
+    res = {
+        "probes": list(probes), "device": dev, "scheduler": scheduler_of(dev), "reps": reps, "seconds": seconds,
+        "block_bytes": block, "order": [f"{r}:{n}" for r, n in order],
+        "iops_without": [round(x, 1) for x in wo], "iops_with": [round(x, 1) for x in wi],
+        "median_iops_without": round(float(np.median(wo)), 1), "median_iops_with": round(float(np.median(wi)), 1),
+        "ratio_mean": round(ci.value, 4), "ratio_ci95": [round(ci.lo, 4), round(ci.hi, 4)],
+        "loss_pct": round(100 * (1 - ci.value), 2),
+        "load_attach_s": [round(x, 3) for x in load_s],
+        "reads_vs_histogram_counts": counts,
+    }
+    run = ResultStore().new_run("ebpf-overhead", {k: res[k] for k in ("probes", "device", "scheduler", "reps",
+                                                                       "seconds", "block_bytes")})
+    run.write_samples("iops_without", wo)
+    run.write_samples("iops_with", wi)
+    run.write_samples("load_attach_s", np.array(load_s))
+    run.write_summary(res)
+    res["run"] = str(run.path)
+    return res
+
+
+def format_overhead(res: dict[str, Any]) -> str:
+    lines = [
+        f"O_DIRECT {res['block_bytes'] // 1024} KiB random reads, 1 thread, {res['device']} "
+        f"(loop, scheduler {res['scheduler']}), {res['reps']} x {res['seconds']:g} s per variant, ABBA order",
+        f"  without probes: IOPS {res['iops_without']} (median {res['median_iops_without']})",
+        f"  with {','.join(res['probes'])}: IOPS {res['iops_with']} (median {res['median_iops_with']})",
+        f"  with/without (mean of paired ratios): {res['ratio_mean']} 95% CI {res['ratio_ci95']} "
+        f"-> loss {res['loss_pct']}%",
+        f"  load+attach per 'with' run (s): {res['load_attach_s']}",
+        f"  reads issued vs counted in the histograms: {res['reads_vs_histogram_counts']}",
+        f"  run: {res['run']}",
+    ]
+    return "\n".join(lines)

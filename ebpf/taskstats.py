@@ -1,0 +1,149 @@
+"""Per-task delay accounting through the taskstats generic-netlink family (pyroute2 for the socket).
+
+Delays are cumulative since a task started and summed over a thread group (TASKSTATS_CMD_ATTR_TGID); kvds
+reports the change between the start and the end of a recording. A child that has exited but is not reaped
+yet (waitid WNOWAIT) still answers: a multi-threaded group through the kernel's per-group exit record, a
+single-threaded one through its own task record; a process reaped by someone else before the end is lost. The kernel only accounts while
+`kernel.task_delayacct` is 1; kvds sets it through the knob journal.
+
+The struct is decoded here from the uapi layout (append-only across versions; verified against
+include/uapi/linux/taskstats.h of 6.12, version 14): pyroute2 0.9 decodes version 16 with its pre-v8 layout
+and lacks the freepages/thrashing fields.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import Unavailable
+
+# Byte offsets of the fields kvds reads in struct taskstats (uapi, aligned(8) members accounted for).
+FIELDS = {
+    "version": (0, "H"),
+    "cpu_count": (16, "Q"), "cpu_delay_total": (24, "Q"),
+    "blkio_count": (32, "Q"), "blkio_delay_total": (40, "Q"),
+    "swapin_count": (48, "Q"), "swapin_delay_total": (56, "Q"),
+    "ac_comm": (80, "32s"),
+    "ac_pid": (128, "I"),
+    "freepages_count": (312, "Q"), "freepages_delay_total": (320, "Q"),
+    "thrashing_count": (328, "Q"), "thrashing_delay_total": (336, "Q"),
+}
+MIN_VERSION = 9  # thrashing fields appeared in version 9 (Linux 5.0)
+# kvds name -> taskstats prefix: swap-in, block I/O, direct/memcg reclaim ("freepages"), thrashing, run queue.
+DELAYS = {"swapin": "swapin", "blkio": "blkio", "reclaim": "freepages", "thrashing": "thrashing", "cpu": "cpu"}
+
+TASKSTATS_CMD_GET = 1
+
+
+@dataclass(frozen=True)
+class Delays:
+    pid: int
+    comm: str
+    counts: dict[str, int]
+    delay_ns: dict[str, int]
+
+    def minus(self, before: "Delays | None") -> "Delays":
+        if before is None:
+            return self
+        return Delays(self.pid, self.comm, {k: v - before.counts.get(k, 0) for k, v in self.counts.items()},
+                      {k: v - before.delay_ns.get(k, 0) for k, v in self.delay_ns.items()})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pid": self.pid, "comm": self.comm,
+                **{k: {"count": self.counts[k], "delay_ns": self.delay_ns[k]} for k in DELAYS}}
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, (off, fmt) in FIELDS.items():
+        (v,) = struct.unpack_from("=" + fmt, raw, off)
+        out[name] = v
+    out["ac_comm"] = out["ac_comm"].split(b"\0", 1)[0].decode(errors="replace")
+    return out
+
+
+class TaskstatsClient:
+    """One genetlink socket to the TASKSTATS family; query(pid) returns Delays or None (gone)."""
+
+    def __init__(self) -> None:
+        try:
+            from pyroute2 import TaskStats
+        except ImportError as exc:  # pragma: no cover - pyroute2 is a declared dependency
+            raise Unavailable(f"pyroute2 missing: {exc}") from None
+        self._sock = TaskStats()
+        try:
+            self._sock.bind()
+        except Exception as exc:
+            self._sock.close()
+            raise Unavailable(f"taskstats genetlink family not available: {exc}") from None
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> "TaskstatsClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def query(self, tgid: int) -> Delays | None:
+        """A thread group's delays; for an unreaped single-threaded zombie, its own (the kernel keeps no group
+        record for single-threaded processes and skips exited threads when summing a group)."""
+        group = self._request("TASKSTATS_CMD_ATTR_TGID", tgid)
+        if group is not None and any(group.counts.values()):
+            return group
+        own = self._request("TASKSTATS_CMD_ATTR_PID", tgid)
+        return own if own is not None else group
+
+    def _request(self, attr: str, ident: int) -> Delays | None:
+        from pyroute2.netlink import NLM_F_REQUEST
+        from pyroute2.netlink.taskstats import tcmd
+
+        msg = tcmd()
+        msg["cmd"] = TASKSTATS_CMD_GET
+        msg["version"] = 1
+        msg["attrs"].append([attr, ident])
+        try:
+            replies = self._sock.nlm_request(msg, self._sock.prid, msg_flags=NLM_F_REQUEST)
+        except Exception as exc:  # ESRCH: the process is gone (reaped)
+            if getattr(exc, "code", None) == 3 or "No such process" in str(exc):
+                return None
+            raise
+        for reply in replies:
+            aggr = reply.get_attr("TASKSTATS_TYPE_AGGR_TGID") or reply.get_attr("TASKSTATS_TYPE_AGGR_PID")
+            if aggr is None:
+                continue
+            stats = aggr.get_attr("TASKSTATS_TYPE_STATS")
+            raw = bytes(stats.data[stats.offset + 4: stats.offset + stats.length])
+            f = decode(raw)
+            if f["version"] < MIN_VERSION:
+                raise Unavailable(f"taskstats version {f['version']} lacks thrashing/reclaim delays")
+            return Delays(ident, f["ac_comm"] or _comm(ident), {k: f[f"{p}_count"] for k, p in DELAYS.items()},
+                          {k: f[f"{p}_delay_total"] for k, p in DELAYS.items()})
+        return None
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def family_status() -> tuple[bool, str]:
+    """Whether the TASKSTATS genetlink family answers for this process (doctor probe)."""
+    import os
+
+    try:
+        with TaskstatsClient() as c:
+            d = c.query(os.getpid())
+    except Unavailable as exc:
+        return False, str(exc)
+    except Exception as exc:
+        return False, f"taskstats query failed: {type(exc).__name__}: {exc}"
+    if d is None:
+        return False, "taskstats returned no TGID record for this process"
+    return True, "TASKSTATS genetlink family answers TGID queries"
