@@ -1,12 +1,19 @@
-"""Tracing mechanisms: tracefs, the tracepoints kvds uses, kprobes, fentry, taskstats delay accounting."""
+"""Tracing mechanisms: tracefs, the tracepoints kvds uses, kprobes, fentry, bcc, taskstats delay accounting.
+
+The `ebpf.*` capabilities are found by trying: bcc compiles and loads a trivial tracepoint program (not
+attached), the TASKSTATS genetlink family answers a query, and the tracepoints of each probe set exist in
+tracefs (mounted for the look in a scoped journal when it is not mounted).
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from harness import journal
 from harness.capability import Capability, available, unavailable
 from harness.kconfig import config_state
-from harness.knobs.mounts import TRACEFS, is_mounted
+from harness.knobs.mounts import TRACEFS, is_mounted, mount
 
 AREA = "ebpf"
 
@@ -18,24 +25,76 @@ TRACEPOINTS = (
 )
 
 
+def _present_tracepoints(names: tuple[str, ...]) -> dict[str, bool] | None:
+    """Which tracepoints tracefs lists; mounts tracefs briefly (scoped journal) when root and unmounted."""
+    if is_mounted(TRACEFS, "tracefs"):
+        return {tp: (Path(TRACEFS) / "events" / tp).is_dir() for tp in names}
+    if os.geteuid() != 0:
+        return None
+    try:
+        with journal.scoped():
+            mount("tracefs", TRACEFS)
+            return {tp: (Path(TRACEFS) / "events" / tp).is_dir() for tp in names}
+    except (OSError, RuntimeError):
+        return None
+
+
+def _bcc_probe() -> Capability:
+    """A real compile + verifier load of a tracepoint program, without attaching it."""
+    try:
+        from ebpf.bcc_loader import headers_status, load_bcc
+    except ImportError:
+        return unavailable("ebpf.bcc", "the ebpf package is not in this checkout", AREA)
+    ok, reason = headers_status()
+    if not ok:
+        return unavailable("ebpf.bcc", reason, AREA)
+    if os.geteuid() != 0:
+        return Capability("ebpf.bcc", "needs-root", f"loading BPF programs needs root ({reason})", AREA)
+    try:
+        bcc = load_bcc()
+        b = bcc.BPF(text="int kvds_probe(void *ctx) { return 0; }", cflags=["-w"])
+        try:
+            b.load_func("kvds_probe", bcc.BPF.TRACEPOINT)
+        finally:
+            b.cleanup()
+    except Exception as exc:  # bcc raises Exception with the compiler's or verifier's message
+        msg = str(exc).strip().splitlines()
+        return unavailable("ebpf.bcc", f"bcc compile/load failed: {msg[-1] if msg else type(exc).__name__}", AREA)
+    return available("ebpf.bcc", f"bcc compiles and loads tracepoint programs ({reason})", AREA)
+
+
+def _taskstats_probe() -> Capability:
+    try:
+        from ebpf.taskstats import family_status
+    except ImportError:
+        return unavailable("ebpf.taskstats", "the ebpf package is not in this checkout", AREA)
+    ok, reason = family_status()
+    return available("ebpf.taskstats", reason, AREA) if ok else unavailable("ebpf.taskstats", reason, AREA)
+
+
 def probes() -> list[Capability]:
     out = []
     bpf = config_state("BPF_SYSCALL")
     out.append(available("bpf", "CONFIG_BPF_SYSCALL on", AREA) if bpf in ("y", "unknown")
                else unavailable("bpf", "CONFIG_BPF_SYSCALL off", AREA))
     mounted = is_mounted(TRACEFS, "tracefs")
+    try:
+        from ebpf.programs import TRACEPOINTS as PROBE_TPS
+    except ImportError:
+        PROBE_TPS = {}
+    wanted = tuple(dict.fromkeys(TRACEPOINTS + tuple(tp for tps in PROBE_TPS.values() for tp in tps)))
+    present = _present_tracepoints(wanted)
     if mounted:
         out.append(available("tracefs", f"mounted at {TRACEFS}", AREA))
-        for tp in TRACEPOINTS:
-            name = "tracepoint." + tp.replace("/", ":")
-            if (Path(TRACEFS) / "events" / tp).is_dir():
-                out.append(available(name, "present in tracefs", AREA))
-            else:
-                out.append(unavailable(name, f"no events/{tp} in tracefs", AREA))
     elif config_state("TRACING") in ("y", "unknown") or Path(TRACEFS).is_dir():
         out.append(available("tracefs", f"not mounted; kvds mounts it at {TRACEFS} through the journal", AREA))
     else:
         out.append(unavailable("tracefs", "CONFIG_TRACING off", AREA))
+    if present is not None:
+        for tp in TRACEPOINTS:
+            name = "tracepoint." + tp.replace("/", ":")
+            out.append(available(name, "present in tracefs", AREA) if present[tp]
+                       else unavailable(name, f"no events/{tp} in tracefs", AREA))
     kp = config_state("KPROBES")
     out.append(available("kprobes", "CONFIG_KPROBES on", AREA) if kp == "y"
                else unavailable("kprobes", "CONFIG_KPROBES off: kprobe-based tools (bcc biolatency) fail; kvds uses tracepoints", AREA))
@@ -45,4 +104,25 @@ def probes() -> list[Capability]:
     delay = Path("/proc/sys/kernel/task_delayacct")
     out.append(available("delayacct", f"kernel.task_delayacct = {delay.read_text().strip()}", AREA) if delay.exists()
                else unavailable("delayacct", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)", AREA))
+
+    bcc_cap = _bcc_probe()
+    ts_cap = _taskstats_probe()
+    out += [bcc_cap, ts_cap]
+    for probe, tps in PROBE_TPS.items():
+        name = f"ebpf.probe.{probe}"
+        missing = [tp for tp in tps if present is not None and not present.get(tp, False)]
+        if not bcc_cap.ok:
+            out.append(Capability(name, bcc_cap.status, f"needs ebpf.bcc: {bcc_cap.reason}", AREA))
+        elif present is None:
+            out.append(unavailable(name, "tracefs not mounted and cannot be mounted to check tracepoints", AREA))
+        elif missing:
+            out.append(unavailable(name, f"tracepoints missing: {', '.join(missing)}", AREA))
+        else:
+            out.append(available(name, f"tracepoints {', '.join(t.split('/')[1] for t in tps)}", AREA))
+    if not delay.exists():
+        out.append(unavailable("ebpf.probe.delays", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)", AREA))
+    elif not ts_cap.ok:
+        out.append(unavailable("ebpf.probe.delays", f"needs ebpf.taskstats: {ts_cap.reason}", AREA))
+    else:
+        out.append(available("ebpf.probe.delays", "taskstats TGID queries; kvds sets kernel.task_delayacct=1 through the journal", AREA))
     return out

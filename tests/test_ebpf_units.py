@@ -1,0 +1,63 @@
+"""Pure parts of the eBPF track (histogram arithmetic, taskstats decoding, CLI input errors)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness import doctor
+from harness.errors import UserError
+
+from ebpf import hist as H
+from ebpf.recorder import fault_kind, parse_probes
+
+
+def test_log2_buckets_match_bcc_slots() -> None:
+    h = H.new_hist()
+    for slot, n in ((0, 1), (3, 4), (5, 95)):
+        H.add(h, slot, n)
+    assert h["count"] == 100 and h["buckets"][:6] == [1, 0, 0, 4, 0, 95]
+    assert H.bounds(0) == (0, 1) and H.bounds(3) == (8, 15)
+    assert H.percentile_bounds(h, 5) == (8, 15) and H.percentile_bounds(h, 99) == (32, 63)
+    text = H.format_log2(h, "t")
+    assert "8 -> 15" in text and "count 100" in text
+    assert H.merge([h, h])["count"] == 200
+
+
+def test_plot_writes_png(tmp_path) -> None:
+    h = H.new_hist()
+    H.add(h, 6, 10)
+    p = H.plot(h, "blk/test", tmp_path / "x.png")
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_probe_names_and_fault_kinds() -> None:
+    assert parse_probes("blk, faults,blk") == ("blk", "faults")
+    with pytest.raises(UserError):
+        parse_probes("blk,kprobe")
+    assert fault_kind(0x6) == "write-not-present" and fault_kind(0x7) == "write-protection"
+    assert fault_kind(0x14) == "exec-not-present" and fault_kind(0x4) == "read-not-present"
+
+
+@doctor.skip_unless("ebpf.taskstats")
+def test_taskstats_reports_this_process() -> None:
+    from ebpf.taskstats import TaskstatsClient
+
+    with TaskstatsClient() as c:
+        d = c.query(os.getpid())
+    assert d is not None and d.pid == os.getpid() and d.counts["cpu"] > 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["ebpf", "record", "--probe", "kprobes"],
+    ["ebpf", "record", "--duration", "1", "--", "true"],
+    ["ebpf", "record", "--duration", "-1"],
+    ["ebpf", "record", "--device", "/etc/passwd", "--duration", "1"],
+])
+def test_bad_input_is_one_line_exit_2(argv: list[str], kvds_env: dict[str, str]) -> None:
+    p = subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True, timeout=60, env=kvds_env)
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
