@@ -89,10 +89,10 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
     res = {
         "probes": list(probes), "device": dev, "scheduler": scheduler_of(dev), "reps": reps, "seconds": seconds,
         "block_bytes": block, "order": [f"{r}:{n}" for r, n in order],
-        "iops_without": [round(x, 1) for x in wo], "iops_with": [round(x, 1) for x in wi],
+        "iops_without": [round(float(x), 1) for x in wo], "iops_with": [round(float(x), 1) for x in wi],
         "median_iops_without": round(float(np.median(wo)), 1), "median_iops_with": round(float(np.median(wi)), 1),
-        "ratio_mean": round(ci.value, 4), "ratio_ci95": [round(ci.lo, 4), round(ci.hi, 4)],
-        "loss_pct": round(100 * (1 - ci.value), 2),
+        "ratio_mean": round(float(ci.value), 4), "ratio_ci95": [round(float(ci.lo), 4), round(float(ci.hi), 4)],
+        "loss_pct": round(float(100 * (1 - ci.value)), 2),
         "load_attach_s": [round(x, 3) for x in load_s],
         "reads_vs_histogram_counts": counts,
     }

@@ -137,7 +137,7 @@ class Recorder:
                 raise Unavailable(f"tracepoints missing on this kernel: {', '.join(missing)}")
             bcc = load_bcc()
             t0 = time.perf_counter()
-            self.bpf = bcc.BPF(text=self.spec.source(), cflags=["-w"])
+            self.bpf = bcc.BPF(text=self.spec.source().encode(), cflags=["-w"])
             self.load_seconds = time.perf_counter() - t0
             self._fill_filters()
         if "delays" in self.probes:
@@ -176,7 +176,7 @@ class Recorder:
                 self._resolve_cgroups()
                 for name in ("blk_hist", "rc_hist", "rc_stats", "fault_counts", "comms"):
                     try:
-                        table = self.bpf[name]
+                        table = self.bpf[name.encode()]
                     except KeyError:
                         continue
                     self._snap[name] = [(k, v) for k, v in table.items()]
@@ -197,18 +197,18 @@ class Recorder:
 
     # ---- filters and housekeeping ---------------------------------------------------------------------------
     def _want(self, pid: int) -> None:
-        self.bpf["want_tgid"][self.bpf["want_tgid"].Key(pid)] = self.bpf["want_tgid"].Leaf(1)
+        self.bpf[b"want_tgid"][self.bpf[b"want_tgid"].Key(pid)] = self.bpf[b"want_tgid"].Leaf(1)
 
     def _fill_filters(self) -> None:
         for kdev in self.devices:
             if "blk" in self.kernel_probes:
-                self.bpf["blk_devs"][self.bpf["blk_devs"].Key(kdev)] = self.bpf["blk_devs"].Leaf(1)
+                self.bpf[b"blk_devs"][self.bpf[b"blk_devs"].Key(kdev)] = self.bpf[b"blk_devs"].Leaf(1)
         for pid in self.pids:
             self._want(pid)
         for cg in self.cgroups:
             if _is_cgroup2(cg):
                 cgid = os.stat(cg).st_ino
-                self.bpf["want_cgid"][self.bpf["want_cgid"].Key(cgid)] = self.bpf["want_cgid"].Leaf(1)
+                self.bpf[b"want_cgid"][self.bpf[b"want_cgid"].Key(cgid)] = self.bpf[b"want_cgid"].Leaf(1)
         self._refresh_v1_members()
 
     def _refresh_v1_members(self) -> None:
@@ -225,7 +225,7 @@ class Recorder:
     def _resolve_cgroups(self) -> None:
         """Name the memory cgroup of every task seen reclaiming while it still lives."""
         try:
-            stats = self.bpf["rc_stats"]
+            stats = self.bpf[b"rc_stats"]
         except KeyError:
             return
         for k, _ in stats.items():

@@ -20,7 +20,7 @@ import mmap, sys
 size, pageout = int(sys.argv[1]), sys.argv[2] == "1"
 sys.stdin.readline()
 m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-m.madvise(14)  # MADV_NOHUGEPAGE: one fault per 4 KiB page, and pages reclaimable one by one
+m.madvise(15)  # MADV_NOHUGEPAGE: one fault per 4 KiB page, and pages reclaimable one by one
 for off in range(0, size, 4096):
     m[off] = 1
 if pageout:

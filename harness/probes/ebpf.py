@@ -52,9 +52,9 @@ def _bcc_probe() -> Capability:
         return Capability("ebpf.bcc", "needs-root", f"loading BPF programs needs root ({reason})", AREA)
     try:
         bcc = load_bcc()
-        b = bcc.BPF(text="int kvds_probe(void *ctx) { return 0; }", cflags=["-w"])
+        b = bcc.BPF(text=b"int kvds_probe(void *ctx) { return 0; }", cflags=["-w"])
         try:
-            b.load_func("kvds_probe", bcc.BPF.TRACEPOINT)
+            b.load_func(b"kvds_probe", bcc.BPF.TRACEPOINT)
         finally:
             b.cleanup()
     except Exception as exc:  # bcc raises Exception with the compiler's or verifier's message
