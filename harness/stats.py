@@ -97,8 +97,9 @@ _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.045, 2.042]
 
 
-def mean_ci(values: Sequence[float]) -> Estimate:
-    """Mean with a 95% Student-t interval (for per-seed or per-repetition figures)."""
+def mean_ci(values: Sequence[float], floor: float | None = None) -> Estimate:
+    """Mean with a 95% Student-t interval (for per-seed or per-repetition figures); `floor` clips the interval
+    for quantities that cannot go below it (throughput, counts: floor=0)."""
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return Estimate(math.nan, math.nan, math.nan)
@@ -107,7 +108,8 @@ def mean_ci(values: Sequence[float]) -> Estimate:
         return Estimate(m, math.nan, math.nan)
     t = _T95[v.size - 2] if v.size - 1 <= len(_T95) else 1.96
     half = t * float(v.std(ddof=1)) / math.sqrt(v.size)
-    return Estimate(m, m - half, m + half)
+    lo = m - half if floor is None else max(floor, m - half)
+    return Estimate(m, lo, m + half)
 
 
 def alternating_order(names: Sequence[str], reps: int) -> list[tuple[int, str]]:

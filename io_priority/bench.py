@@ -131,7 +131,7 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
     writers = [r for r in reps if r.writer]
     if writers:
         mbs = [r.spill_mb_s or 0.0 for r in writers]
-        out["spill_mb_s"] = _est(stats.mean_ci(mbs))
+        out["spill_mb_s"] = _est(stats.mean_ci(mbs, floor=0.0))
         out["spill_mb_s_per_rep"] = mbs
         out["writes"] = int(sum(r.writer["writes"] for r in writers))
         out["write_errors"] = int(sum(r.writer["errors"] for r in writers))

@@ -125,3 +125,33 @@ def test_scheduler_change_refused_on_device_kvds_did_not_create(kvds_env) -> Non
     with journal.scoped():
         with pytest.raises(KnobRefused, match="did not create"):
             knobs.set_scheduler("/dev/loop0", "bfq")
+
+
+SHARED_MOUNT_CHILD = """
+import sys, time
+from harness import journal, knobs
+with journal.session():
+    knobs.mount("tmpfs", sys.argv[1], "kvds-shared-test")
+    print("MOUNTED", flush=True)
+    sys.stdin.readline()
+print("RESTORED", flush=True)
+"""
+
+
+def test_shared_mount_stays_until_last_user_restores(tmp_path, kvds_env) -> None:
+    """Two kvds processes rely on one kvds mount: the first to finish must not pull it from the second."""
+    target = tmp_path / "shared-mnt"
+    target.mkdir()
+
+    def start() -> subprocess.Popen:
+        p = subprocess.Popen([sys.executable, "-c", SHARED_MOUNT_CHILD, str(target)], cwd=REPO, env=kvds_env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "MOUNTED"
+        return p
+
+    first = start()
+    second = start()
+    first.communicate("\n", timeout=60)
+    assert knobs.is_mounted(str(target), "tmpfs"), "the first process unmounted a mount the second still uses"
+    second.communicate("\n", timeout=60)
+    assert not knobs.is_mounted(str(target), "tmpfs"), "the last user did not restore the mount"
