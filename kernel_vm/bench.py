@@ -6,6 +6,7 @@ Summary keys are a contract with `kvds report` (documented in kernel_vm/README.m
 from __future__ import annotations
 
 import mmap
+import os
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -45,6 +46,7 @@ class BenchConfig:
     mglru_min_ttl_ms: int | None = None
     damos: bool = True
     pressure_mode: str = "limit"
+    ebpf: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
         config["device"] = backend.device
         run = ResultStore().new_run("vm-bench", config)
         zswap0 = swap_backend.zswap_stats() if cfg.swap == "zswap" else {}
-        probes, ebpf_doc = ebpf_bridge.probes()
+        probes, ebpf_doc = ebpf_bridge.probes(cfg.ebpf)
         overhead = timer_overhead_ns()
         by_name = {v.name: v for v in variants}
         order = stats.alternating_order(names, cfg.reps)
@@ -199,6 +201,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     ov = stats.percentiles(overhead, (50.0, 99.0))
     summary: dict[str, Any] = {
         "schema": SCHEMA,
+        "pid": os.getpid(),
         "mapping": cfg.mapping,
         "baseline": cfg.baseline,
         "swap": backend.as_dict(),

@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--mglru", choices=("auto", "on", "off", "both", "keep"), default="auto",
                    help="MGLRU variants where /sys/kernel/mm/lru_gen exists (auto: on and off)")
     b.add_argument("--mglru-min-ttl-ms", type=positive_int, default=None, help="min_ttl_ms in the MGLRU-on variant")
+    b.add_argument("--ebpf", action="store_true",
+                   help="record reclaim latency histograms with the eBPF track's probes (compiles once per rep)")
     b.add_argument("--no-damos", action="store_true", help="skip the DAMOS variant where DAMON is usable")
     b.add_argument("--target", choices=TARGETS, default="local", help="run here, or in the QEMU guest lab")
     add_json_flag(b)
@@ -91,7 +93,7 @@ def run_bench(args: argparse.Namespace) -> int:
     cfg = BenchConfig(mapping=args.mapping, baseline=args.baseline, arena_mb=args.arena_mb, block_kb=args.block_kb,
                       mix=args.mix, swap=args.swap, pressure_pct=args.pressure, reps=args.reps, seed=args.seed,
                       mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos,
-                      pressure_mode=args.pressure_mode)
+                      pressure_mode=args.pressure_mode, ebpf=args.ebpf)
     validate(cfg)
     if args.target == "guest":
         runner = _guest_runner()
@@ -118,6 +120,8 @@ def _forward(args: argparse.Namespace) -> list[str]:
         out += ["--mglru-min-ttl-ms", str(args.mglru_min_ttl_ms)]
     if args.no_damos:
         out.append("--no-damos")
+    if args.ebpf:
+        out.append("--ebpf")
     if args.json:
         out.append("--json")
     return out
@@ -161,6 +165,19 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
             line += (f"; arena process swap-in delay {np.mean([t['swapin']['delay_ns'] for t in ts]) / 1e6:.1f} ms,"
                      f" reclaim delay {np.mean([t['reclaim']['delay_ns'] for t in ts]) / 1e6:.1f} ms (taskstats)")
         console.print(line)
+        rc = [r["probes"]["reclaim"] for r in v["per_rep"] if "reclaim" in r.get("probes", {})]
+        if rc:
+            parts = []
+            for role in ("parent", "arena"):
+                for kind in ("memcg", "direct"):
+                    e = [x.get(role, {}).get(kind) for x in rc]
+                    e = [x for x in e if x]
+                    if e:
+                        n = sum(x["count"] for x in e)
+                        parts.append(f"{role} {kind}: {n / len(rc):.0f} reclaims/rep, "
+                                     f"{sum(x['pages_reclaimed'] for x in e) / len(rc):.0f} pages/rep, "
+                                     f"mean {sum(x['total_ns'] for x in e) / max(1, n) / 1000:.0f} us")
+            console.print("  eBPF reclaim: " + ("; ".join(parts) or "no reclaim events from parent or arena"))
     h = s["headline"]
     console.print("[bold]headline[/]: decode-critical pages swapped out: "
                   f"{h['baseline']} {_est(h['baseline_decode_critical_swapped_out']['mean'])} vs "

@@ -6,6 +6,7 @@ is switched on through the knob journal (`kernel.task_delayacct`), so restore tu
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from harness import knobs
@@ -40,17 +41,69 @@ class TaskDelays:
         self._client.close()
 
 
-def probes() -> tuple[list[Any], dict[str, str]]:
+class ReclaimHistograms:
+    """The eBPF track's reclaim probe (vmscan memcg/direct reclaim tracepoints) around squeeze + re-access.
+
+    Follows the parent too: a v1 limit write reclaims synchronously in the writer, so the squeeze's own reclaim
+    runs in the parent's context, and the re-access's in the arena process's (charging a swapped-in page)."""
+
+    name = "reclaim"
+
+    def __init__(self) -> None:
+        from ebpf.recorder import Recorder  # noqa: F401  (fail early when the module is absent)
+
+        self._rec: Any = None
+        self._pids: dict[str, int] = {}
+
+    def start(self, pid: int) -> None:
+        from ebpf.recorder import Recorder
+
+        self._pids = {"parent": os.getpid(), "arena": pid}
+        self._rec = Recorder(("reclaim",), pids=[])
+        self._rec.start()
+        for p in self._pids.values():
+            self._rec.add_pid(p)
+
+    def stop(self) -> dict[str, Any]:
+        if self._rec is None:
+            return {}
+        self._rec.stop()
+        rc = self._rec.results().get("reclaim", {})
+        self._rec = None
+        out: dict[str, Any] = {"latency_hist": rc.get("latency", {})}
+        for role, pid in self._pids.items():
+            rec = rc.get("by_pid", {}).get(str(pid), {})
+            out[role] = {k: v for k, v in rec.items() if k not in ("comm", "memory_cgroup")}
+        return out
+
+    def close(self) -> None:
+        if self._rec is not None:
+            self._rec.stop()
+
+
+def probes(reclaim_histograms: bool = False) -> tuple[list[Any], dict[str, str]]:
     """The probes available here, and what the summary says about the eBPF track."""
     try:
         import ebpf.taskstats  # noqa: F401
     except ImportError as exc:
         return [], {"status": "skipped", "reason": f"eBPF track not present ({exc}); waits on the eBPF issue"}
+    out: list[Any] = []
+    notes: list[str] = []
     try:
         ok, reason = ebpf.taskstats.family_status()
-        if not ok:
-            return [], {"status": "skipped", "reason": reason}
-        return [TaskDelays()], {"status": "taskstats", "reason": "swap-in/reclaim/thrashing delays of the "
-                                "arena process; reclaim histograms are not wired in yet"}
+        if ok:
+            out.append(TaskDelays())
+            notes.append("taskstats: swap-in/reclaim/thrashing delays of the arena process")
+        else:
+            notes.append(f"taskstats skipped: {reason}")
     except Exception as exc:
-        return [], {"status": "skipped", "reason": f"{type(exc).__name__}: {exc}"}
+        notes.append(f"taskstats skipped: {type(exc).__name__}: {exc}")
+    if reclaim_histograms:
+        try:
+            out.append(ReclaimHistograms())
+            notes.append("reclaim: memcg/direct reclaim latency histograms of parent (limit write) and arena")
+        except Exception as exc:
+            notes.append(f"reclaim histograms skipped: {type(exc).__name__}: {exc}")
+    else:
+        notes.append("reclaim histograms: off (pass --ebpf)")
+    return out, {"status": "+".join(p.name for p in out) or "skipped", "reason": "; ".join(notes)}

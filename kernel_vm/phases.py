@@ -122,8 +122,13 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                 limit = squeeze_limit(layout, mapping, 0.0, base_squeeze)
             out.facts["squeeze_limit_bytes"] = limit
             out.facts["squeeze_usage_before_limit"] = placement.usage(placement.squeeze)
-            for p in probes:
-                p.start(proc.pid)
+            started = []
+            for p in probes:  # optional instruments: a failure is recorded, never fatal to the measurement
+                try:
+                    p.start(proc.pid)
+                    started.append(p)
+                except Exception as exc:
+                    out.facts.setdefault("probes", {})[p.name] = {"error": f"{type(exc).__name__}: {exc}"}
             psi0, vm0 = measure.psi_memory(), measure.vmstat()
             hits0 = placement.limit_hits(placement.squeeze)
             t = measure.Stopwatch()
@@ -160,7 +165,10 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
             out.facts["squeeze_memcg_stat"] = {k: v for k, v in placement.stat(placement.squeeze).items()
                                                if k in ("rss", "anon", "swap", "pgmajfault", "pgpgout",
                                                         "pgscan", "pgsteal", "workingset_refault_anon")}
-            for p in probes:
-                out.facts.setdefault("probes", {})[p.name] = p.stop()
+            for p in started:
+                try:
+                    out.facts.setdefault("probes", {})[p.name] = p.stop()
+                except Exception as exc:
+                    out.facts.setdefault("probes", {})[p.name] = {"error": f"{type(exc).__name__}: {exc}"}
             del page_class
     return out

@@ -30,26 +30,29 @@ pytestmark = [needs_root, doctor.skip_unless("swap.zram", "memcg")]
 DC = CLASSES.index(IntentClass.DECODE_CRITICAL)
 
 
-def _host_state() -> dict[str, object]:
-    """What the VM track may change: swaps, zram devices, memory cgroups, zswap, delay accounting."""
+def _leftovers(pid: int, devices: list[str]) -> list[str]:
+    """What a kvds process (pid) that set up `devices` could have left behind: active swaps, zram devices,
+    swapfiles, memory cgroups named kvds-<pid>-*. Other engineers' runs on the same host do not count."""
     _, root = hierarchy_for("memory")
+    swaps = {os.path.realpath(line.split()[0]) for line in Path("/proc/swaps").read_text().splitlines()[1:]}
+    out = [f"swap {d} still on" for d in devices if os.path.realpath(d) in swaps]
+    out += [f"{d} still exists" for d in devices if d.startswith("/dev/zram") and Path("/sys/block", Path(d).name).exists()]
+    out += [f"swapfile {d} still exists" for d in devices if not d.startswith("/dev/") and Path(d).exists()]
+    out += [f"cgroup {p.name} still exists" for p in root.iterdir() if p.name.startswith(f"kvds-{pid}-")]
+    return out
+
+
+def _zswap() -> str | None:
     zs = Path("/sys/module/zswap/parameters/enabled")
-    return {
-        "swaps": Path("/proc/swaps").read_text(),
-        "zram": sorted(p.name for p in Path("/sys/block").iterdir() if p.name.startswith("zram")),
-        "cgroups": sorted(p.name for p in root.iterdir() if p.is_dir()),
-        "zswap": zs.read_text() if zs.exists() else None,
-        "delayacct": Path("/proc/sys/kernel/task_delayacct").read_text(),
-    }
+    return zs.read_text() if zs.exists() else None
 
 
 def test_pageout_moves_the_cold_class_out_page_by_page(kvds_env: dict[str, str]) -> None:
-    before = _host_state()
     lay = make_layout(16 << 20, 64 << 10, mmap.PAGESIZE, DEFAULT_MIX, seed=5)
     cold = lay.blocks_of(IntentClass.COLD_SPILLABLE)
     done = lay.blocks_of(IntentClass.DONE)
     with journal.session():
-        swap_backend.set_up("zram", 32 << 20)
+        dev = swap_backend.set_up("zram", 32 << 20).device
         with ArenaProcess(lay.arena_bytes, lay.block_bytes) as proc:
             proc.populate(np.arange(lay.n_blocks))
             res0 = measure.Residency.of(proc.pid, proc.address, lay.n_pages, lay.page_bytes)
@@ -69,14 +72,13 @@ def test_pageout_moves_the_cold_class_out_page_by_page(kvds_env: dict[str, str])
             proc.touch(cold)
             assert (measure.faults(proc.pid) - f0).major >= cold.size * lay.pages_per_block
             assert measure.Residency.of(proc.pid, proc.address, lay.n_pages, lay.page_bytes).present[is_cold].all()
-    assert _host_state() == before
+    assert _leftovers(os.getpid(), [dev]) == []
 
 
 def test_intent_keeps_decode_critical_resident_when_squeezed(kvds_env: dict[str, str]) -> None:
-    before = _host_state()
     lay = make_layout(32 << 20, 64 << 10, mmap.PAGESIZE, DEFAULT_MIX, seed=2)
     with journal.session():
-        swap_backend.set_up("zram", 48 << 20)
+        dev = swap_backend.set_up("zram", 48 << 20).device
         intent = run_once(lay, load_mapping("intent"), 30.0, "t-intent")
         base = run_once(lay, load_mapping("none"), 30.0, "t-none")
     # the placement split holds: protect classes' pages are charged to the unlimited group
@@ -91,11 +93,11 @@ def test_intent_keeps_decode_critical_resident_when_squeezed(kvds_env: dict[str,
     # the squeeze was real: the same budget cost the baseline pages, the intent run cold-class pages
     assert sum(base.residency["after_pressure"]["swapped"]) > 0
     assert intent.residency["after_pressure"]["swapped"][CLASSES.index(IntentClass.COLD_SPILLABLE)] > 0
-    assert _host_state() == before
+    assert _leftovers(os.getpid(), [dev]) == []
 
 
 def test_bench_cli_restores_swap_zram_zswap_and_cgroups(kvds_env: dict[str, str]) -> None:
-    before = _host_state()
+    zswap_before = _zswap()
     for swap in ("zram", "zswap"):
         res = run_kvds(["vm", "bench", "--arena-mb", "16", "--reps", "1", "--swap", swap, "--json"], kvds_env)
         assert res.returncode == 0, res.stderr
@@ -107,7 +109,8 @@ def test_bench_cli_restores_swap_zram_zswap_and_cgroups(kvds_env: dict[str, str]
         assert "reaccess_ns__intent__decode-critical__rep0.npy" in names
         if swap == "zswap":
             assert "stored_pages" in s["zswap"]["after"] or s["zswap"]["after"] == {}
-        assert _host_state() == before, swap
+        assert _leftovers(s["pid"], [s["swap"]["device"]]) == [], swap
+        assert _zswap() == zswap_before
     assert not list(Path(kvds_env["KVDS_STATE_DIR"], "journal").glob("*.jsonl"))
 
 
