@@ -83,7 +83,6 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                 raise RuntimeError("page size mismatch between layout and arena process")
             # populate: protect classes first (charged to the unlimited group), then the rest, each in arena
             # order, so the squeezed group's LRU sees the same relative order under every mapping
-            page_class = layout.page_class()
             protect_blocks = np.flatnonzero(np.isin(layout.block_class, [CLASSES.index(c) for c in protect]))
             squeeze_blocks = np.setdiff1d(np.arange(layout.n_blocks), protect_blocks)
             t = measure.Stopwatch()
@@ -92,6 +91,7 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                 base_protect = placement.usage(placement.protect)
                 proc.populate(protect_blocks)
                 out.facts["protect_charged_bytes"] = placement.usage(placement.protect) - base_protect
+                out.facts["protect_memory_min"] = placement.protect_min(placement.usage(placement.protect))
             placement.squeeze.add_pid(proc.pid)
             base_squeeze = placement.usage(placement.squeeze)
             proc.populate(squeeze_blocks)
@@ -170,5 +170,4 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                     out.facts.setdefault("probes", {})[p.name] = p.stop()
                 except Exception as exc:
                     out.facts.setdefault("probes", {})[p.name] = {"error": f"{type(exc).__name__}: {exc}"}
-            del page_class
     return out
