@@ -1,0 +1,58 @@
+"""The hook harness/cli.py calls: a command whose options name non-local targets runs there instead of here.
+
+Each host runs the same argv minus the target options, with --json, as root; the results come home tagged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+from typing import Callable, Sequence
+
+from harness.errors import UserError
+from harness.remote.args import (SshOptions, only_local, resolve_targets, ssh_options, strip_target_argv)
+from harness.remote.targets import Target
+from harness.results import ResultStore
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def bind(argv: Sequence[str], args: argparse.Namespace) -> Handler:
+    """The handler to run: the command itself (only `local`), or a dispatcher to the targets."""
+    targets = resolve_targets(args)
+    if only_local(targets):
+        return args.func
+    host_argv = strip_target_argv(argv)
+    from harness.cli import build_parser
+
+    again = build_parser().parse_args(host_argv)
+    if getattr(again, "target", None) or getattr(again, "hosts", None):
+        raise UserError("write the target options out in full (--target, --hosts): abbreviations cannot be removed "
+                        "from the command the hosts run")
+    opts = ssh_options(args)
+    json_out = bool(getattr(args, "json", False))
+    json_flag = hasattr(args, "json")
+    return lambda _args: run_on_targets(host_argv, targets, opts, json_out=json_out, json_flag=json_flag)
+
+
+def run_on_targets(host_argv: Sequence[str], targets: Sequence[Target], opts: SshOptions, *, json_out: bool,
+                   json_flag: bool = True, all_caps: bool = False, title: str | None = None) -> int:
+    """Run `kvds host_argv` on every target in parallel; print the side-by-side summary; exit status 0 when
+    every target succeeded, 3 when the only problems are unavailable targets, else 1."""
+    from harness.remote.execute import Executor
+    from harness.remote.summary import as_json, print_summary
+
+    store = ResultStore()
+    record = store.new_run("remote", {"argv": list(host_argv), "targets": [t.describe() for t in targets]},
+                           host=socket.gethostname())
+    outcomes = Executor(host_argv, targets, opts, store, record, json_flag=json_flag).run()
+    if json_out:
+        print(as_json(outcomes, str(record.path)))
+    else:
+        print_summary(outcomes, store, str(record.path), title or f"kvds {' '.join(host_argv)}", all_caps=all_caps)
+    statuses = {o.status for o in outcomes}
+    if statuses == {"ok"}:
+        return 0
+    if "failed" not in statuses:
+        return 3
+    return 1

@@ -1,0 +1,88 @@
+"""The `guest` target: the same kvds command inside the QEMU guest kernel (the qemu_validation lab, issue 6).
+
+The guest chroots into this machine's root (read-only over 9p) and runs this checkout's kvds from the venv; a
+fresh share directory (read-write) holds the guest kvds's journals, scratch files, results and output, so
+its run directories come home exactly as an ssh host's do. When the lab is missing or its kernel has not been
+built, the target says so (kvds never builds a kernel as a side effect of --target guest).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from harness.errors import Unavailable
+from harness.paths import work_dir
+
+GUEST_TIMEOUT_S = 900.0
+
+
+@dataclass
+class GuestResult:
+    exit_status: int
+    stdout: str
+    stderr: str
+    run_dirs: list[Path] = field(default_factory=list)
+    share: Path | None = None  # the caller removes it once the run directories are filed
+
+    def cleanup(self) -> None:
+        if self.share is not None:
+            shutil.rmtree(self.share, ignore_errors=True)
+
+
+def guest_lab_status() -> tuple[bool, str]:
+    """(ready, reason): whether `--target guest` can run here, and why not."""
+    try:
+        from qemu_validation import build, guest
+    except ImportError as exc:
+        return False, f"the QEMU guest lab is not in this checkout (qemu_validation.guest, issue 6): {exc}"
+    from harness import doctor
+
+    tcg = doctor.capability("qemu.tcg")
+    if not (tcg.ok or doctor.capability("qemu.kvm").ok):
+        return False, f"the QEMU guest lab cannot run on this host: {tcg.reason}"
+    kb = build.cached(guest.DEFAULT_SPEC)
+    if kb is None:
+        return False, ("the QEMU guest lab is not built on this host: its default kernel "
+                       f"({build.label_of(guest.DEFAULT_SPEC)}) is not in the build cache; build it with the "
+                       "qemu track's build command first (about 8 min)")
+    return True, f"guest kernel {kb.id[:12]} ({kb.label}) is built"
+
+
+def guest_runner() -> Callable[[list[str]], GuestResult]:
+    """A function running `kvds argv` in the guest; raises Unavailable (with the reason) when it cannot."""
+    ready, why = guest_lab_status()
+    if not ready:
+        raise Unavailable(why)
+    from qemu_validation import guest
+
+    def run(argv: list[str]) -> GuestResult:
+        share = work_dir() / "remote-guest" / secrets.token_hex(4)
+        for sub in ("results", "state", "work", "cache"):
+            (share / sub).mkdir(parents=True, exist_ok=True)
+        q = shlex.quote
+        env = " ".join(f"{k}={q(str(share / v))}" for k, v in (("KVDS_RESULTS_DIR", "results"),
+                                                              ("KVDS_STATE_DIR", "state"), ("KVDS_WORK_DIR", "work"),
+                                                              ("KVDS_CACHE_DIR", "cache")))
+        cmd = (f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
+               + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
+        try:
+            res = guest.run_guest(None, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S)
+            status = res.status if res.status is not None and not res.findings and not res.timed_out else (
+                guest.TIMEOUT_STATUS if res.timed_out else guest.KERNEL_FAILURE_STATUS)
+            stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""
+            stderr = (share / "stderr").read_text(errors="replace") if (share / "stderr").exists() else ""
+            if res.failure():
+                stderr += f"\nkvds: guest: {res.failure()}\n"
+        except BaseException:
+            shutil.rmtree(share, ignore_errors=True)
+            raise
+        runs = sorted(p for p in (share / "results").iterdir() if p.is_dir())
+        return GuestResult(status, stdout, stderr, runs, share)
+
+    return run
