@@ -115,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     old_term = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "remote_opt_in", False):  # --target/--hosts: run on those hosts instead (harness/remote)
+            from harness.remote.dispatch import bind
+
+            args.func = bind(argv, args)
         if getattr(args, "json", False):
             from harness import progress
 

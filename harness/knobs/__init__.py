@@ -11,6 +11,7 @@ from harness.knobs.loop import loop_attach, loop_detach
 from harness.knobs.swap import swapfile, swapon, zram_device, zram_swap
 from harness.knobs.cgroups import Cgroup, create_cgroup, hierarchy_for
 from harness.knobs.mounts import ensure_debugfs, ensure_tracefs, is_mounted, mount
+from harness.knobs.netns import create_netns, create_veth  # remote-hosts lab (harness/remote)
 
 __all__ = [
     "create_dir", "create_file", "read_knob", "sysctl", "write_knob", "set_scheduler", "scheduler_of",
