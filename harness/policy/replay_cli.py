@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from harness.cli import add_json_flag, positive_int, require_root
 from harness.errors import UserError
@@ -12,9 +15,13 @@ from harness.policy import options
 from harness.policy.compare import render
 from harness.policy.importers import load_trace
 from harness.policy.policies import parse_policies
-from harness.progress import say
 from harness.results import ResultStore
-from harness.stats import bootstrap_percentiles
+from harness.policy.trace import Trace
+from harness.stats import Estimate, bootstrap_percentiles
+
+if TYPE_CHECKING:
+    from harness.policy.replay import Setup
+    from harness.policy.replay_exec import IoClasses
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -77,19 +84,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _flat(groups):
-    import numpy as np
-
+def _flat(groups: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(groups) if groups else np.zeros(0)
 
 
-def _ci(est) -> str:
+def _ci(est: Estimate | None) -> str:
     if est is None:
         return "n/a"
     return f"{est.value / 1e3:.3g} [{est.lo / 1e3:.3g}, {est.hi / 1e3:.3g}]"
 
 
-def _print_table(args, trace, st, io, rows, cis, memcg, cap_label) -> None:
+def _print_table(args: argparse.Namespace, trace: Trace, st: "Setup", io: "IoClasses",
+                 rows: dict[str, dict[str, float]], cis: dict[str, dict[float, Estimate]],
+                 memcg: dict[str, int | str], cap_label: str) -> None:
+    """The simulated-vs-replayed table, with the setup it ran on."""
     counts = trace.counts()
     print(f"trace {args.trace}: {counts['steps']} steps, {counts['critical_access']} decode-critical accesses, "
           f"{trace.n_blocks} blocks; fast tier {cap_label}")
