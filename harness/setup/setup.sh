@@ -34,11 +34,12 @@ if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv || { apt-get install -y -qq python3-venv >/dev/null; "$py" -m venv .venv; }
 fi
 stamp=.venv/.kvds-installed
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$( (cat pyproject.toml; echo compat-editable) | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "kvds setup: installing kvds and its Python dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test]"
+  # compat mode: a path entry for the checkout, so packages added later need no reinstall
+  .venv/bin/python -m pip install -q -e ".[test]" --config-settings editable_mode=compat
   echo "$want" > "$stamp"
 fi
 
