@@ -1,0 +1,76 @@
+"""The guest lab end to end: boot the cached debug kernel under TCG, exit statuses, share, hangs, splats,
+`validate`, and the deliberately broken variant that validate must reject.
+
+The first run builds the kernel (minutes, cached outside the checkout); later runs boot it in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.doctor import skip_unless
+from qemu_validation import build, guest, validate
+
+pytestmark = [skip_unless("qemu.guest"), pytest.mark.timeout(3600)]
+KVDS = [sys.executable, "-m", "harness.cli"]
+
+
+@pytest.fixture(scope="module")
+def kernel() -> build.KernelBuild:
+    return build.ensure_built(guest.DEFAULT_SPEC)
+
+
+def test_exit_status_and_share(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    res = guest.run_guest(kernel.id, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/lru; "
+                                      "ls /sys/kernel/debug/mm_intent > /share/files; exit 3"], tmp_path, timeout=300)
+    assert res.status == 3 and not res.findings and not res.timed_out, res.failure()
+    assert (tmp_path / "lru").read_text().strip().startswith("0x")
+    assert (tmp_path / "files").read_text().split() == ["clear", "dump", "lookup", "register"]
+    assert guest.run_in_guest(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200   # beyond debug-exit's 7 bits
+
+
+def test_hang_is_killed(kernel: build.KernelBuild) -> None:
+    res = guest.run_guest(kernel.id, ["sleep", "100000"], timeout=20)
+    assert res.timed_out and res.status is None
+    assert guest.run_in_guest(kernel.id, ["sleep", "100000"], timeout=20) == guest.TIMEOUT_STATUS
+
+
+def test_warn_fails_a_run_that_exits_zero(kernel: build.KernelBuild) -> None:
+    res = guest.run_guest(kernel.id, ["sh", "-c", "echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT; true"],
+                          timeout=300)
+    assert res.status == 0 and [f.kind for f in res.findings] == ["warn"], res.failure()
+    assert not res.ok and "warn" in (res.failure() or "")
+
+
+def test_cli_run_and_bad_input(kernel: build.KernelBuild) -> None:
+    ok = subprocess.run([*KVDS, "qemu", "run", "--kernel", kernel.id, "--", "sh", "-c", "exit 5"],
+                        capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 5, ok.stderr
+    for argv in (["qemu", "run", "--kernel", kernel.id], ["qemu", "build", "--patches", "no-such"],
+                 ["qemu", "validate", "--fuzz", "-1"], ["qemu", "run", "--kernel", "zzzz", "--", "true"]):
+        p = subprocess.run([*KVDS, *argv], capture_output=True, text=True, timeout=600)
+        assert p.returncode == 2, (argv, p.stderr)
+        assert p.stderr.startswith("kvds: error:") and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_validate_passes_on_the_series(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    from harness.results import ResultStore
+    summary, run = validate.validate(kernel.id, store=ResultStore(tmp_path))
+    assert summary["ok"], json.dumps(summary, indent=1)[:3000]
+    assert summary["kernel"]["kasan_lockdep"]
+    assert summary["malformed_writes"] >= 10_000 and summary["errno_mismatches"] == 0
+    assert summary["splats"] == 0 and summary["tests"]["passed"] == summary["tests"]["planned"] == 10
+    assert (run.path / "console.log").exists() and (run.path / "guest" / "ktap.txt").exists()
+
+
+def test_broken_variant_fails_validate(tmp_path: Path) -> None:
+    from harness.results import ResultStore
+    broken = build.ensure_built(build.BuildSpec(patches=("mm_intent", "broken-uaf"), kasan=True))
+    summary, _ = validate.validate(broken.id, fuzz=100, store=ResultStore(tmp_path))
+    assert not summary["ok"]
+    assert "kasan" in {f["kind"] for f in summary["findings"]}, summary["failure"]
