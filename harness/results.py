@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import secrets
 import socket
 import time
@@ -21,6 +22,9 @@ from harness import atomic
 from harness.environment import capture
 from harness.errors import UserError
 from harness.paths import results_dir
+
+
+PARENT_ENV = "KVDS_PARENT_RUN"
 
 
 @dataclass
@@ -88,7 +92,10 @@ class ResultStore:
         path.mkdir(parents=True, exist_ok=False)
         run = Run(path)
         env = environment if environment is not None else capture()
-        run.write_json("meta.json", {"kind": kind, "run_id": run_id, "config": config or {}, "environment": env})
+        meta = {"kind": kind, "run_id": run_id, "config": config or {}, "environment": env}
+        if os.environ.get(PARENT_ENV):
+            meta["parent"] = os.environ[PARENT_ENV]  # "<suite run id>/<stage>": set by `kvds run` for its stages
+        run.write_json("meta.json", meta)
         return run
 
     def runs(self, kind: str | None = None) -> list[Run]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import doctor
-from harness.results import ResultStore, Run
+from harness.results import PARENT_ENV, ResultStore, Run
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ def run_stage(stage: Stage, quick: bool, suite: Run, store: ResultStore) -> Stag
     argv = list(stage.quick if quick else stage.full)
     if why:
         return StageOutcome(stage.name, "skipped", why, argv=argv)
-    before = {r.run_id for r in store.runs()}
-    env = dict(os.environ, KVDS_RESULTS_DIR=str(store.root.resolve()))
+    tag = f"{suite.run_id}/{stage.name}"
+    env = dict(os.environ, KVDS_RESULTS_DIR=str(store.root.resolve()), **{PARENT_ENV: tag})
     cmd = [sys.executable, "-m", "harness.cli", *argv]
     t0 = time.monotonic()
     try:
@@ -75,7 +75,7 @@ def run_stage(stage: Stage, quick: bool, suite: Run, store: ResultStore) -> Stag
     seconds = time.monotonic() - t0
     suite.write_text(f"logs/{stage.name}.stdout", out)
     suite.write_text(f"logs/{stage.name}.stderr", err if isinstance(err, str) else str(err))
-    new = sorted(r.run_id for r in store.runs() if r.run_id not in before and r.run_id != suite.run_id)
+    new = sorted(r.run_id for r in store.runs() if r.meta.get("parent") == tag)
     if rc == 0:
         return StageOutcome(stage.name, "ok", "", new, seconds, argv)
     if rc == 3:

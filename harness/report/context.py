@@ -22,7 +22,8 @@ class Suite:
         return [r for r in self.runs if r.meta.get("kind") == kind]
 
     def latest(self, kind: str) -> Run | None:
-        runs = self.of_kind(kind)
+        """The newest finished run of a kind (a run without summary.json was interrupted)."""
+        runs = [r for r in self.of_kind(kind) if (r.path / "summary.json").exists()]
         return runs[-1] if runs else None
 
     @property

@@ -12,8 +12,10 @@ from harness.stats import bootstrap_ratio
 QS = ("p50", "p90", "p99", "p99.9")
 
 
-def _est(d: dict | None) -> str:
-    if not d or d.get("value") is None:
+def _est(d: object) -> str:
+    if isinstance(d, (int, float)):
+        return f"{d:.4g}"
+    if not isinstance(d, dict) or d.get("value") is None:
         return "-"
     lo, hi = d.get("lo"), d.get("hi")
     if lo is None or hi is None or lo != lo:
@@ -58,9 +60,6 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
         path = figures.latency_cdf(series, ctx.fig(f"io-cdf-{run.run_id}.png"),
                                    f"Critical-read latency, {cfg.get('scheduler')}, {cfg.get('engine')}")
         ctx.doc.figure(path, f"Critical-read latency CDF per mode ({suite.label})")
-    hists = s.get("ebpf_histograms")
-    if hists:
-        _ebpf_histograms(ctx, run.run_id, hists)
     ctx.summary.setdefault("io", {})[suite.label] = {
         v: {"p99_us": m.get("latency_us", {}).get("p99", {}).get("value"),
             "interference_factor": (m.get("interference_factor") or {}).get("value"),
@@ -69,31 +68,11 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
     }
 
 
-def _ebpf_histograms(ctx: ReportContext, run_id: str, hists: dict) -> None:
-    """Per-class block-layer histograms the eBPF recorder stored with the bench (log2 buckets, us)."""
-    for variant, h in hists.items():
-        buckets = _class_buckets(h)
-        if buckets:
-            path = figures.log2_histogram(buckets, ctx.fig(f"io-blk-{run_id}-{variant}.png"),
-                                          f"Block-layer issue-to-complete latency by class ({variant})")
-            ctx.doc.figure(path, f"Per-class block-layer latency histogram, mode {variant} (eBPF tracepoints)")
-
-
-def _class_buckets(h: object) -> dict[str, dict[int, int]]:
-    """Accept {label: {bucket: count}} or a list of {class, op, buckets} records."""
-    out: dict[str, dict[int, int]] = {}
-    if isinstance(h, dict) and "histograms" in h:
-        h = h["histograms"]
-    if isinstance(h, list):
-        for rec in h:
-            if isinstance(rec, dict) and "buckets" in rec:
-                label = " ".join(str(rec.get(k)) for k in ("class", "op") if rec.get(k) is not None)
-                out[label or "all"] = {int(k): int(v) for k, v in rec["buckets"].items()}
-    elif isinstance(h, dict):
-        for label, b in h.items():
-            if isinstance(b, dict) and all(str(k).lstrip("-").isdigit() for k in b):
-                out[str(label)] = {int(k): int(v) for k, v in b.items()}
-    return out
+def _val(x: object) -> float | None:
+    """A number, or an estimate dict's value."""
+    if isinstance(x, dict):
+        x = x.get("value")
+    return float(x) if isinstance(x, (int, float)) else None
 
 
 def _sweep(ctx: ReportContext, suite: Suite) -> None:
@@ -104,14 +83,14 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     pts = s.get("points", [])
     if not pts:
         return
-    rows = [[p["scheduler"], p["variant"], p.get("mapping"), p.get("p99_us"), p.get("interference_factor"),
-             p.get("spill_mb_s"), p.get("spill_retained"), "yes" if p.get("pareto") else "",
+    rows = [[p["scheduler"], p["variant"], p.get("mapping"), _est(p.get("p99_us")), _est(p.get("interference_factor")),
+             _est(p.get("spill_mb_s")), _val(p.get("spill_retained")), "yes" if p.get("pareto") else "",
              "yes" if p.get("meets_goal") else ""] for p in pts]
     ctx.doc.para(f"Sweep {run.run_id} (suite {suite.label}): each scheduler x mapping under the same spill load.")
     ctx.doc.table(["scheduler", "variant", "mapping", "p99 (us)", "interference", "spill MB/s", "spill kept",
                    "Pareto", "meets goal"], rows)
-    path = figures.pareto_scatter([(f"{p['scheduler']}/{p['variant']}", p["spill_mb_s"], p["p99_us"]) for p in pts
-                                   if p.get("spill_mb_s") is not None and p.get("p99_us")],
+    path = figures.pareto_scatter([(f"{p['scheduler']}/{p['variant']}", _val(p.get("spill_mb_s")), _val(p.get("p99_us")))
+                                   for p in pts if _val(p.get("spill_mb_s")) is not None and _val(p.get("p99_us"))],
                                   ctx.fig(f"io-pareto-{run.run_id}.png"),
                                   "Spill throughput vs critical-read p99 (scheduler/mapping)")
     ctx.doc.figure(path, "Pareto plot: spill MB/s against critical-read p99; the frontier is dashed")
