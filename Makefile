@@ -9,8 +9,7 @@ setup:
 	bash harness/setup/setup.sh
 
 demo: setup
-	$(KVDS) doctor
-	$(KVDS) map
+	$(KVDS) run --quick
 
 test: setup
 	$(VENV)/bin/python -m pytest -q tests
