@@ -1,0 +1,79 @@
+"""Which loader runs a recording's kernel programs: libbpf (compile-once object, ebpf/objects.py) or bcc
+(clang in-process per recording, ebpf/programs.py). Both produce the same maps, so results() is the same.
+
+"auto" prefers libbpf whenever its route is usable here (libbpf.so.1 loads and an object is cached or can be
+compiled); a libbpf failure after that choice is an error, never a silent fall-back to bcc.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import Unavailable, UserError
+
+BACKENDS = ("auto", "libbpf", "bcc")
+ENV = "KVDS_EBPF_BACKEND"
+
+
+def parse_backend(text: str | None) -> str:
+    value = (text if text is not None else os.environ.get(ENV, "auto")).strip().lower()
+    if value not in BACKENDS:
+        raise UserError(f"unknown eBPF backend {value!r}; choose from {', '.join(BACKENDS)}")
+    return value
+
+
+def libbpf_status() -> tuple[bool, str]:
+    """(usable, reason) for the libbpf route, without compiling or loading anything."""
+    from ebpf import libbpf_loader, objects
+
+    try:
+        ver = libbpf_loader.version()
+    except Unavailable as exc:
+        return False, str(exc)
+    ok, reason = objects.status()
+    return ok, f"libbpf {ver}; {reason}"
+
+
+def choose_backend(choice: str | None) -> str:
+    """The concrete backend for a choice ("auto" -> libbpf when usable, else bcc)."""
+    value = parse_backend(choice)
+    if value != "auto":
+        return value
+    return "libbpf" if libbpf_status()[0] else "bcc"
+
+
+@dataclass
+class Loaded:
+    bpf: Any                 # bcc.BPF or libbpf_loader.LibbpfObject (the same table interface)
+    load_seconds: float      # what a recording waits for before it counts: open/compile + load + attach
+    compile_seconds: float   # libbpf: clang on first use only (0.0 when cached); bcc: included in load_seconds
+
+
+def load_program(backend: str, spec: Any) -> Loaded:
+    """Compile (bcc: always; libbpf: only when not cached), load and attach the programs of a ProgramSpec."""
+    if backend == "bcc":
+        from ebpf.bcc_loader import load_bcc
+
+        bcc = load_bcc()
+        t0 = time.perf_counter()
+        bpf = bcc.BPF(text=spec.source().encode(), cflags=["-w"])
+        secs = time.perf_counter() - t0
+        return Loaded(bpf, secs, secs)
+    if backend != "libbpf":
+        raise UserError(f"unknown eBPF backend {backend!r}")
+    from ebpf import libbpf_loader, objects
+    from harness.knobs.mounts import TRACEFS
+
+    if "faults" in spec.probes:
+        bad = objects.check_fault_format(Path(TRACEFS))
+        if bad:
+            raise Unavailable(f"libbpf backend cannot record faults here: {bad}; use --backend bcc")
+    t0 = time.perf_counter()
+    path, compile_s = objects.build()
+    bpf = libbpf_loader.LibbpfObject(path, tuple(spec.probes), spec.filter_tasks, spec.filter_devices,
+                                     spec.follow_children)
+    return Loaded(bpf, time.perf_counter() - t0 - compile_s, compile_s)

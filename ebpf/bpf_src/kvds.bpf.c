@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+/* kvds tracepoint programs for the libbpf backend: the same probes, maps and key layouts as ebpf/programs.py
+ * (the bcc backend), compiled ONCE by clang against the running kernel's BTF (vmlinux.h) and loaded through
+ * libbpf. Filters and the choice of probe sets are run-time settings, not compile-time ones:
+ *   - `cfg` lives in .rodata and is written before load, so the verifier sees constants and prunes the filter
+ *     branches a session does not use (the hot path does no filter lookups when nothing is filtered);
+ *   - the loader disables autoload of the programs, and autocreate of the maps, of probe sets not chosen.
+ * Tracepoint contexts come from vmlinux.h (trace_event_raw_*, CO-RE relocated against the running kernel),
+ * except the x86 page-fault events, whose record type is not in the kernel's BTF: kvds_page_fault below
+ * copies the tracefs format, and ebpf/objects.py checks that format before loading.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct kvds_cfg {
+    __u32 filter_tasks;
+    __u32 filter_devices;
+};
+const volatile struct kvds_cfg cfg = {};
+
+#define HASH(name, k, v, n) \
+    struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, n); __type(key, k); __type(value, v); } name SEC(".maps")
+
+/* bcc's bpf_log2 / bpf_log2l, bit for bit: slot = floor(log2(v)) + 1, slot 1 for v = 0 or 1. */
+static __always_inline unsigned int kvds_log2(unsigned int v) {
+    unsigned int r, shift;
+    r = (v > 0xFFFF) << 4; v >>= r;
+    shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+    shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+    shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+    r |= (v >> 1);
+    return r;
+}
+
+static __always_inline unsigned int kvds_log2l(unsigned long v) {
+    unsigned int hi = v >> 32;
+    if (hi)
+        return kvds_log2(hi) + 32 + 1;
+    return kvds_log2(v) + 1;
+}
+
+/* bcc's table.increment(key): create at zero, then add atomically. */
+static __always_inline void kvds_increment(void *map, const void *key) {
+    __u64 zero = 0, *v = bpf_map_lookup_elem(map, key);
+    if (!v) {
+        bpf_map_update_elem(map, key, &zero, BPF_NOEXIST);
+        v = bpf_map_lookup_elem(map, key);
+    }
+    if (v)
+        __sync_fetch_and_add(v, 1);
+}
+
+/* ---- common: task filter, comm cache, fork following ---------------------------------------------------- */
+struct comm_t { char c[16]; };
+HASH(want_tgid, __u32, __u8, 65536);
+HASH(want_cgid, __u64, __u8, 256);
+HASH(comms, __u32, struct comm_t, 16384);
+
+static __always_inline int wanted(void) {
+    if (!cfg.filter_tasks)
+        return 1;
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    if (bpf_map_lookup_elem(&want_tgid, &tgid))
+        return 1;
+    __u64 cg = bpf_get_current_cgroup_id();
+    if (bpf_map_lookup_elem(&want_cgid, &cg))
+        return 1;
+    return 0;
+}
+
+static __always_inline void remember_comm(__u32 tgid) {
+    if (bpf_map_lookup_elem(&comms, &tgid))
+        return;
+    struct comm_t c = {};
+    bpf_get_current_comm(&c.c, sizeof(c.c));
+    bpf_map_update_elem(&comms, &tgid, &c, BPF_ANY);
+}
+
+/* Children of followed processes are followed too; loaded only when tasks are filtered and children followed. */
+SEC("tracepoint/sched/sched_process_fork")
+int follow_fork(struct trace_event_raw_sched_process_fork *args) {
+    __u32 parent = bpf_get_current_pid_tgid() >> 32;
+    if (!bpf_map_lookup_elem(&want_tgid, &parent))
+        return 0;
+    __u32 child = args->child_pid;
+    __u8 one = 1;
+    bpf_map_update_elem(&want_tgid, &child, &one, BPF_ANY);
+    return 0;
+}
+
+/* ---- blk ------------------------------------------------------------------------------------------------- */
+struct rq_key { __u32 dev; __u32 pad; __u64 sector; };
+struct blk_hkey { __u32 dev; __u8 cls; __u8 op; __u8 kind; __u8 slot; };
+HASH(blk_inserted, struct rq_key, __u64, 65536);
+HASH(blk_issued, struct rq_key, __u64, 65536);
+HASH(blk_marked, struct rq_key, __u8, 65536);
+HASH(blk_devs, __u32, __u8, 64);
+HASH(blk_hist, struct blk_hkey, __u64, 16384);
+
+static __always_inline int blk_dev_ok(__u32 dev) {
+    if (!cfg.filter_devices)
+        return 1;
+    return bpf_map_lookup_elem(&blk_devs, &dev) != 0;
+}
+
+/* rwbs: [F]{R|W|D|E|N}... ; F first = preflush. 0 read, 1 write, 2 flush, 3 discard, 4 other. */
+static __always_inline __u8 blk_op(char c0, char c1) {
+    char c = c0 == 'F' ? c1 : c0;
+    if (c == 'R') return 0;
+    if (c == 'W') return 1;
+    if (c == 'D' || c == 'E') return 3;
+    if (c0 == 'F') return 2;
+    return 4;
+}
+
+static __always_inline void blk_count(__u32 dev, __u16 ioprio, char c0, char c1, __u8 kind, __u64 delta_ns) {
+    struct blk_hkey k = {};
+    k.dev = dev;
+    k.cls = (ioprio >> 13) & 7;
+    k.op = blk_op(c0, c1);
+    k.kind = kind;
+    k.slot = kvds_log2l(delta_ns / 1000);
+    kvds_increment(&blk_hist, &k);
+}
+
+static __always_inline int blk_tracked(struct rq_key *k) {
+    if (!cfg.filter_tasks)
+        return 1;
+    return bpf_map_lookup_elem(&blk_marked, k) != 0;
+}
+
+/* The submitter's context: the request is born here for its first bio (issue may run in a kworker). */
+SEC("tracepoint/block/block_getrq")
+int blk_getrq(struct trace_event_raw_block_bio *args) {
+    __u32 dev = args->dev;
+    if (!blk_dev_ok(dev) || !wanted())
+        return 0;
+    struct rq_key k = {.dev = dev, .sector = args->sector};
+    __u8 one = 1;
+    bpf_map_update_elem(&blk_marked, &k, &one, BPF_ANY);
+    return 0;
+}
+
+SEC("tracepoint/block/block_rq_insert")
+int blk_insert(struct trace_event_raw_block_rq *args) {
+    __u32 dev = args->dev;
+    if (!blk_dev_ok(dev))
+        return 0;
+    struct rq_key k = {.dev = dev, .sector = args->sector};
+    if (!blk_tracked(&k))
+        return 0;
+    __u64 ts = bpf_ktime_get_ns();
+    bpf_map_update_elem(&blk_inserted, &k, &ts, BPF_ANY);
+    return 0;
+}
+
+SEC("tracepoint/block/block_rq_issue")
+int blk_issue(struct trace_event_raw_block_rq *args) {
+    __u32 dev = args->dev;
+    if (!blk_dev_ok(dev))
+        return 0;
+    struct rq_key k = {.dev = dev, .sector = args->sector};
+    if (!blk_tracked(&k))
+        return 0;
+    __u64 ts = bpf_ktime_get_ns();
+    __u64 *ins = bpf_map_lookup_elem(&blk_inserted, &k);
+    if (ins) {
+        blk_count(dev, args->ioprio, args->rwbs[0], args->rwbs[1], 1, ts - *ins);
+        bpf_map_delete_elem(&blk_inserted, &k);
+    }
+    bpf_map_update_elem(&blk_issued, &k, &ts, BPF_ANY);
+    return 0;
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int blk_complete(struct trace_event_raw_block_rq_completion *args) {
+    __u32 dev = args->dev;
+    if (!blk_dev_ok(dev))
+        return 0;
+    struct rq_key k = {.dev = dev, .sector = args->sector};
+    __u64 *ts = bpf_map_lookup_elem(&blk_issued, &k);
+    if (!ts)
+        return 0;
+    blk_count(dev, args->ioprio, args->rwbs[0], args->rwbs[1], 0, bpf_ktime_get_ns() - *ts);
+    bpf_map_delete_elem(&blk_issued, &k);
+    if (cfg.filter_tasks)
+        bpf_map_delete_elem(&blk_marked, &k);
+    return 0;
+}
+
+/* ---- reclaim --------------------------------------------------------------------------------------------- */
+struct rc_start_t { __u64 ts; __u32 kind; };
+struct rc_hkey { __u32 tgid; __u8 kind; __u8 slot; __u16 pad; };
+struct rc_skey { __u32 tgid; __u32 kind; };
+struct rc_stat { __u64 count; __u64 ns; __u64 reclaimed; __u64 cgid; };
+HASH(rc_start, __u32, struct rc_start_t, 16384);
+HASH(rc_hist, struct rc_hkey, __u64, 16384);
+HASH(rc_stats, struct rc_skey, struct rc_stat, 16384);
+
+static __always_inline int rc_begin(__u32 kind) {
+    if (!wanted())
+        return 0;
+    __u32 tid = bpf_get_current_pid_tgid();
+    struct rc_start_t s = {.ts = bpf_ktime_get_ns(), .kind = kind};
+    bpf_map_update_elem(&rc_start, &tid, &s, BPF_ANY);
+    return 0;
+}
+
+static __always_inline int rc_end(__u64 nr_reclaimed) {
+    __u64 id = bpf_get_current_pid_tgid();
+    __u32 tid = id, tgid = id >> 32;
+    struct rc_start_t *s = bpf_map_lookup_elem(&rc_start, &tid);
+    if (!s)
+        return 0;
+    __u64 delta = bpf_ktime_get_ns() - s->ts;
+    struct rc_hkey hk = {.tgid = tgid, .kind = s->kind, .slot = kvds_log2l(delta / 1000)};
+    kvds_increment(&rc_hist, &hk);
+    struct rc_skey sk = {.tgid = tgid, .kind = s->kind};
+    struct rc_stat zero = {};
+    bpf_map_update_elem(&rc_stats, &sk, &zero, BPF_NOEXIST);
+    struct rc_stat *st = bpf_map_lookup_elem(&rc_stats, &sk);
+    if (st) {
+        __sync_fetch_and_add(&st->count, 1);
+        __sync_fetch_and_add(&st->ns, delta);
+        __sync_fetch_and_add(&st->reclaimed, nr_reclaimed);
+        st->cgid = bpf_get_current_cgroup_id();
+    }
+    remember_comm(tgid);
+    bpf_map_delete_elem(&rc_start, &tid);
+    return 0;
+}
+
+SEC("tracepoint/vmscan/mm_vmscan_direct_reclaim_begin")
+int rc_direct_begin(void *args) { return rc_begin(0); }
+
+SEC("tracepoint/vmscan/mm_vmscan_direct_reclaim_end")
+int rc_direct_end(struct trace_event_raw_mm_vmscan_direct_reclaim_end_template *args) {
+    return rc_end(args->nr_reclaimed);
+}
+
+SEC("tracepoint/vmscan/mm_vmscan_memcg_reclaim_begin")
+int rc_memcg_begin(void *args) { return rc_begin(1); }
+
+SEC("tracepoint/vmscan/mm_vmscan_memcg_reclaim_end")
+int rc_memcg_end(struct trace_event_raw_mm_vmscan_direct_reclaim_end_template *args) {
+    return rc_end(args->nr_reclaimed);
+}
+
+/* ---- faults ---------------------------------------------------------------------------------------------- */
+/* exceptions:page_fault_{user,kernel} record, as tracefs prints it (x86; not in the kernel's BTF). */
+struct kvds_page_fault {
+    __u64 common;          /* type, flags, preempt_count, pid */
+    unsigned long address;
+    unsigned long ip;
+    unsigned long error_code;
+};
+struct fault_key { __u32 tgid; __u8 kind; __u8 user; __u16 pad; };
+HASH(fault_counts, struct fault_key, __u64, 65536);
+
+static __always_inline int fault_count(unsigned long error_code, __u8 user) {
+    if (!wanted())
+        return 0;
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    /* x86 error_code: bit 0 protection (else not-present), bit 1 write, bit 4 instruction fetch. */
+    struct fault_key k = {.tgid = tgid, .kind = error_code & 0x13, .user = user};
+    kvds_increment(&fault_counts, &k);
+    remember_comm(tgid);
+    return 0;
+}
+
+SEC("tracepoint/exceptions/page_fault_user")
+int fault_user(struct kvds_page_fault *args) { return fault_count(args->error_code, 1); }
+
+SEC("tracepoint/exceptions/page_fault_kernel")
+int fault_kernel(struct kvds_page_fault *args) { return fault_count(args->error_code, 0); }
