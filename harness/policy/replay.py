@@ -23,6 +23,7 @@ from harness.policy.compare import Capacity
 from harness.policy.metrics import run_metrics
 from harness.policy.policies import make_policy
 from harness.policy.replay_exec import IoClasses, ReplayRun, execute
+from harness.policy.replay_fit import fit_tiers
 from harness.policy.replay_io import Arena, Background, Device
 from harness.policy.replay_plan import Plan, make_plan
 from harness.policy.simulator import SimResult, simulate
@@ -132,16 +133,31 @@ def memcg_report(st: Setup) -> dict[str, int | str]:
     return out
 
 
-def summary_row(pr: PolicyReplay) -> dict[str, float]:
-    """Simulated metrics next to measured ones for one policy."""
+def refit(work: dict[str, PolicyReplay], trace: Trace, cap: Capacity, fast: Tier,
+          slow: Tier) -> tuple[Tier, Tier, dict[str, SimResult]]:
+    """Tiers fitted to all policies' measured op times, and every policy re-simulated with them."""
+    runs = [r for pr in work.values() for r in pr.runs]
+    nbytes = int(np.median(trace.block_size))
+    ffast, fslow = fit_tiers(runs, nbytes, fast, slow)
+    tiers = TierModel(ffast, fslow, cap.for_trace(trace))
+    return ffast, fslow, {name: simulate(trace, make_policy(name), tiers) for name in work}
+
+
+def summary_row(pr: PolicyReplay, fitted: SimResult | None = None) -> dict[str, float]:
+    """Simulated metrics (default and host-fitted tiers) next to measured ones for one policy."""
     sim_m = run_metrics(pr.sim)
+    fit_m = run_metrics(fitted) if fitted is not None else {"step_p50_us": float("nan"),
+                                                            "step_p99_us": float("nan")}
     real = np.concatenate([r.step_latency_us for r in pr.runs]) if pr.runs else np.zeros(0)
     miss = np.concatenate([np.asarray(r.op_us["miss"]) for r in pr.runs]) if pr.runs else np.zeros(0)
     hit = np.concatenate([np.asarray(r.op_us["hit"]) for r in pr.runs]) if pr.runs else np.zeros(0)
+    spill = np.concatenate([np.asarray(r.op_us["spill-sync"]) for r in pr.runs]) if pr.runs else np.zeros(0)
     q = lambda a, p: float(np.percentile(a, p)) if a.size else float("nan")
     return {"dc_accesses": sim_m["dc_accesses"], "dc_misses": sim_m["dc_misses"],
             "dc_miss_ratio": sim_m["dc_miss_ratio"], "sim_p50_us": sim_m["step_p50_us"],
-            "sim_p99_us": sim_m["step_p99_us"], "real_p50_us": q(real, 50), "real_p99_us": q(real, 99),
+            "sim_p99_us": sim_m["step_p99_us"], "fit_p50_us": fit_m["step_p50_us"],
+            "fit_p99_us": fit_m["step_p99_us"], "real_p50_us": q(real, 50), "real_p99_us": q(real, 99),
             "spills": sim_m["spills"], "prefetches": sim_m["prefetches"],
             "miss_read_p50_us": q(miss, 50), "hit_read_p50_us": q(hit, 50),
+            "spill_write_p50_us": q(spill, 50),
             "waits_on_background": float(sum(r.waits for r in pr.runs))}

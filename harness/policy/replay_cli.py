@@ -16,6 +16,7 @@ from harness.policy.compare import render
 from harness.policy.importers import load_trace
 from harness.policy.policies import parse_policies
 from harness.results import ResultStore
+from harness.policy.replay_fit import as_flags
 from harness.policy.trace import Trace
 from harness.stats import Estimate, bootstrap_percentiles
 
@@ -63,10 +64,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         st.arena.close()
         st.dev.close()
-    rows = {name: replay.summary_row(pr) for name, pr in work.items()}
+    ffast, fslow, refitted = replay.refit(work, trace, cap, fast, slow)
+    rows = {name: replay.summary_row(pr, refitted[name]) for name, pr in work.items()}
     config = {"trace": str(args.trace), "trace_meta": trace.meta, "policies": policies, "capacity": cap.label(),
               "device": st.device_path, "scheduler": st.scheduler, "mapping": args.mapping, "reps": args.reps,
-              "ioprio": {k: str(v) for k, v in io.__dict__.items()}, "memcg": memcg}
+              "ioprio": {k: str(v) for k, v in io.__dict__.items()}, "memcg": memcg,
+              "fitted_tiers": {"fast": ffast.__dict__, "slow": fslow.__dict__}}
     run = ResultStore().new_run("replay", config)
     cis = {}
     for name, pr in work.items():
@@ -80,6 +83,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(json.dumps({"run": str(run.path), "rows": rows, "memcg": memcg}, indent=2))
         return 0
     _print_table(args, trace, st, io, rows, cis, memcg, cap.label())
+    print(f"fitted to this host's medians (sim fit columns): {as_flags(ffast, fslow)}")
     print(f"results: {run.path}")
     return 0
 
@@ -104,13 +108,14 @@ def _print_table(args: argparse.Namespace, trace: Trace, st: "Setup", io: "IoCla
     print(f"slow tier {st.device_path} ({st.scheduler}); miss {io.critical_read}, spill {io.spill_write}, "
           f"prefetch {io.prefetch_read}; memcg limit {memcg.get('limit_bytes', 0) >> 20} MiB, "
           f"peak {int(memcg.get('max_usage_bytes', memcg.get('peak_bytes', 0))) >> 20} MiB")
-    head = ["policy", "dc misses", "miss/access", "sim p50 ms", "sim p99 ms", "real p50 ms [95% CI]",
-            "real p99 ms [95% CI]", "spills", "prefetches", "miss read p50 us"]
+    head = ["policy", "dc misses", "miss/access", "sim p50/p99 ms", "sim fit p50/p99 ms", "real p50 ms [95% CI]",
+            "real p99 ms [95% CI]", "spills", "prefetches", "miss read / spill write p50 us"]
     body = []
     for name, r in rows.items():
         c = cis.get(name, {})
         body.append([name, f"{int(r['dc_misses'])}/{int(r['dc_accesses'])}", f"{r['dc_miss_ratio']:.4f}",
-                     f"{r['sim_p50_us'] / 1e3:.3g}", f"{r['sim_p99_us'] / 1e3:.3g}", _ci(c.get(50.0)),
+                     f"{r['sim_p50_us'] / 1e3:.3g} / {r['sim_p99_us'] / 1e3:.3g}",
+                     f"{r['fit_p50_us'] / 1e3:.3g} / {r['fit_p99_us'] / 1e3:.3g}", _ci(c.get(50.0)),
                      _ci(c.get(99.0)), f"{int(r['spills'])}", f"{int(r['prefetches'])}",
-                     f"{r['miss_read_p50_us']:.0f}"])
+                     f"{r['miss_read_p50_us']:.0f} / {r['spill_write_p50_us']:.0f}"])
     print(render(head, body))
