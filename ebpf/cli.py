@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only this process and its children (repeatable)")
     r.add_argument("--cgroup", action="append", default=[], help="only tasks in this cgroup directory (repeatable)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG per histogram")
+    _add_backend_flag(r)
     add_json_flag(r)
     r.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...: record while CMD runs (only CMD and its children)")
     r.set_defaults(func=run_record)
@@ -38,8 +39,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--seconds", type=positive_float, default=3.0, help="seconds per run (default 3)")
     o.add_argument("--size-mib", type=positive_int, default=256, help="loop device size in MiB (default 256)")
     o.add_argument("--block-kib", type=positive_int, default=4, help="read size in KiB (default 4)")
+    _add_backend_flag(o)
     add_json_flag(o)
     o.set_defaults(func=run_overhead)
+
+    t = verbs.add_parser("load-time", help="load+attach seconds per probe set, backends alternating (ABBA)",
+                         description="kvds ebpf load-time [--probe-set blk] [--probe-set blk,reclaim,faults]... "
+                                     "[--backends libbpf,bcc] [--runs 5]")
+    t.add_argument("--probe-set", action="append", default=[],
+                   help="probe sets loaded together (repeatable; default: blk, reclaim, faults, blk,reclaim,faults)")
+    t.add_argument("--backends", default="libbpf,bcc", help="backends to compare (default libbpf,bcc)")
+    t.add_argument("--runs", type=positive_int, default=5, help="runs per backend and probe set (default 5)")
+    add_json_flag(t)
+    t.set_defaults(func=run_load_time)
+
+
+def _add_backend_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default=None, choices=("auto", "libbpf", "bcc"),
+                   help="kernel program loader: libbpf (compiled once, cached), bcc (clang per recording), or "
+                        "auto = libbpf when usable (default: $KVDS_EBPF_BACKEND, else auto)")
 
 
 def _command(args: argparse.Namespace) -> list[str]:
@@ -66,12 +84,12 @@ def run_record(args: argparse.Namespace) -> int:
     require_root("kvds ebpf record")
     duration = args.duration if args.duration is not None else (None if cmd else 5.0)
     pids = [] if cmd else (args.pid or None)
-    rec = Recorder(probes, devices=args.device, pids=pids, cgroups=args.cgroup)
-    config = {"probes": list(probes), "duration_s": duration, "command": cmd, "devices": args.device,
+    rec = Recorder(probes, devices=args.device, pids=pids, cgroups=args.cgroup, backend=args.backend)
+    config = {"probes": list(probes), "backend": rec.backend_choice, "duration_s": duration, "command": cmd, "devices": args.device,
               "pids": args.pid, "cgroups": args.cgroup,
               "scheduler": {d: _safe_scheduler(scheduler_of, d) for d in args.device}}
     run = ResultStore().new_run("ebpf-record", config)
-    say(f"compiling and attaching {','.join(probes)} ...")
+    say(f"loading and attaching {','.join(probes)} ...")
     rec.start()
     status = 0
     try:
@@ -87,7 +105,8 @@ def run_record(args: argparse.Namespace) -> int:
         rec.stop()
     paths = rec.save(run, plots=not args.no_plots)
     res = rec.results()
-    run.write_summary({"load_attach_s": res["load_attach_s"], "duration_s": res["duration_s"],
+    run.write_summary({"backend": rec.backend, "load_attach_s": res["load_attach_s"],
+                       "compile_s": rec.compile_seconds, "duration_s": res["duration_s"],
                        "command_status": status if cmd else None,
                        "histograms": {name: h["count"] for name, h in rec.histograms()}})
     if args.json:
@@ -95,7 +114,8 @@ def run_record(args: argparse.Namespace) -> int:
     else:
         print(format_results(res))
         pngs = [p for p in paths if p.suffix == ".png"]
-        print(f"\nrun {run.run_id}: {run.path} ({len(pngs)} PNG{'s' if len(pngs) != 1 else ''})")
+        print(f"\nbackend {rec.backend}, load+attach {res['load_attach_s']} s")
+        print(f"run {run.run_id}: {run.path} ({len(pngs)} PNG{'s' if len(pngs) != 1 else ''})")
     if cmd and status != 0:
         say(f"command exited with status {status}")
     return 0 if status == 0 else 1
@@ -145,6 +165,23 @@ def run_overhead(args: argparse.Namespace) -> int:
     probes = parse_probes(args.probe)
     require_root("kvds ebpf overhead")
     res = measure_overhead(probes, reps=args.reps, seconds=args.seconds, size_mib=args.size_mib,
-                           block_kib=args.block_kib)
+                           block_kib=args.block_kib, backend=args.backend)
     print(json.dumps(res, indent=2) if args.json else format_overhead(res))
+    return 0
+
+
+def run_load_time(args: argparse.Namespace) -> int:
+    from ebpf.backends import parse_backend
+    from ebpf.loadtime import format_load_times, measure_load_times
+    from ebpf.recorder import parse_probes
+
+    sets = [parse_probes(s) for s in (args.probe_set or ["blk", "reclaim", "faults", "blk,reclaim,faults"])]
+    if any("delays" in s for s in sets):
+        raise UserError("load-time measures BPF programs; 'delays' (taskstats) loads none")
+    backends = [parse_backend(b) for b in args.backends.split(",") if b.strip()]
+    if not backends or "auto" in backends or len(set(backends)) != len(backends):
+        raise UserError("--backends takes distinct concrete backends: libbpf, bcc or libbpf,bcc")
+    require_root("kvds ebpf load-time")
+    res = measure_load_times(sets, backends, runs=args.runs)
+    print(json.dumps(res, indent=2) if args.json else format_load_times(res))
     return 0

@@ -193,7 +193,7 @@ class LibbpfObject:
     """An opened, loaded and attached kvds.bpf.o for one session: only the chosen probe sets' programs load."""
 
     def __init__(self, path: Path, probes: tuple[str, ...], filter_tasks: bool, filter_devices: bool,
-                 follow_children: bool) -> None:
+                 follow_children: bool, attach: bool = True) -> None:
         lb = lib()
         self._links: list[int] = []
         self._tables: dict[str, Table] = {}
@@ -238,7 +238,7 @@ class LibbpfObject:
             if rc < 0:
                 raise _fail(f"load of {path.name} (verifier)", rc)
             t2 = time.perf_counter()
-            for name in sorted(wanted_progs):
+            for name in sorted(wanted_progs) if attach else ():
                 link = lb.bpf_program__attach(progs[name])
                 if not link:
                     raise _fail(f"attach of {name}", ctypes.get_errno())

@@ -55,21 +55,23 @@ def _blockdev_size(dev: str) -> int:
 
 
 def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0, size_mib: int = 256,
-                     block_kib: int = 4) -> dict[str, Any]:
+                     block_kib: int = 4, backend: str | None = None) -> dict[str, Any]:
     backing = create_file(work_dir() / f"ebpf-overhead-{os.getpid()}-{time.time_ns()}", size_mib << 20, fill=b"k")
     dev = loop_attach(backing)
     block = block_kib << 10
     read_loop(dev, 0.5, block, seed=99)  # warm-up: loop worker, page tables, Python code paths
     load_s: list[float] = []
+    used: set[str] = set()
 
     def without(rep: int) -> float:
         n, el = read_loop(dev, seconds, block, seed=rep)
         return n / el
 
     def with_probes(rep: int) -> float:
-        rec = Recorder(probes, devices=[dev])
+        rec = Recorder(probes, devices=[dev], backend=backend)
         rec.start()
         load_s.append(rec.load_seconds or 0.0)
+        used.add(rec.backend or "none")
         try:
             n, el = read_loop(dev, seconds, block, seed=rep)
         finally:
@@ -87,7 +89,8 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
     ratios = wi / wo  # per repetition: the pair ran back to back
     ci = stats.mean_ci(list(ratios))
     res = {
-        "probes": list(probes), "device": dev, "scheduler": scheduler_of(dev), "reps": reps, "seconds": seconds,
+        "probes": list(probes), "backend": ",".join(sorted(used)), "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "device": dev, "scheduler": scheduler_of(dev), "reps": reps, "seconds": seconds,
         "block_bytes": block, "order": [f"{r}:{n}" for r, n in order],
         "iops_without": [round(float(x), 1) for x in wo], "iops_with": [round(float(x), 1) for x in wi],
         "median_iops_without": round(float(np.median(wo)), 1), "median_iops_with": round(float(np.median(wi)), 1),
@@ -96,7 +99,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         "load_attach_s": [round(x, 3) for x in load_s],
         "reads_vs_histogram_counts": counts,
     }
-    run = ResultStore().new_run("ebpf-overhead", {k: res[k] for k in ("probes", "device", "scheduler", "reps",
+    run = ResultStore().new_run("ebpf-overhead", {k: res[k] for k in ("probes", "backend", "device", "scheduler", "reps",
                                                                        "seconds", "block_bytes")})
     run.write_samples("iops_without", wo)
     run.write_samples("iops_with", wi)
@@ -111,11 +114,12 @@ def format_overhead(res: dict[str, Any]) -> str:
         f"O_DIRECT {res['block_bytes'] // 1024} KiB random reads, 1 thread, {res['device']} "
         f"(loop, scheduler {res['scheduler']}), {res['reps']} x {res['seconds']:g} s per variant, ABBA order",
         f"  without probes: IOPS {res['iops_without']} (median {res['median_iops_without']})",
-        f"  with {','.join(res['probes'])}: IOPS {res['iops_with']} (median {res['median_iops_with']})",
+        f"  with {','.join(res['probes'])} ({res['backend']} backend): IOPS {res['iops_with']} (median {res['median_iops_with']})",
         f"  with/without (mean of paired ratios): {res['ratio_mean']} 95% CI {res['ratio_ci95']} "
         f"-> loss {res['loss_pct']}%",
         f"  load+attach per 'with' run (s): {res['load_attach_s']}",
         f"  reads issued vs counted in the histograms: {res['reads_vs_histogram_counts']}",
+        f"  load average at the end: {res['loadavg']}",
         f"  run: {res['run']}",
     ]
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """Tracing mechanisms: tracefs, the tracepoints kvds uses, kprobes, fentry, bcc, taskstats delay accounting.
 
 The `ebpf.*` capabilities are found by trying: bcc compiles and loads a trivial tracepoint program (not
-attached), the TASKSTATS genetlink family answers a query, and the tracepoints of each probe set exist in
+attached), libbpf loads kvds's compiled object with every program (compiling it first when not cached), the TASKSTATS genetlink family answers a query, and the tracepoints of each probe set exist in
 tracefs (mounted for the look in a scoped journal when it is not mounted).
 """
 
@@ -63,6 +63,31 @@ def _bcc_probe() -> Capability:
     return available("ebpf.bcc", f"bcc compiles and loads tracepoint programs ({reason})", AREA)
 
 
+def _libbpf_probe() -> Capability:
+    """The compile-once route: libbpf.so.1 loads, kvds.bpf.c compiles (or is cached) and passes the verifier
+    with every program (loaded, not attached)."""
+    try:
+        from ebpf import libbpf_loader, objects
+        from ebpf.backends import libbpf_status
+    except ImportError:
+        return unavailable("ebpf.libbpf", "the ebpf package is not in this checkout", AREA)
+    ok, reason = libbpf_status()
+    if not ok:
+        return unavailable("ebpf.libbpf", reason, AREA)
+    if os.geteuid() != 0:
+        return Capability("ebpf.libbpf", "needs-root", f"loading BPF programs needs root ({reason})", AREA)
+    try:
+        path, secs = objects.build()
+        obj = libbpf_loader.LibbpfObject(path, tuple(libbpf_loader.PROGRAMS), filter_tasks=True,
+                                         filter_devices=True, follow_children=True, attach=False)
+        obj.cleanup()
+    except Exception as exc:  # Unavailable from clang/libbpf with the message, or an OSError
+        return unavailable("ebpf.libbpf", f"compile/load failed: {exc}", AREA)
+    how = f"compiled now in {secs:.1f} s" if secs else "cached"
+    return available("ebpf.libbpf", f"libbpf {libbpf_loader.version()} loads {path.name} ({how}; every program "
+                                    f"passes the verifier)", AREA)
+
+
 def _taskstats_probe() -> Capability:
     try:
         from ebpf.taskstats import family_status
@@ -106,19 +131,24 @@ def probes() -> list[Capability]:
                else unavailable("delayacct", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)", AREA))
 
     bcc_cap = _bcc_probe()
+    libbpf_cap = _libbpf_probe()
     ts_cap = _taskstats_probe()
-    out += [bcc_cap, ts_cap]
+    out += [bcc_cap, libbpf_cap, ts_cap]
+    loaders = [c.name.split(".")[1] for c in (libbpf_cap, bcc_cap) if c.ok]
     for probe, tps in PROBE_TPS.items():
         name = f"ebpf.probe.{probe}"
         missing = [tp for tp in tps if present is not None and not present.get(tp, False)]
-        if not bcc_cap.ok:
-            out.append(Capability(name, bcc_cap.status, f"needs ebpf.bcc: {bcc_cap.reason}", AREA))
+        if not loaders:
+            status = "needs-root" if "needs-root" in (bcc_cap.status, libbpf_cap.status) else bcc_cap.status
+            out.append(Capability(name, status, f"needs ebpf.libbpf ({libbpf_cap.reason}) or ebpf.bcc "
+                                                f"({bcc_cap.reason})", AREA))
         elif present is None:
             out.append(unavailable(name, "tracefs not mounted and cannot be mounted to check tracepoints", AREA))
         elif missing:
             out.append(unavailable(name, f"tracepoints missing: {', '.join(missing)}", AREA))
         else:
-            out.append(available(name, f"tracepoints {', '.join(t.split('/')[1] for t in tps)}", AREA))
+            out.append(available(name, f"tracepoints {', '.join(t.split('/')[1] for t in tps)} "
+                                       f"(backends: {', '.join(loaders)})", AREA))
     if not delay.exists():
         out.append(unavailable("ebpf.probe.delays", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)", AREA))
     elif not ts_cap.ok:
