@@ -45,3 +45,21 @@ def test_bench_reports_events_per_second(kvds_env: dict) -> None:
     # cost per event must not grow like the number of live blocks (n log n overall)
     ns = [r["ns_per_event"] for r in out["scaling"]]
     assert max(ns) < 4 * min(ns)
+
+
+def test_compare_over_a_request_trace_batched_by_seed(kvds_env: dict, tmp_path) -> None:
+    csv = tmp_path / "req.csv"
+    csv.write_text("arrival_s,prompt_tokens,generated_tokens,deadline_ms,priority\n"
+                   + "".join(f"{i * 0.05:.2f},{100 + 37 * i},{12 + i},2000,{(i * 29) % 101}\n" for i in range(8)))
+    p = run_kvds(["policy", "compare", "--requests", str(csv), "--seeds", "5", "--policies", "LRU,IntentAware",
+                  "--json"], kvds_env)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)["summary"]
+    assert summary["LRU"]["dc_accesses"]["value"] > 0
+
+
+def test_compare_with_a_bad_request_row_names_the_line(kvds_env: dict, tmp_path) -> None:
+    csv = tmp_path / "req.csv"
+    csv.write_text("arrival_s,prompt_tokens,generated_tokens\n0,10,5\n0.1,ten,5\n")
+    p = run_kvds(["policy", "compare", "--requests", str(csv)], kvds_env)
+    assert p.returncode == 2 and "req.csv:3:" in p.stderr and p.stderr.count("\n") == 1

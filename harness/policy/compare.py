@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from harness.errors import UserError
 from harness.policy.generator import generate
@@ -41,12 +42,18 @@ def check_seeds(seeds: list[int]) -> None:
 
 
 def run_matrix(profile: Profile, seeds: list[int], policies: list[str], cap: Capacity, fast: Tier,
-               slow: Tier, slow_bytes: int = 0) -> dict[str, list[dict[str, float]]]:
-    """Per policy, the metrics of each seed's trace (the same trace for every policy)."""
+               slow: Tier, slow_bytes: int = 0,
+               trace_for_seed: Callable[[int], Trace] | None = None) -> dict[str, list[dict[str, float]]]:
+    """Per policy, the metrics of each seed's trace (the same trace for every policy).
+
+    By default each seed generates `profile`; `trace_for_seed` replaces that (e.g. a request
+    trace batched with each seed).
+    """
+    make = trace_for_seed or (lambda seed: generate(profile, seed))
     out: dict[str, list[dict[str, float]]] = {p: [] for p in policies}
     with progress(f"{profile.name}: simulating", total=len(seeds) * len(policies)) as bar:
         for seed in seeds:
-            trace = generate(profile, seed)
+            trace = make(seed)
             tiers = TierModel(fast, slow, cap.for_trace(trace), slow_bytes)
             for name in policies:
                 out[name].append(run_metrics(simulate(trace, make_policy(name), tiers)))
