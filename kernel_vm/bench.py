@@ -111,7 +111,7 @@ def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
             "squeeze_arena_bytes", "protect_usage_after_limit", "squeeze_limit_hits", "madvise_errors",
             "psi_memory_us", "vmstat", "squeeze_memcg_stat", "probes", "damon", "memcg_version",
             "move_charge_at_immigrate", "pressure_mode", "antagonist_bytes", "antagonist_resident_pages",
-            "antagonist_swapped_pages")
+            "antagonist_swapped_pages", "zswap_after_squeeze", "protect_memory_min")
     return {
         "classes": classes,
         "reclaim_share_cold": {"per_rep": share_swapped,
@@ -176,7 +176,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
         backend = swap_backend.set_up(cfg.swap, int(layout.arena_bytes * SWAP_HEADROOM))
         config["device"] = backend.device
         run = ResultStore().new_run("vm-bench", config)
-        zswap0 = swap_backend.zswap_stats() if cfg.swap == "zswap" else {}
+        zswap0 = swap_backend.zswap_stats() if cfg.swap == "zswap" else {}  # mounts debugfs for the session
         probes, ebpf_doc = ebpf_bridge.probes(cfg.ebpf)
         overhead = timer_overhead_ns()
         by_name = {v.name: v for v in variants}

@@ -161,10 +161,19 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
                 f"{np.mean([p.get('some', 0) for p in psi]) / 1000:.1f} ms, full "
                 f"{np.mean([p.get('full', 0) for p in psi]) / 1000:.1f} ms")
         ts = [r["probes"]["taskstats"] for r in v["per_rep"] if "taskstats" in r.get("probes", {})]
+        bad = sum(1 for t in ts if "error" in t)
+        ts = [t for t in ts if "error" not in t]
+        if bad:
+            line += f"; taskstats invalid in {bad} rep(s) (see per_rep[].probes.taskstats.error)"
         if ts and all("swapin" in t for t in ts):
-            line += (f"; arena process swap-in delay {np.mean([t['swapin']['delay_ns'] for t in ts]) / 1e6:.1f} ms,"
+            line += (f"; arena process swap-in delay {np.mean([t['swapin']['delay_ns'] for t in ts]) / 1e6:.1f} ms/rep,"
                      f" reclaim delay {np.mean([t['reclaim']['delay_ns'] for t in ts]) / 1e6:.1f} ms (taskstats)")
         console.print(line)
+        zs = [r["zswap_after_squeeze"] for r in v["per_rep"] if r.get("zswap_after_squeeze")]
+        if zs:
+            console.print("  zswap pool right after the squeeze (mean per rep): " + ", ".join(
+                f"{k} {np.mean([z.get(k, 0) for z in zs]):.0f}"
+                for k in ("stored_pages", "pool_total_size", "written_back_pages", "reject_compress_poor")))
         rc = [r["probes"]["reclaim"] for r in v["per_rep"] if "reclaim" in r.get("probes", {})]
         if rc:
             parts = []
@@ -189,6 +198,4 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
     for key in ("damon", "mglru", "ebpf"):
         d = s[key]
         console.print(f"  {key}: {d.get('status')} - {d.get('reason', '')}")
-    if s["swap"]["kind"] == "zswap":
-        console.print(f"  zswap pool after: {s['zswap']['after']}")
     console.print(f"  timer overhead p50/p99: {s['timer_overhead_ns']['p50']:.0f}/{s['timer_overhead_ns']['p99']:.0f} ns")

@@ -26,6 +26,9 @@ class TaskDelays:
         self._before: Any = None
 
     def start(self, pid: int) -> None:
+        # kernel.task_delayacct is host-wide: another kvds process that found it 0 puts it back to 0 when it
+        # finishes, even while we measure. Re-assert it per repetition and flag a switch-off seen at the end.
+        knobs.sysctl("kernel.task_delayacct", 1)
         self._pid = pid
         self._before = self._client.query(pid)
 
@@ -35,7 +38,10 @@ class TaskDelays:
         after = self._client.query(self._pid)
         if after is None:
             return {"error": "arena process gone before the delays were read"}
-        return after.minus(self._before).as_dict()
+        out = after.minus(self._before).as_dict()
+        if knobs.read_knob("/proc/sys/kernel/task_delayacct") != "1":
+            out["error"] = "kernel.task_delayacct was switched off during the measurement (by another process)"
+        return out
 
     def close(self) -> None:
         self._client.close()

@@ -30,6 +30,7 @@ from kernel_vm import measure
 from kernel_vm.arena_process import ArenaProcess
 from kernel_vm.mix import CLASSES, Layout
 from kernel_vm.placement import create_placement
+from kernel_vm.swap_backend import zswap_enabled, zswap_stats
 
 
 @dataclass
@@ -150,6 +151,8 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
             out.facts["squeeze_usage_after_limit"] = placement.usage(placement.squeeze)
             out.facts["protect_usage_after_limit"] = placement.usage(placement.protect) if protect_blocks.size else 0
             out.residency["after_pressure"] = _snapshot(proc, layout)
+            if zswap_enabled():
+                out.facts["zswap_after_squeeze"] = zswap_stats()
 
             # re-access in decode order, faults per class read around each class's pass
             for cls, blocks in layout.decode_order():

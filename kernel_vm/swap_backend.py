@@ -58,6 +58,11 @@ def set_up(kind: str, size_bytes: int) -> SwapBackend:
     return SwapBackend(kind, path, size, notes)
 
 
+def zswap_enabled() -> bool:
+    f = ZSWAP_PARAMS / "enabled"
+    return f.exists() and f.read_text().strip() in ("Y", "1")
+
+
 def zswap_stats() -> dict[str, int]:
     """zswap pool counters from debugfs (mounted through the journal if needed): stored pages, pool size,
     written back, rejections."""
