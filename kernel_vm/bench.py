@@ -170,6 +170,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     config = {**asdict(cfg), "mix": format_mix(mix), "variants": names, "arena_bytes": layout.arena_bytes,
               "block_bytes": layout.block_bytes, "page_bytes": layout.page_bytes, "n_blocks": layout.n_blocks,
               "class_pages": {c.value: n for c, n in layout.class_pages().items()}, "device": None,
+              "layout_seeds": [cfg.seed + r for r in range(cfg.reps)],
               "scheduler": None}
     results: dict[str, list[RepResult]] = {n: [] for n in names}
     with journal.session():
@@ -188,8 +189,11 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
                 on_step(f"rep {r + 1}/{cfg.reps}: {name}")
                 with journal.scoped():
                     mglru.apply(v.mglru)
-                    hook = _damos_hook(load_mapping(v.mapping), layout) if v.damos else None
-                    results[name].append(run_once(layout, load_mapping(v.mapping), cfg.pressure_pct,
+                    # repetition r: block -> class layout from seed + r, the same for every variant (paired)
+                    rep_layout = make_layout(layout.arena_bytes, layout.block_bytes, layout.page_bytes, mix,
+                                             cfg.seed + r)
+                    hook = _damos_hook(load_mapping(v.mapping), rep_layout) if v.damos else None
+                    results[name].append(run_once(rep_layout, load_mapping(v.mapping), cfg.pressure_pct,
                                                   f"r{r}-{len(results[name])}-{v.mapping}", probes, hook,
                                                   cfg.pressure_mode))
                 bar.advance()

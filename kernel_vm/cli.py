@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="limit: lower the squeezed group's limit; antagonist: a second process allocates PCT%% "
                         "of the arena in that group (default limit)")
     b.add_argument("--reps", type=positive_int, default=3, help="repetitions per variant, alternating (default 3)")
-    b.add_argument("--seed", type=int, default=0, help="seed of the block -> class assignment (default 0)")
+    b.add_argument("--seed", type=int, default=0, help="layout seed of repetition 0 (rep r uses seed+r; default 0)")
     b.add_argument("--mglru", choices=("auto", "on", "off", "both", "keep"), default="auto",
                    help="MGLRU variants where /sys/kernel/mm/lru_gen exists (auto: on and off)")
     b.add_argument("--mglru-min-ttl-ms", type=positive_int, default=None, help="min_ttl_ms in the MGLRU-on variant")
