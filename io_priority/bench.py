@@ -84,6 +84,41 @@ def run_variants(device: Device, workload: Workload, variants: list[Variant], re
     return results, order
 
 
+def ebpf_class_counts(doc: dict[str, Any], device_name: str) -> dict[str, dict[str, int]]:
+    """Requests per direction ("R", "W", "other") and class ("rt", "be", ...) in one eBPF session's block
+    histograms (issue -> complete pairs on `device_name`), keyed like the tracefs counts (`block_layer`)."""
+    ops = {"read": "R", "write": "W"}
+    out: dict[str, dict[str, int]] = {}
+    per_dev = doc.get("blk", {}).get("issue_to_complete", {}).get(device_name, {})
+    for klass, by_op in per_dev.items():
+        for op, h in by_op.items():
+            key = ops.get(op, "other")
+            out.setdefault(key, {})[klass] = out.setdefault(key, {}).get(klass, 0) + int(h["count"])
+    return out
+
+
+def tracefs_class_counts(block: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """tracefs counts per direction and "class/level" folded to classes, to compare with the eBPF counts."""
+    out: dict[str, dict[str, int]] = {}
+    for op, counts in block["by_op"].items():
+        for prio, n in counts.items():
+            klass = prio.split("/")[0]
+            out.setdefault(op, {})[klass] = out.setdefault(op, {}).get(klass, 0) + n
+    return out
+
+
+def _merge_ebpf(reps: list[RepResult], device_name: str) -> dict[str, dict[str, int]] | None:
+    docs = [r.ebpf for r in reps if r.ebpf is not None]
+    if not docs:
+        return None
+    out: dict[str, dict[str, int]] = {}
+    for d in docs:
+        for op, counts in ebpf_class_counts(d, device_name).items():
+            for k, n in counts.items():
+                out.setdefault(op, {})[k] = out.setdefault(op, {}).get(k, 0) + n
+    return out
+
+
 def _est(e: stats.Estimate, scale: float = 1.0) -> dict[str, float]:
     return {"value": e.value * scale, "lo": e.lo * scale, "hi": e.hi * scale, "conf": e.conf}
 
@@ -103,7 +138,8 @@ def _merge_block(reps: list[RepResult]) -> dict[str, Any] | None:
 
 
 def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
-                      unloaded: list[RepResult] | None, n_boot: int = 1000) -> dict[str, Any]:
+                      unloaded: list[RepResult] | None, n_boot: int = 1000,
+                      device_name: str | None = None) -> dict[str, Any]:
     groups = [r.latencies_ns for r in reps]
     boot = stats.bootstrap_percentiles(groups, QS, n_boot=n_boot)
     allv = np.concatenate(groups) if groups else np.array([], dtype=np.int64)
@@ -124,7 +160,9 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
         "write_errors": None,
         "spill_gated_fraction": None,
         "block_layer": _merge_block(reps),
+        "ebpf_block_layer": _merge_ebpf(reps, device_name) if device_name else None,
     }
+    out["overlap"] = _overlap(reps, unloaded, n_boot) if v.mapping is not None else None
     if unloaded and v.mapping is not None:
         out["interference_factor"] = _est(stats.bootstrap_ratio(groups, [r.latencies_ns for r in unloaded],
                                                                 q=99.0, n_boot=n_boot))
@@ -141,10 +179,34 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
     return out
 
 
+def _overlap(reps: list[RepResult], unloaded: list[RepResult] | None, n_boot: int) -> dict[str, Any] | None:
+    """Reads split by whether a spill write shared the device with them (ioload --ctx-out). If the clean
+    reads' p99 is still far above the unloaded p99, the interference does not come from queueing behind a
+    write the guest can see (the host's cache flush, the loop kworker's CPU): no pacing can remove it."""
+    if any(r.clean is None for r in reps):
+        return None
+    clean = [r.clean for r in reps]
+    dirty = [r.latencies_ns[r.contexts != 0] for r in reps]
+    n_all = sum(r.latencies_ns.size for r in reps)
+    n_clean = sum(c.size for c in clean)
+    out: dict[str, Any] = {"clean_reads": n_clean, "clean_fraction": n_clean / n_all if n_all else None,
+                           "clean_p99_us": None, "overlapped_p99_us": None, "clean_interference_factor": None}
+    if n_clean:
+        out["clean_p99_us"] = _est(stats.bootstrap_percentiles([c for c in clean if c.size], (99.0,),
+                                                                n_boot=n_boot)[99.0], 1e-3)
+        if unloaded:
+            out["clean_interference_factor"] = _est(stats.bootstrap_ratio(
+                [c for c in clean if c.size], [r.latencies_ns for r in unloaded], q=99.0, n_boot=n_boot))
+    if n_all - n_clean:
+        out["overlapped_p99_us"] = float(np.percentile(np.concatenate(dirty), 99)) / 1e3
+    return out
+
+
 def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engine: str,
-              n_boot: int = 1000) -> dict[str, Any]:
+              n_boot: int = 1000, device_name: str | None = None) -> dict[str, Any]:
     unloaded = results.get("unloaded")
-    modes = {v.label: summarize_variant(v, results[v.label], engine, unloaded, n_boot) for v in variants}
+    modes = {v.label: summarize_variant(v, results[v.label], engine, unloaded, n_boot, device_name)
+             for v in variants}
     base = modes.get("baseline", {}).get("spill_mb_s")
     for m in modes.values():
         if base and m["spill_mb_s"] and base["value"] > 0:

@@ -34,7 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <limits.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,19 +48,31 @@
 #define SYS_ioprio_set 251
 #endif
 
-/* Shared between reader and writer (a small file in /dev/shm). */
+/* Shared between reader and writer (a small file in /dev/shm, zeroed before each repetition). */
 struct slack_state {
     volatile int64_t next_due_ns;     /* intended issue time of the reader's next read */
     volatile int64_t inflight_since;  /* issue time of the read in flight, 0 when none */
     volatile int64_t reads_done;
     volatile int64_t interval_ns;
+    /* published by the writer (paced or not): the reader marks each read that overlapped a spill write */
+    volatile int64_t w_inflight;
+    volatile int64_t w_submitted;
+    volatile uint32_t read_seq;       /* futex word: bumped and woken after each read, the pacer waits on it */
 };
 
+/* Per-read context written with --ctx-out (one byte per read, in the order of the latencies):
+ * bit 0: a spill write was in flight when the read was issued; bit 1: a spill write was submitted while the
+ * read was in flight. A read with neither is "clean": no spill write shared the device with it. */
+#define CTX_WRITE_INFLIGHT 1
+#define CTX_WRITE_SUBMITTED 2
+
+enum { REAP_WAIT, REAP_FIO, REAP_SPIN };
+
 struct opts {
-    const char *role, *dev, *engine, *out, *shm, *pace;
+    const char *role, *dev, *engine, *out, *shm, *pace, *ctx_out;
     long long bs, off, len, duration_ms, fsync_every, guard_us;
     double rate;
-    int qd, prio, buffered;
+    int qd, prio, buffered, reap;
     unsigned long long seed;
 };
 
@@ -70,6 +85,17 @@ static int64_t now_ns(void) {
 static void sleep_until(int64_t t) {
     struct timespec ts = {t / 1000000000LL, t % 1000000000LL};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+}
+
+static void futex_wake_all(volatile uint32_t *w) {
+    syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleep while *w == seen, at most timeout_ns (a shared mapping: not FUTEX_PRIVATE). */
+static void futex_wait_for(volatile uint32_t *w, uint32_t seen, int64_t timeout_ns, int private_) {
+    if (timeout_ns <= 0) return;
+    struct timespec ts = {timeout_ns / 1000000000LL, timeout_ns % 1000000000LL};
+    syscall(SYS_futex, w, private_ ? FUTEX_WAIT_PRIVATE : FUTEX_WAIT, seen, &ts, NULL, 0);
 }
 
 static void die(const char *what) {
@@ -90,11 +116,34 @@ struct ring {
     struct io_uring_cqe *cqes;
 };
 
+#ifndef IORING_SETUP_COOP_TASKRUN
+#define IORING_SETUP_COOP_TASKRUN (1U << 8)
+#endif
+#ifndef IORING_SETUP_SINGLE_ISSUER
+#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#endif
+#ifndef IORING_SETUP_DEFER_TASKRUN
+#define IORING_SETUP_DEFER_TASKRUN (1U << 13)
+#endif
+
+/* Ring set-up flags. fio 3.33 asks for COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN: completions are then
+ * posted by the waiting task itself inside io_uring_enter(GETEVENTS) instead of through task_work that
+ * interrupts it (TWA_SIGNAL). On a loop device, whose completions arrive from its kworker on the other vCPU,
+ * the default mode cost about 2x fio's QD1 p50 (120 vs 55-65 us). --uring-flags plain|fio selects. */
+static unsigned uring_setup_flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+static unsigned uring_flags_used;
+
 static void ring_init(struct ring *r, unsigned entries) {
     struct io_uring_params p;
     memset(&p, 0, sizeof p);
+    p.flags = uring_setup_flags;
     r->fd = (int)syscall(NR_io_uring_setup, entries, &p);
+    if (r->fd < 0 && errno == EINVAL && p.flags) {  /* older kernel: the flags are an optimisation only */
+        memset(&p, 0, sizeof p);
+        r->fd = (int)syscall(NR_io_uring_setup, entries, &p);
+    }
     if (r->fd < 0) die("io_uring_setup");
+    uring_flags_used = p.flags;
     size_t sq_sz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
     size_t cq_sz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
     int single = p.features & IORING_FEAT_SINGLE_MMAP;
@@ -139,7 +188,9 @@ static void ring_queue(struct ring *r, int op, int fd, void *buf, unsigned len, 
 
 static int ring_enter(struct ring *r, unsigned submit, unsigned wait) {
     for (;;) {
-        long ret = syscall(NR_io_uring_enter, r->fd, submit, wait, wait ? IORING_ENTER_GETEVENTS : 0, NULL, 0);
+        /* GETEVENTS always: with DEFER_TASKRUN completions are only posted inside io_uring_enter(GETEVENTS),
+         * so even a non-waiting call (wait = 0) must ask for them. */
+        long ret = syscall(NR_io_uring_enter, r->fd, submit, wait, IORING_ENTER_GETEVENTS, NULL, 0);
         if (ret >= 0) return (int)ret;
         if (errno != EINTR) die("io_uring_enter");
     }
@@ -209,7 +260,8 @@ static int reader(struct opts *o) {
     int64_t interval = o->rate > 0 ? (int64_t)(1e9 / o->rate) : 0;
     size_t cap = o->rate > 0 ? (size_t)(o->rate * o->duration_ms / 1000.0) + 16 : 1 << 16;
     int64_t *lat = malloc(cap * sizeof(int64_t));
-    if (!lat) die("malloc");
+    unsigned char *ctx = malloc(cap);
+    if (!lat || !ctx) die("malloc");
     size_t n = 0;
     long long errors = 0, late = 0;
     rng_state = o->seed ? o->seed : 88172645463325252ULL;
@@ -226,35 +278,60 @@ static int reader(struct opts *o) {
         }
         int64_t t0 = now_ns();
         if (!interval && t0 >= end) break;
-        if (ss) __atomic_store_n(&ss->inflight_since, t0, __ATOMIC_RELEASE);
+        int64_t sub0 = 0, winf0 = 0;
+        if (ss) {
+            __atomic_store_n(&ss->inflight_since, t0, __ATOMIC_SEQ_CST);
+            sub0 = __atomic_load_n(&ss->w_submitted, __ATOMIC_SEQ_CST);
+            winf0 = __atomic_load_n(&ss->w_inflight, __ATOMIC_SEQ_CST);
+        }
         long long off = o->off + (long long)(xorshift() % (unsigned long long)nblocks) * o->bs;
         long res;
         if (uring) {
             int cres; unsigned long long tag;
             ring_queue(&r, IORING_OP_READ, fd, buf, (unsigned)o->bs, off, o->prio, 1);
-            ring_enter(&r, 1, 1);
-            while (!ring_pop(&r, &cres, &tag)) ring_enter(&r, 0, 1);
+            if (o->reap == REAP_FIO) {
+                /* fio's sequence: submit (min_complete 0), look at the CQ, then block for one completion */
+                ring_enter(&r, 1, 0);
+                while (!ring_pop(&r, &cres, &tag)) ring_enter(&r, 0, 1);
+            } else if (o->reap == REAP_SPIN) {
+                ring_enter(&r, 1, 0);
+                while (!ring_pop(&r, &cres, &tag)) ring_enter(&r, 0, 0);
+            } else {
+                ring_enter(&r, 1, 1);
+                while (!ring_pop(&r, &cres, &tag)) ring_enter(&r, 0, 1);
+            }
             res = cres;
         } else {
             res = pread(fd, buf, (size_t)o->bs, off);
         }
         int64_t t1 = now_ns();
+        unsigned char c = 0;
         if (ss) {
-            __atomic_store_n(&ss->inflight_since, 0, __ATOMIC_RELEASE);
-            ss->reads_done++;
+            if (winf0 > 0) c |= CTX_WRITE_INFLIGHT;
+            if (__atomic_load_n(&ss->w_submitted, __ATOMIC_SEQ_CST) != sub0) c |= CTX_WRITE_SUBMITTED;
             ss->next_due_ns = interval ? start + (i + 1) * interval : t1;
+            __atomic_store_n(&ss->inflight_since, 0, __ATOMIC_SEQ_CST);
+            ss->reads_done++;
+            __atomic_add_fetch(&ss->read_seq, 1, __ATOMIC_SEQ_CST);
+            futex_wake_all(&ss->read_seq);  /* a paced writer waiting for this read's window */
         }
         if (res != o->bs) { errors++; continue; }
         if (n == cap) {
             cap *= 2;
             lat = realloc(lat, cap * sizeof(int64_t));
-            if (!lat) die("realloc");
+            ctx = realloc(ctx, cap);
+            if (!lat || !ctx) die("realloc");
         }
+        ctx[n] = c;
         lat[n++] = t1 - (interval ? due : t0);
     }
     int64_t elapsed = now_ns() - start;
     FILE *f = fopen(o->out, "wb");
     if (!f || fwrite(lat, sizeof(int64_t), n, f) != n || fclose(f)) die("write latencies");
+    if (o->ctx_out) {
+        f = fopen(o->ctx_out, "wb");
+        if (!f || fwrite(ctx, 1, n, f) != n || fclose(f)) die("write read contexts");
+    }
     printf("{\"role\":\"reader\",\"reads\":%zu,\"errors\":%lld,\"late\":%lld,\"elapsed_ns\":%" PRId64 "}\n",
            n, errors, late, elapsed);
     return 0;
@@ -265,29 +342,77 @@ struct wshared {
     struct opts *o;
     int fd;
     int64_t end;
-    struct slack_state *ss;
+    struct slack_state *ss;  /* published to always (the reader marks overlapped reads); gates only if paced */
+    int paced;
     pthread_mutex_t mu;
-    long long next_off, bytes, writes, errors, gated_ns, since_fsync;
+    long long next_off, bytes, writes, errors, gated_ns, since_fsync, submitted, skipped_windows;
     int inflight;
-    double est_ns;  /* estimated device time per queued write (EWMA), for the pacer */
+    int gated_waiters;      /* psync threads held back now; gated_ns counts time with at least one */
+    int64_t gated_since;
+    double est_ns, dev_ns;  /* per-write device time: EWMA of latency / depth, and of its absolute deviation */
+    uint32_t seq_seen;      /* the reader's read_seq when the pacer last looked */
+    long long submitted_at_seq;
+    volatile uint32_t completions;  /* private futex word: psync threads held back wait for a completion */
 };
 
-/* The pacer's rule: may one more write be queued now without delaying the next critical read? */
+/* The per-write time the pacer budgets: mean + 2 deviations (a write that takes longer than its mean is
+ * exactly the one that would still be on the device when the read arrives). */
+static double write_budget(struct wshared *w) {
+    return w->est_ns + 2.0 * w->dev_ns;
+}
+
+/* The pacer's rule: may one more write be queued now without delaying the next critical read?
+ * No while a read is in flight. Otherwise the writes queued plus this one, at the budgeted time each, plus
+ * the guard, must end before the next read is due. Called with the writer's state locked. */
 static int slack_allows(struct wshared *w, int inflight) {
     struct slack_state *ss = w->ss;
-    if (!ss) return 1;
-    if (__atomic_load_n(&ss->inflight_since, __ATOMIC_ACQUIRE)) return 0;
+    if (!w->paced) return 1;
+    uint32_t seq = __atomic_load_n(&ss->read_seq, __ATOMIC_ACQUIRE);
+    if (seq != w->seq_seen) {
+        /* A read finished. If the whole window before it passed without a write (budget too large to fit),
+         * shrink the estimate a little, so a budget inflated by one slow write cannot starve the spill. */
+        if (w->submitted == w->submitted_at_seq && inflight == 0 && w->est_ns > 0) {
+            w->est_ns *= 0.95;
+            w->dev_ns *= 0.95;
+            w->skipped_windows++;
+        }
+        w->seq_seen = seq;
+        w->submitted_at_seq = w->submitted;
+    }
+    if (__atomic_load_n(&ss->inflight_since, __ATOMIC_SEQ_CST)) return 0;
     int64_t slack = ss->next_due_ns - now_ns();
     double guard = w->o->guard_us * 1000.0;
-    /* With nothing queued, one write may always go into a gap longer than the guard: the estimate can only
-     * learn (and recover from one slow write) through completions. */
-    if (inflight == 0) return slack > guard;
-    return slack > w->est_ns * (inflight + 1) + guard;
+    if (w->est_ns <= 0) return inflight == 0 && slack > guard;  /* first write: learn the estimate */
+    return slack > write_budget(w) * (inflight + 1) + guard;
+}
+
+static void note_submit(struct wshared *w) {
+    w->submitted++;
+    if (w->ss) {
+        __atomic_add_fetch(&w->ss->w_inflight, 1, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&w->ss->w_submitted, 1, __ATOMIC_SEQ_CST);
+    }
 }
 
 static void note_completion(struct wshared *w, int64_t lat, int depth) {
     double per = (double)lat / (depth > 0 ? depth : 1);
-    w->est_ns = w->est_ns <= 0 ? per : w->est_ns + (per - w->est_ns) / 8.0;
+    if (w->est_ns <= 0) {
+        w->est_ns = per;
+        w->dev_ns = per / 2;
+    } else {
+        double err = per - w->est_ns;
+        w->est_ns += err / 8.0;
+        w->dev_ns += ((err < 0 ? -err : err) - w->dev_ns) / 4.0;
+    }
+    if (w->ss) __atomic_sub_fetch(&w->ss->w_inflight, 1, __ATOMIC_SEQ_CST);
+}
+
+/* How long a held-back writer with nothing in flight may sleep: until the reader's next read completes
+ * (futex on read_seq), bounded by the end of the run and two read intervals. */
+static int64_t idle_wait_ns(struct wshared *w) {
+    int64_t left = w->end - now_ns();
+    int64_t cap = w->ss->interval_ns > 0 ? 2 * w->ss->interval_ns : 1000000;
+    return left < cap ? left : cap;
 }
 
 static long long take_offset(struct wshared *w) {
@@ -304,17 +429,23 @@ static void *psync_writer(void *arg) {
     void *buf = aligned((size_t)o->bs);
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        int64_t gate0 = now_ns();
+        int held = 0;
         while (now_ns() < w->end && !slack_allows(w, w->inflight)) {
+            if (!held && w->gated_waiters++ == 0) w->gated_since = now_ns();
+            held = 1;
+            /* Writes in flight: wake on the next completion (the budget may then fit), else on the next read. */
+            int busy = w->inflight > 0;
+            uint32_t seen = busy ? w->completions : w->ss->read_seq;
+            int64_t wait = busy ? 200000 : idle_wait_ns(w);
             pthread_mutex_unlock(&w->mu);
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
+            futex_wait_for(busy ? &w->completions : &w->ss->read_seq, seen, wait, busy);
             pthread_mutex_lock(&w->mu);
         }
-        w->gated_ns += now_ns() - gate0;
+        if (held && --w->gated_waiters == 0) w->gated_ns += now_ns() - w->gated_since;
         if (now_ns() >= w->end) { pthread_mutex_unlock(&w->mu); break; }
         long long off = take_offset(w);
         int depth = ++w->inflight;
+        note_submit(w);
         pthread_mutex_unlock(&w->mu);
         int64_t t0 = now_ns();
         ssize_t res = pwrite(w->fd, buf, (size_t)o->bs, off);
@@ -326,7 +457,9 @@ static void *psync_writer(void *arg) {
         else w->errors++;
         int do_sync = o->buffered && w->since_fsync >= o->fsync_every;
         if (do_sync) w->since_fsync = 0;
+        __atomic_add_fetch(&w->completions, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&w->mu);
+        futex_wake_all(&w->completions);
         if (do_sync) fsync(w->fd);
     }
     return NULL;
@@ -344,30 +477,28 @@ static void uring_writer(struct wshared *w) {
     for (int i = 0; i < o->qd; i++) free_slots[i] = i;
     int64_t gate_since = 0;
     for (;;) {
-        int64_t t = now_ns();
-        int stop = t >= w->end;
+        int stop = now_ns() >= w->end;
         unsigned queued = 0;
+        int held = 0;
         while (!stop && nfree > 0) {
-            if (!slack_allows(w, w->inflight)) {
-                if (!gate_since) gate_since = now_ns();
-                break;
-            }
-            if (gate_since) { w->gated_ns += now_ns() - gate_since; gate_since = 0; }
+            if (!slack_allows(w, w->inflight)) { held = 1; break; }
             int slot = free_slots[--nfree];
             issued[slot] = now_ns();
             depth_at[slot] = ++w->inflight;
+            note_submit(w);
             ring_queue(&r, IORING_OP_WRITE, w->fd, bufs + (size_t)slot * (size_t)o->bs, (unsigned)o->bs,
                        take_offset(w), o->prio, (unsigned long long)slot);
             queued++;
         }
-        if (stop && w->inflight == 0) break;
-        if (queued) ring_enter(&r, queued, 0);
+        if (held && !gate_since) gate_since = now_ns();
+        if (!held && gate_since) { w->gated_ns += now_ns() - gate_since; gate_since = 0; }
+        if (queued || w->inflight > 0) ring_enter(&r, queued, 0);  /* submit, and post deferred completions */
         int got = 0, res;
         unsigned long long tag;
         while (ring_pop(&r, &res, &tag)) {
             int slot = (int)tag;
-            note_completion(w, now_ns() - issued[slot], depth_at[slot]);
             w->inflight--;
+            note_completion(w, now_ns() - issued[slot], depth_at[slot]);
             free_slots[nfree++] = slot;
             if (res == o->bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
             else w->errors++;
@@ -377,13 +508,10 @@ static void uring_writer(struct wshared *w) {
             fsync(w->fd);
             w->since_fsync = 0;
         }
-        if (got) continue;
-        if (w->inflight > 0 && (nfree == 0 || stop)) {
-            ring_enter(&r, 0, 1);  /* queue full (or draining): block for a completion */
-        } else if (w->inflight > 0 || nfree > 0) {
-            struct timespec ts = {0, 20000};  /* the pacer holds back: look again shortly */
-            nanosleep(&ts, NULL);
-        }
+        if (stop && w->inflight == 0) break;
+        if (got || (queued && nfree > 0 && !held)) continue;
+        if (w->inflight > 0) ring_enter(&r, 0, 1);  /* queue full, held back or draining: next completion */
+        else if (held) futex_wait_for(&w->ss->read_seq, w->seq_seen, idle_wait_ns(w), 0);  /* next read */
     }
     if (gate_since) w->gated_ns += now_ns() - gate_since;
 }
@@ -395,6 +523,7 @@ static int writer(struct opts *o) {
     w.fd = open(o->dev, O_WRONLY | (o->buffered ? 0 : O_DIRECT));
     if (w.fd < 0) die("open device for writing");
     w.ss = map_shm(o->shm);
+    w.paced = w.ss != NULL && strcmp(o->pace, "slack") == 0;
     w.next_off = o->off;
     pthread_mutex_init(&w.mu, NULL);
     int uring = strcmp(o->engine, "io_uring") == 0;
@@ -413,8 +542,10 @@ static int writer(struct opts *o) {
     if (o->buffered) fsync(w.fd);
     int64_t sync_end = now_ns();
     printf("{\"role\":\"writer\",\"bytes\":%lld,\"writes\":%lld,\"errors\":%lld,\"elapsed_ns\":%" PRId64
-           ",\"final_fsync_ns\":%" PRId64 ",\"gated_ns\":%lld,\"est_service_ns\":%.0f}\n",
-           w.bytes, w.writes, w.errors, write_end - start, sync_end - write_end, w.gated_ns, w.est_ns);
+           ",\"final_fsync_ns\":%" PRId64 ",\"gated_ns\":%lld,\"est_service_ns\":%.0f,\"est_dev_ns\":%.0f"
+           ",\"skipped_windows\":%lld}\n",
+           w.bytes, w.writes, w.errors, write_end - start, sync_end - write_end, w.gated_ns, w.est_ns, w.dev_ns,
+           w.skipped_windows);
     return 0;
 }
 
@@ -422,7 +553,8 @@ static void usage(void) {
     fprintf(stderr,
             "usage: ioload reader|writer --dev PATH [--engine psync|io_uring] [--bs N] [--off N] [--len N]\n"
             "       [--duration-ms N] [--prio N] [--rate R] [--out FILE] [--qd N] [--buffered]\n"
-            "       [--fsync-every N] [--shm FILE] [--pace none|slack] [--guard-us N] [--seed N]\n");
+            "       [--fsync-every N] [--shm FILE] [--ctx-out FILE] [--pace none|slack] [--guard-us N] [--seed N]\n"
+            "       [--uring-flags fio|plain]\n");
     exit(2);
 }
 
@@ -447,9 +579,15 @@ int main(int argc, char **argv) {
         else if (ARG("--qd")) o.qd = atoi(v);
         else if (ARG("--fsync-every")) o.fsync_every = atoll(v);
         else if (ARG("--shm")) o.shm = v;
+        else if (ARG("--ctx-out")) o.ctx_out = v;
         else if (ARG("--pace")) o.pace = v;
         else if (ARG("--guard-us")) o.guard_us = atoll(v);
         else if (ARG("--seed")) o.seed = strtoull(v, NULL, 10);
+        else if (ARG("--reap")) o.reap = strcmp(v, "spin") == 0 ? REAP_SPIN : strcmp(v, "fio") == 0 ? REAP_FIO : REAP_WAIT;
+        else if (ARG("--uring-flags")) {
+            if (strcmp(v, "plain") == 0) uring_setup_flags = 0;
+            else if (strcmp(v, "fio") != 0) usage();
+        }
         else if (strcmp(a, "--buffered") == 0) o.buffered = 1;
         else usage();
 #undef ARG
@@ -457,7 +595,8 @@ int main(int argc, char **argv) {
     if (!o.dev || o.bs <= 0 || o.len <= 0 || o.qd < 1) usage();
     if (strcmp(o.engine, "psync") && strcmp(o.engine, "io_uring")) usage();
     if (strcmp(o.pace, "slack") && strcmp(o.pace, "none")) usage();
-    if (strcmp(o.pace, "slack")) o.shm = strcmp(o.role, "reader") == 0 ? o.shm : NULL;
+    /* Timer precision: the default 50 us slack would be charged to every open-loop read as lateness. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     if (strcmp(o.role, "reader") == 0) {
         if (!o.out) usage();
         return reader(&o);

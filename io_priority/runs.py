@@ -40,7 +40,8 @@ def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload
     run = ResultStore().new_run("io-bench", config)
     bench.write_samples(run, results)
     summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order],
-               "modes": bench.summarize(variants, results, workload.engine), **_ebpf_note(ebpf)}
+               "modes": bench.summarize(variants, results, workload.engine, device_name=dev.name),
+               **_ebpf_note(ebpf)}
     summary = finite(summary)
     run.write_summary(summary)
     return summary, run

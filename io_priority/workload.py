@@ -76,6 +76,15 @@ class RepResult:
     writer: dict[str, Any] | None
     block: dict[str, Any] | None
     ebpf: dict[str, Any] | None = None
+    # per read (loaded variants): bit 0 a spill write was in flight at issue, bit 1 one was submitted during it
+    contexts: np.ndarray | None = None
+
+    @property
+    def clean(self) -> np.ndarray | None:
+        """Latencies of the reads no spill write shared the device with (None for the reader alone)."""
+        if self.contexts is None or self.contexts.size != self.latencies_ns.size:
+            return None
+        return self.latencies_ns[self.contexts == 0]
 
     @property
     def spill_mb_s(self) -> float | None:
@@ -115,14 +124,15 @@ class Runner:
         """plan None: reader alone, default priority. Otherwise reader + spill writer under `plan`."""
         w, lay = self.w, self.device.layout
         out = self.scratch / f"lat-{seed}.bin"
+        ctx_out = self.scratch / f"ctx-{seed}.bin"
         ms = str(int(w.duration_s * 1000))
         pacing = plan is not None and plan.pacing == "slack"
         reader_args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.read_bs), "--off", "0",
                        "--len", str(lay.kv_bytes), "--rate", str(w.rate), "--duration-ms", ms, "--out", str(out),
                        "--seed", str(seed + 1), "--prio", str(plan.read_prio.value if plan and plan.read_prio else -1)]
-        if pacing:
+        if plan is not None:  # shared page: the pacer's slack, and which reads overlapped a spill write
             self.shm.write_bytes(bytes(4096))
-            reader_args += ["--shm", str(self.shm)]
+            reader_args += ["--shm", str(self.shm), "--ctx-out", str(ctx_out)]
         if self.trace:
             self.trace.clear()
         reader = native.start("reader", reader_args)
@@ -132,11 +142,11 @@ class Runner:
                 args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.spill_bs),
                         "--off", str(lay.spill_offset), "--len", str(lay.spill_bytes), "--qd", str(w.spill_qd),
                         "--duration-ms", ms, "--prio", str(plan.write_prio.value if plan.write_prio else -1),
-                        "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us)]
+                        "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us), "--shm", str(self.shm)]
                 if w.spill_kind == "buffered":
                     args.append("--buffered")
                 if pacing:
-                    args += ["--pace", "slack", "--shm", str(self.shm)]
+                    args += ["--pace", "slack"]
                 writer = native.start("writer", args)
                 if plan.throttle_mbps:
                     self._throttle_group(plan.throttle_mbps).add_pid(writer.pid)
@@ -153,5 +163,7 @@ class Runner:
                 writer.kill()
         lat = np.fromfile(out, dtype=np.int64)
         out.unlink(missing_ok=True)
+        ctx = np.fromfile(ctx_out, dtype=np.uint8) if ctx_out.exists() else None
+        ctx_out.unlink(missing_ok=True)
         block = self.trace.collect().as_dict() if self.trace else None
-        return RepResult(lat, rres, wres, block)
+        return RepResult(lat, rres, wres, block, contexts=ctx)
