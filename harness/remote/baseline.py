@@ -71,12 +71,12 @@ def _describe(ns: np.ndarray) -> dict[str, object]:
 def run_baseline(duration_s: float, file_mib: int, seed: int = 0) -> Run:
     base = work_dir()
     base.mkdir(parents=True, exist_ok=True)
-    scratch = create_dir(base / f"baseline-{os.getpid()}-{secrets.token_hex(3)}")
-    data = create_file(scratch / "data", file_mib << 20, fill=b"kvds-baseline-block.")
     config = {"duration_s": duration_s, "file_mib": file_mib, "block_bytes": BLOCK, "batch": BATCH, "seed": seed,
               "io": "psync pread, QD1, random offsets, O_DIRECT", "work_dir": str(base),
-              "device": _device_of(str(scratch))}
-    run = ResultStore().new_run("host-baseline", config)
+              "device": _device_of(str(base))}
+    run = ResultStore().new_run("host-baseline", config)  # first: a run cut short still leaves its record
+    scratch = create_dir(base / f"baseline-{os.getpid()}-{secrets.token_hex(3)}")
+    data = create_file(scratch / "data", file_mib << 20, fill=b"kvds-baseline-block.")
     try:
         fd = os.open(data, os.O_RDONLY | os.O_DIRECT)
     except OSError as exc:

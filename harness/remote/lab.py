@@ -59,8 +59,11 @@ class LabHost:
 class NetnsLab:
     """`with NetnsLab(2) as lab:` -> lab.hosts, lab.client_key, lab.hosts_file(); torn down on leaving."""
 
-    def __init__(self, n_hosts: int = 2) -> None:
+    def __init__(self, n_hosts: int = 2, roots_dir: Path | None = None) -> None:
+        """roots_dir: keep each host's kvds root (its venv above all) there across labs instead of inside the
+        lab directory, so a second lab does not reinstall kvds's dependencies (a cache, like built kernels)."""
         self.n = n_hosts
+        self.roots_dir = roots_dir
         self.token = secrets.token_hex(2)
         self.dir = work_dir() / f"remote-lab-{os.getpid()}-{self.token}"
         self.client_key = self.dir / "client_ed25519"
@@ -103,7 +106,8 @@ class NetnsLab:
             cfg = d / "sshd_config"
             cfg.write_text(SSHD_CONFIG.format(addr=ns_ip, host_key=d / "ssh_host_ed25519_key",
                                               authorized=d / "authorized_keys"))
-            h = LabHost(tag, ns, str(ns_ip), d / "kvds", cfg, d / "sshd.log")
+            root = (self.roots_dir / tag) if self.roots_dir else d / "kvds"
+            h = LabHost(tag, ns, str(ns_ip), root, cfg, d / "sshd.log")
             self.hosts.append(h)
             self.start_sshd(h)
         return self

@@ -1,0 +1,129 @@
+"""Target syntax, hosts files, the argv hosts run, secret scrubbing, and the CLI's answers to bad input.
+No network: these run the real parsers and the real `kvds` entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UserError
+from harness.paths import repo_root
+from harness.remote.args import strip_target_argv, with_json
+from harness.remote.guest import guest_lab_status
+from harness.remote.scrub import scrub, scrub_obj
+from harness.remote.targets import GuestTarget, LocalTarget, SshTarget, check_unique, parse_hosts_file, parse_target
+
+
+def kvds(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          cwd=repo_root(), env={**os.environ, "KVDS_NO_PROGRESS": "1", **(env or {})}, timeout=300)
+
+
+def test_target_forms() -> None:
+    assert parse_target("local") == LocalTarget()
+    assert parse_target("guest") == GuestTarget()
+    t = parse_target("ssh://bob@db1.example:2222")
+    assert isinstance(t, SshTarget) and (t.user, t.host, t.port, t.tag) == ("bob", "db1.example", 2222, "db1.example-2222")
+    assert t.needs_sudo
+    t = parse_target("10.0.0.5")
+    assert (t.user, t.port, t.tag, t.needs_sudo) == ("root", 22, "10.0.0.5", False)
+    t = parse_target("ssh://root@[fd00::7]:22")
+    assert t.host == "fd00::7" and t.describe() == "ssh://root@[fd00::7]"
+
+
+@pytest.mark.parametrize("bad", ["", "ftp://h", "ssh://", "ssh://h/path", "ssh://h:99999", "ssh://h?x=1"])
+def test_bad_targets_are_user_errors(bad: str) -> None:
+    with pytest.raises(UserError):
+        parse_target(bad)
+
+
+def test_password_in_target_is_refused_without_echoing_it() -> None:
+    with pytest.raises(UserError) as e:
+        parse_target("ssh://bob:hunter2secret@h1")
+    assert "hunter2secret" not in str(e.value) and "passwords are not accepted" in str(e.value)
+    r = kvds("remote", "hosts", "--target", "ssh://bob:hunter2secret@h1")
+    assert r.returncode == 2 and "hunter2secret" not in r.stderr + r.stdout
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_hosts_file(tmp_path: Path) -> None:
+    f = tmp_path / "hosts"
+    f.write_text("# lab\nssh://root@10.1.0.2 name=a root=/srv/kvds identity=/k  # first\n\nbob@10.1.0.6:2200\nlocal\n")
+    ts = parse_hosts_file(f)
+    assert [t.tag for t in ts] == ["a", "10.1.0.6-2200", "local"]
+    assert ts[0].root == "/srv/kvds" and ts[0].identity == "/k" and ts[1].user == "bob"
+    f.write_text("ssh://h1 colour=red\n")
+    with pytest.raises(UserError, match=r"hosts:1: .*unknown option 'colour'"):
+        parse_hosts_file(f)
+    f.write_text("ssh://h1 name=x\nssh://h2 name=x\n")
+    with pytest.raises(UserError, match="share the tag"):
+        check_unique(parse_hosts_file(f))
+    f.write_text("# nothing\n")
+    with pytest.raises(UserError, match="names no targets"):
+        parse_hosts_file(f)
+    with pytest.raises(UserError, match="cannot read hosts file"):
+        parse_hosts_file(tmp_path / "missing")
+
+
+def test_hosts_run_the_argv_without_target_options() -> None:
+    argv = ["io", "bench", "--target", "ssh://a", "--duration", "1", "--target=local", "--hosts", "f",
+            "--accept-new-host-key", "--identity", "k", "--known-hosts=kh", "--reps", "1"]
+    assert strip_target_argv(argv) == ["io", "bench", "--duration", "1", "--reps", "1"]
+    assert with_json(["a", "b"]) == ["a", "b", "--json"]
+    assert with_json(["run", "--", "x"]) == ["run", "--json", "--", "x"]
+    assert with_json(["a", "--json"]) == ["a", "--json"]
+
+
+def test_scrub_removes_keys_passwords_and_tokens() -> None:
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
+    text = f"log {key} PASSWORD=pa55word api_token: abcdef ssh://u:pw1234@h done"
+    out = scrub(text)
+    for secret in ("b3BlbnNzaC1rZXktdjEAAAAA", "pa55word", "abcdef", "pw1234"):
+        assert secret not in out
+    assert out.startswith("log [private key redacted]") and out.endswith("done")
+    assert scrub_obj({"a": ["MY_SECRET=xyz123"], "n": 3}) == {"a": ["MY_SECRET=[redacted]"], "n": 3}
+
+
+def test_bad_remote_input_is_one_line_exit_2(tmp_path: Path) -> None:
+    for args in (["remote", "doctor"], ["remote", "run", "--target", "local", "--", "remote", "hosts"],
+                 ["remote", "hosts", "--hosts", str(tmp_path / "nope")],
+                 ["remote", "baseline", "--duration", "-1"],
+                 ["remote", "baseline", "--targ", "ssh://x", "--target", "local", "--target", "guest"],
+                 ["remote", "hosts", "--target", "local", "--identity", str(tmp_path / "no-key")]):
+        r = kvds(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_guest_target_reports_its_state() -> None:
+    """`--target guest` says whether the QEMU lab can run here and, if not, why (never a silent stub)."""
+    ready, why = guest_lab_status()
+    r = kvds("remote", "hosts", "--check", "--target", "guest", "--json")
+    row = json.loads(r.stdout)[0]
+    assert row["status"] == ("ok" if ready else "unavailable") and row["detail"] == why
+    assert r.returncode == (0 if ready else 3)
+
+
+def test_local_plus_guest_dispatch_files_the_local_run(tmp_path: Path) -> None:
+    """A non-local target list runs the command per target; local's run is filed tagged 'local'."""
+    ready, why = guest_lab_status()
+    if ready:
+        pytest.skip("the guest lab is built here; a guest run takes minutes (exercised by the qemu track)")
+    store = tmp_path / "results"
+    r = kvds("remote", "baseline", "--duration", "0.3", "--file-mib", "4", "--target", "local", "--target", "guest",
+             "--json", env={"KVDS_RESULTS_DIR": str(store)})
+    assert r.returncode == 3, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["hosts"]["guest"]["status"] == "unavailable" and doc["hosts"]["guest"]["reason"] == why
+    local = doc["hosts"]["local"]
+    assert local["status"] == "ok" and len(local["runs"]) == 1 and local["runs"][0].endswith("--local")
+    run = store / local["runs"][0]
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["kind"] == "host-baseline" and meta["remote"]["host"] == "local"
+    assert (run / "samples" / "pread_direct_4k_ns.npy").exists()
+    assert (Path(doc["record"]) / "hosts" / "local" / "doctor.json").exists()
