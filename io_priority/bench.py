@@ -128,13 +128,38 @@ def _merge_block(reps: list[RepResult]) -> dict[str, Any] | None:
     if not blocks:
         return None
     by_op: dict[str, dict[str, int]] = {}
+    issuers: dict[str, dict[str, int]] = {}
     lost = 0
     for b in blocks:
         lost += b["lost_events"]
         for op, counts in b["by_op"].items():
             for prio, n in counts.items():
                 by_op.setdefault(op, {})[prio] = by_op.setdefault(op, {}).get(prio, 0) + n
-    return {"by_op": by_op, "lost_events": lost}
+        for key, counts in b.get("issuers_by_prio", {}).items():
+            for comm, n in counts.items():
+                issuers.setdefault(key, {})[comm] = issuers.setdefault(key, {}).get(comm, 0) + n
+    return {"by_op": by_op, "lost_events": lost, "issuers_by_prio": issuers}
+
+
+def write_priority_check(asked: str | None, block: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Did the spill's write requests reach the block layer with the priority the writer asked for?
+    Page-cache writeback is issued by flusher kworkers at their own be/4, whatever the writer's class
+    (PLATFORM.md): a buffered spill escapes I/O priority, and this says so from the trace, not by assumption."""
+    if not asked or not block or not block["by_op"].get("W"):
+        return None
+    writes = block["by_op"]["W"]
+    total = sum(writes.values())
+    honoured = writes.get(asked, 0)
+    other = {p: n for p, n in writes.items() if p != asked}
+    who = {p: block.get("issuers_by_prio", {}).get(f"W {p}", {}) for p in other}
+    out = {"asked": asked, "write_requests": total, "honoured_fraction": honoured / total, "seen_instead": other,
+           "issued_by": who, "note": None}
+    if honoured / total < 0.9:
+        kinds = sorted({k for c in who.values() for k in c})
+        out["note"] = (f"the writer asked for {asked} but {1 - honoured / total:.0%} of its {total} write requests "
+                       f"reached the block layer as {', '.join(sorted(other))} (issued by {', '.join(kinds) or '?'}): "
+                       "page-cache writeback ignores the writer's I/O priority")
+    return out
 
 
 def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
@@ -163,6 +188,9 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
         "ebpf_block_layer": _merge_ebpf(reps, device_name) if device_name else None,
     }
     out["overlap"] = _overlap(reps, unloaded, n_boot) if v.mapping is not None else None
+    plan = v.plan(engine)
+    out["write_priority"] = write_priority_check(str(plan.write_prio) if plan and plan.write_prio else None,
+                                                 out["block_layer"])
     if unloaded and v.mapping is not None:
         out["interference_factor"] = _est(stats.bootstrap_ratio(groups, [r.latencies_ns for r in unloaded],
                                                                 q=99.0, n_boot=n_boot))
@@ -180,25 +208,30 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
 
 
 def _overlap(reps: list[RepResult], unloaded: list[RepResult] | None, n_boot: int) -> dict[str, Any] | None:
-    """Reads split by whether a spill write shared the device with them (ioload --ctx-out). If the clean
-    reads' p99 is still far above the unloaded p99, the interference does not come from queueing behind a
-    write the guest can see (the host's cache flush, the loop kworker's CPU): no pacing can remove it."""
-    if any(r.clean is None for r in reps):
+    """Reads split by whether a spill write shared the device with them (ioload --ctx-out), compared by
+    service time (completion - actual issue: an open-loop read's lateness behind earlier reads is excluded).
+    If clean reads' service p99 is still far above the unloaded reader's, the interference does not come from
+    queueing behind a write the guest can see (the host flushing what the guest wrote, the loop kworker's CPU):
+    no pacing of guest submissions can remove it."""
+    if any(r.service_ns is None for r in reps):
         return None
-    clean = [r.clean for r in reps]
-    dirty = [r.latencies_ns[r.contexts != 0] for r in reps]
+    clean = [r.service_ns[~r.overlapped] for r in reps]
+    dirty = [r.service_ns[r.overlapped] for r in reps]
     n_all = sum(r.latencies_ns.size for r in reps)
     n_clean = sum(c.size for c in clean)
     out: dict[str, Any] = {"clean_reads": n_clean, "clean_fraction": n_clean / n_all if n_all else None,
-                           "clean_p99_us": None, "overlapped_p99_us": None, "clean_interference_factor": None}
-    if n_clean:
-        out["clean_p99_us"] = _est(stats.bootstrap_percentiles([c for c in clean if c.size], (99.0,),
-                                                                n_boot=n_boot)[99.0], 1e-3)
-        if unloaded:
-            out["clean_interference_factor"] = _est(stats.bootstrap_ratio(
-                [c for c in clean if c.size], [r.latencies_ns for r in unloaded], q=99.0, n_boot=n_boot))
+                           "clean_service_p99_us": None, "overlapped_service_p99_us": None,
+                           "unloaded_service_p99_us": None, "clean_interference_factor": None}
+    ref = [r.service_ns for r in unloaded or [] if r.service_ns is not None and r.service_ns.size]
+    if ref:
+        out["unloaded_service_p99_us"] = float(np.percentile(np.concatenate(ref), 99)) / 1e3
+    clean = [c for c in clean if c.size]
+    if clean:
+        out["clean_service_p99_us"] = _est(stats.bootstrap_percentiles(clean, (99.0,), n_boot=n_boot)[99.0], 1e-3)
+        if ref:
+            out["clean_interference_factor"] = _est(stats.bootstrap_ratio(clean, ref, q=99.0, n_boot=n_boot))
     if n_all - n_clean:
-        out["overlapped_p99_us"] = float(np.percentile(np.concatenate(dirty), 99)) / 1e3
+        out["overlapped_service_p99_us"] = float(np.percentile(np.concatenate(dirty), 99)) / 1e3
     return out
 
 
@@ -245,13 +278,20 @@ def fmt_est(e: dict[str, float] | None, unit: str = "", digits: int = 0) -> str:
     return f"{f.format(e['value'])}{unit} [{f.format(e['lo'])}, {f.format(e['hi'])}]"
 
 
+def _clean_cell(ov: dict[str, Any] | None) -> str:
+    if not ov or ov.get("clean_fraction") is None:
+        return "-"
+    f = ov.get("clean_interference_factor")
+    return f"{ov['clean_fraction']:.0%} / " + (f"{f['value']:.1f}x" if f else "-")
+
+
 def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] = print) -> None:
     from rich.console import Console
     from rich.table import Table
 
     t = Table(title=title)
     for col in ("variant", "mapping", "p50 us", "p99 us [95% CI]", "p99.9 us", "max us", "interference (p99)",
-                "spill MB/s", "retained", "reads", "block-layer classes"):
+                "spill MB/s", "retained", "clean reads / IF", "reads", "block-layer classes"):
         t.add_column(col, overflow="fold")
     for label, m in modes.items():
         bl = m["block_layer"]["by_op"] if m["block_layer"] else {}
@@ -260,5 +300,9 @@ def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] =
                   fmt_est(m["latency_us"]["p99"]), f"{m['latency_us']['p99.9']['value']:.0f}", f"{m['max_us']:.0f}",
                   fmt_est(m["interference_factor"], "x", 1), fmt_est(m["spill_mb_s"]),
                   f"{m['spill_retained']:.0%}" if m.get("spill_retained") is not None else "-",
-                  str(m["reads"]), classes or "-")
+                  _clean_cell(m.get("overlap")), str(m["reads"]), classes or "-")
     Console(width=200).print(t)
+    for label, m in modes.items():
+        wp = m.get("write_priority")
+        if wp and wp["note"]:
+            echo(f"{label}: {wp['note']}")

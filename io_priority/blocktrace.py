@@ -35,17 +35,26 @@ class IssueCounts:
     by_op: dict[str, Counter[str]] = field(default_factory=dict)
     lost: int = 0
     comms: Counter[str] = field(default_factory=Counter)
+    # (op, "class/level") -> issuing task names: who carried a write at be/4 (the writer, or a kworker)
+    comms_by_prio: dict[str, Counter[str]] = field(default_factory=dict)
 
     def add(self, op: str, prio: str, comm: str) -> None:
         self.by_op.setdefault(op, Counter())[prio] += 1
         self.comms[comm] += 1
+        self.comms_by_prio.setdefault(f"{op} {prio}", Counter())[_task_kind(comm)] += 1
 
     def as_dict(self) -> dict[str, object]:
         return {"by_op": {op: dict(c) for op, c in sorted(self.by_op.items())}, "lost_events": self.lost,
-                "issuers": dict(self.comms.most_common(8))}
+                "issuers": dict(self.comms.most_common(8)),
+                "issuers_by_prio": {k: dict(c) for k, c in sorted(self.comms_by_prio.items())}}
 
     def classes(self, op: str) -> set[str]:
         return set(self.by_op.get(op, {}))
+
+
+def _task_kind(comm: str) -> str:
+    """kworker/u4:2 -> kworker: per-CPU worker names differ by run; the kind is what matters."""
+    return comm.split("/")[0] if comm.startswith(("kworker", "kblockd", "loop")) else comm
 
 
 def parse_trace(text: str) -> IssueCounts:

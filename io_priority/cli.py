@@ -15,6 +15,9 @@ from io_priority.device import CONSENT_FLAG, Layout, MiB
 from io_priority.workload import ENGINES, SPILL_KINDS, Workload
 
 SCHEDULERS = ("mq-deadline", "bfq", "kyber", "none")
+KV_MIB, SPILL_MIB = 256, 512
+# --quick (the main job's `kvds run --quick`): a smaller scratch file to lay down, shorter repetitions
+QUICK_KV_MIB, QUICK_SPILL_MIB, QUICK_DURATION_S = 64, 256, 1.5
 MODES = ("unloaded", "baseline", "separated")
 
 
@@ -51,8 +54,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spill-qd", type=positive_int, default=8, help="spill writes in flight (default 8)")
     p.add_argument("--spill", choices=SPILL_KINDS, default="direct",
                    help="spill writes O_DIRECT (default) or buffered with an fsync every 64 MiB")
-    p.add_argument("--kv-mib", type=positive_int, default=256, help="KV region read by critical reads (MiB)")
-    p.add_argument("--spill-mib", type=positive_int, default=512, help="spill region written (MiB)")
+    p.add_argument("--kv-mib", type=positive_int, default=None,
+                   help=f"KV region read by critical reads (MiB; default {KV_MIB}, {QUICK_KV_MIB} with --quick)")
+    p.add_argument("--spill-mib", type=positive_int, default=None,
+                   help=f"spill region written (MiB; default {SPILL_MIB}, {QUICK_SPILL_MIB} with --quick)")
     p.add_argument("--guard-us", type=positive_int, default=100, help="the slack pacer's safety margin (us)")
     p.add_argument("--no-trace", dest="trace", action="store_false",
                    help="do not record block-layer priorities (block:block_rq_issue)")
@@ -75,7 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_bench)
 
     s = verbs.add_parser("sweep", help="scheduler x mapping grid: table, Pareto frontier, PNG scatter")
-    s.add_argument("--quick", action="store_true", help="2 s x 2 repetitions, mq-deadline and bfq only")
+    s.add_argument("--quick", action="store_true",
+                   help=f"{QUICK_DURATION_S:g} s x 2 repetitions, mq-deadline and bfq only, "
+                        f"{QUICK_KV_MIB}+{QUICK_SPILL_MIB} MiB device (about a minute)")
     s.add_argument("--schedulers", nargs="+", choices=SCHEDULERS, default=None)
     s.add_argument("--mappings", nargs="+", default=None, help="mappings applied as 'separated' variants")
     _common(s)
@@ -94,7 +101,10 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def layout_from(args: argparse.Namespace) -> Layout:
-    lay = Layout(args.kv_mib * MiB, args.spill_mib * MiB)
+    quick = getattr(args, "quick", False)
+    kv = args.kv_mib or (QUICK_KV_MIB if quick else KV_MIB)
+    spill = args.spill_mib or (QUICK_SPILL_MIB if quick else SPILL_MIB)
+    lay = Layout(kv * MiB, spill * MiB)
     if args.read_kib << 10 > lay.kv_bytes or args.spill_kib << 10 > lay.spill_bytes:
         raise UserError("the KV and spill regions must each hold at least one read / one spill write")
     if (args.read_kib << 10) % 4096 or (args.spill_kib << 10) % 4096:
@@ -139,7 +149,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     schedulers = args.schedulers or (["mq-deadline", "bfq"] if args.quick else list(SCHEDULERS))
     mappings = args.mappings or list(sweep.DEFAULT_MAPPINGS)
     if args.quick:
-        args.duration, args.reps = min(args.duration, 2.0), min(args.reps, 2)
+        args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
     _require(args, mappings)
     summary, run = runs.sweep_run(schedulers, mappings, workload_from(args), layout_from(args), args.device,
                               args.destroy_data, args.reps, args.trace)

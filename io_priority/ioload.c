@@ -60,7 +60,8 @@ struct slack_state {
     volatile uint32_t read_seq;       /* futex word: bumped and woken after each read, the pacer waits on it */
 };
 
-/* Per-read context written with --ctx-out (one byte per read, in the order of the latencies):
+/* Per-read context written with --ctx-out (one int64 per read, in the order of the latencies):
+ * service_ns << 2 | bits, service_ns = completion - actual issue (excluding lateness behind earlier reads);
  * bit 0: a spill write was in flight when the read was issued; bit 1: a spill write was submitted while the
  * read was in flight. A read with neither is "clean": no spill write shared the device with it. */
 #define CTX_WRITE_INFLIGHT 1
@@ -260,7 +261,7 @@ static int reader(struct opts *o) {
     int64_t interval = o->rate > 0 ? (int64_t)(1e9 / o->rate) : 0;
     size_t cap = o->rate > 0 ? (size_t)(o->rate * o->duration_ms / 1000.0) + 16 : 1 << 16;
     int64_t *lat = malloc(cap * sizeof(int64_t));
-    unsigned char *ctx = malloc(cap);
+    int64_t *ctx = malloc(cap * sizeof(int64_t));
     if (!lat || !ctx) die("malloc");
     size_t n = 0;
     long long errors = 0, late = 0;
@@ -319,10 +320,10 @@ static int reader(struct opts *o) {
         if (n == cap) {
             cap *= 2;
             lat = realloc(lat, cap * sizeof(int64_t));
-            ctx = realloc(ctx, cap);
+            ctx = realloc(ctx, cap * sizeof(int64_t));
             if (!lat || !ctx) die("realloc");
         }
-        ctx[n] = c;
+        ctx[n] = ((t1 - t0) << 2) | c;
         lat[n++] = t1 - (interval ? due : t0);
     }
     int64_t elapsed = now_ns() - start;
@@ -330,7 +331,7 @@ static int reader(struct opts *o) {
     if (!f || fwrite(lat, sizeof(int64_t), n, f) != n || fclose(f)) die("write latencies");
     if (o->ctx_out) {
         f = fopen(o->ctx_out, "wb");
-        if (!f || fwrite(ctx, 1, n, f) != n || fclose(f)) die("write read contexts");
+        if (!f || fwrite(ctx, sizeof(int64_t), n, f) != n || fclose(f)) die("write read contexts");
     }
     printf("{\"role\":\"reader\",\"reads\":%zu,\"errors\":%lld,\"late\":%lld,\"elapsed_ns\":%" PRId64 "}\n",
            n, errors, late, elapsed);

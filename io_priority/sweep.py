@@ -27,6 +27,7 @@ def points(per_sched: dict[str, Any]) -> list[dict[str, Any]]:
                 "scheduler": sched, "variant": label, "mapping": m["mapping"],
                 "p99_us": m["latency_us"]["p99"], "p50_us": m["latency_us"]["p50"],
                 "interference_factor": inter, "spill_mb_s": m["spill_mb_s"], "spill_retained": m["spill_retained"],
+                "overlap": m.get("overlap"),
                 "meets_goal": bool(inter and m["spill_retained"] is not None
                                    and inter["value"] <= GOAL_INTERFERENCE and m["spill_retained"] >= GOAL_RETAINED),
             })
@@ -55,16 +56,26 @@ def print_points(summary: dict[str, Any]) -> None:
     t = Table(title="kvds io sweep: critical-read p99 vs spill MB/s (* = Pareto frontier, goal: IF <= 1.5 and "
                     "spill >= 50% of baseline)")
     for col in ("scheduler", "variant", "p99 us [95% CI]", "interference", "spill MB/s [95% CI]", "retained",
-                "Pareto", "goal"):
+                "clean reads", "clean-read interference", "Pareto", "goal"):
         t.add_column(col)
     for p in sorted(summary["points"], key=lambda p: (p["scheduler"], p["p99_us"]["value"])):
+        ov = p.get("overlap") or {}
         t.add_row(p["scheduler"], p["variant"], fmt_est(p["p99_us"]), fmt_est(p["interference_factor"], "x", 1),
                   fmt_est(p["spill_mb_s"]), f"{p['spill_retained']:.0%}" if p["spill_retained"] is not None else "-",
+                  f"{ov['clean_fraction']:.0%}" if ov.get("clean_fraction") is not None else "-",
+                  fmt_est(ov.get("clean_interference_factor"), "x", 1),
                   "*" if p["pareto"] else "", "yes" if p["meets_goal"] else "")
     Console(width=200).print(t)
     for sched, doc in summary["schedulers"].items():
         u = doc["modes"]["unloaded"]["latency_us"]
         print(f"unloaded reference under {sched}: p50 {u['p50']['value']:.0f} us, p99 {fmt_est(u['p99'], ' us')}")
+    for sched, doc in summary["schedulers"].items():
+        for label, m in doc["modes"].items():
+            wp = m.get("write_priority")
+            if wp and wp.get("note"):
+                print(f"{sched}/{label}: {wp['note']}")
+    print("clean reads: no spill write in flight at issue nor submitted during the read (ioload --ctx-out); "
+          "their interference is what pacing cannot remove")
     met = summary["goal"]["met_by"]
     print("goal met by: " + (", ".join(met) if met else "no point of this sweep"))
 

@@ -76,15 +76,23 @@ class RepResult:
     writer: dict[str, Any] | None
     block: dict[str, Any] | None
     ebpf: dict[str, Any] | None = None
-    # per read (loaded variants): bit 0 a spill write was in flight at issue, bit 1 one was submitted during it
+    # per read (ioload --ctx-out): service_ns << 2 | bits; bit 0 a spill write was in flight at issue, bit 1
+    # one was submitted while the read was in flight
     contexts: np.ndarray | None = None
 
     @property
-    def clean(self) -> np.ndarray | None:
-        """Latencies of the reads no spill write shared the device with (None for the reader alone)."""
+    def service_ns(self) -> np.ndarray | None:
+        """Each read's device time: completion - actual issue (its lateness behind earlier reads excluded)."""
         if self.contexts is None or self.contexts.size != self.latencies_ns.size:
             return None
-        return self.latencies_ns[self.contexts == 0]
+        return self.contexts >> 2
+
+    @property
+    def overlapped(self) -> np.ndarray | None:
+        """True for the reads that shared the device with a spill write."""
+        if self.contexts is None or self.contexts.size != self.latencies_ns.size:
+            return None
+        return (self.contexts & 3) != 0
 
     @property
     def spill_mb_s(self) -> float | None:
@@ -130,9 +138,10 @@ class Runner:
         reader_args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.read_bs), "--off", "0",
                        "--len", str(lay.kv_bytes), "--rate", str(w.rate), "--duration-ms", ms, "--out", str(out),
                        "--seed", str(seed + 1), "--prio", str(plan.read_prio.value if plan and plan.read_prio else -1)]
+        reader_args += ["--ctx-out", str(ctx_out)]
         if plan is not None:  # shared page: the pacer's slack, and which reads overlapped a spill write
             self.shm.write_bytes(bytes(4096))
-            reader_args += ["--shm", str(self.shm), "--ctx-out", str(ctx_out)]
+            reader_args += ["--shm", str(self.shm)]
         if self.trace:
             self.trace.clear()
         reader = native.start("reader", reader_args)
@@ -163,7 +172,7 @@ class Runner:
                 writer.kill()
         lat = np.fromfile(out, dtype=np.int64)
         out.unlink(missing_ok=True)
-        ctx = np.fromfile(ctx_out, dtype=np.uint8) if ctx_out.exists() else None
+        ctx = np.fromfile(ctx_out, dtype=np.int64) if ctx_out.exists() else None
         ctx_out.unlink(missing_ok=True)
         block = self.trace.collect().as_dict() if self.trace else None
         return RepResult(lat, rres, wres, block, contexts=ctx)

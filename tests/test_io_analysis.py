@@ -49,3 +49,34 @@ def test_pareto_and_goal() -> None:
 
 def test_finite_makes_strict_json() -> None:
     assert finite({"a": [math.nan, 1.0], "b": {"c": math.inf}}) == {"a": [None, 1.0], "b": {"c": None}}
+
+
+def test_write_priority_check_reports_writeback_escape() -> None:
+    from io_priority.bench import write_priority_check
+
+    block = {"by_op": {"R": {"rt/0": 10}, "W": {"be/4": 95, "idle/0": 5}}, "lost_events": 0,
+             "issuers_by_prio": {"W be/4": {"kworker": 95}, "W idle/0": {"ioload-1a2b": 5}}}
+    chk = write_priority_check("idle/0", block)
+    assert chk["honoured_fraction"] == 0.05 and chk["seen_instead"] == {"be/4": 95}
+    assert "writeback ignores the writer's I/O priority" in chk["note"] and "kworker" in chk["note"]
+    honoured = write_priority_check("idle/0", {"by_op": {"W": {"idle/0": 40}}, "lost_events": 0})
+    assert honoured["honoured_fraction"] == 1.0 and honoured["note"] is None
+    assert write_priority_check(None, block) is None  # the writer asked for nothing
+
+
+def test_overlap_splits_reads_by_spill_context() -> None:
+    import numpy as np
+
+    from io_priority.bench import _overlap
+    from io_priority.workload import RepResult
+
+    def rep(service_us: list[int], bits: list[int]) -> RepResult:
+        svc = np.array(service_us, dtype=np.int64) * 1000
+        return RepResult(svc, {}, None, None, contexts=(svc << 2) | np.array(bits, dtype=np.int64))
+
+    loaded = [rep([100] * 90 + [5000] * 10, [0] * 90 + [1] * 10)]  # the slow reads all overlapped a write
+    unloaded = [rep([100] * 100, [0] * 100)]
+    ov = _overlap(loaded, unloaded, n_boot=50)
+    assert ov["clean_reads"] == 90 and abs(ov["clean_fraction"] - 0.9) < 1e-9
+    assert ov["clean_service_p99_us"]["value"] == 100 and ov["overlapped_service_p99_us"] == 5000
+    assert ov["clean_interference_factor"]["value"] == 1.0
