@@ -77,3 +77,24 @@ def load_program(backend: str, spec: Any) -> Loaded:
     bpf = libbpf_loader.LibbpfObject(path, tuple(spec.probes), spec.filter_tasks, spec.filter_devices,
                                      spec.follow_children)
     return Loaded(bpf, time.perf_counter() - t0 - compile_s, compile_s)
+
+
+def missed_events(bpf: Any) -> dict[str, int]:
+    """{"block/block_rq_complete": n, ...}: runs of each loaded program the kernel skipped (recursion_misses),
+    for either backend. Read before the programs are unloaded; over all devices and tasks, not just the filtered."""
+    from ebpf import libbpf_loader
+
+    fds: dict[str, int] = {}
+    if isinstance(bpf, libbpf_loader.LibbpfObject):
+        fds = dict(bpf.program_fds)
+    else:  # bcc: TRACEPOINT_PROBE(cat, event) loads a function named tracepoint__cat__event
+        for name, fn in getattr(bpf, "funcs", {}).items():
+            text = name.decode() if isinstance(name, bytes) else str(name)
+            if text.startswith("tracepoint__") and getattr(fn, "fd", -1) >= 0:
+                fds[text.removeprefix("tracepoint__").replace("__", "/", 1)] = fn.fd
+    out = {}
+    for tp, fd in sorted(fds.items()):
+        n = libbpf_loader.recursion_misses(fd)
+        if n is not None:
+            out[tp] = n
+    return out

@@ -104,6 +104,8 @@ def _bind(lib: ctypes.CDLL) -> None:
         "bpf_map__key_size": (c_u32, [vp]), "bpf_map__value_size": (c_u32, [vp]),
         "bpf_map_get_next_key": (i, [i, vp, vp]), "bpf_map_lookup_elem": (i, [i, vp, vp]),
         "bpf_map_update_elem": (i, [i, vp, vp, c_u64]),
+        "bpf_obj_get_info_by_fd": (i, [i, vp, ctypes.POINTER(c_u32)]), "bpf_program__fd": (i, [vp]),
+        "bpf_program__section_name": (cp, [vp]),
         "libbpf_set_print": (vp, [vp]), "libbpf_major_version": (c_u32, []), "libbpf_minor_version": (c_u32, []),
     }
     for name, (res, args) in sigs.items():
@@ -148,6 +150,20 @@ def _fail(what: str, err: int) -> Unavailable:
     detail = [line for line in _log if line][-3:]
     _log.clear()
     return Unavailable(f"libbpf {what}: {os.strerror(abs(err))}" + (f" ({' | '.join(detail)})" if detail else ""))
+
+
+# struct bpf_prog_info (uapi, append-only): recursion_misses at byte 208 of 232 (since Linux 5.12).
+PROG_INFO_SIZE, RECURSION_MISSES_AT = 232, 208
+
+
+def recursion_misses(prog_fd: int) -> int | None:
+    """How many times the kernel skipped this program because a BPF program was already running on that CPU
+    (a completion interrupt arriving during another probe): events the histograms cannot contain."""
+    buf = (ctypes.c_uint8 * PROG_INFO_SIZE)()
+    size = c_u32(PROG_INFO_SIZE)
+    if lib().bpf_obj_get_info_by_fd(prog_fd, buf, ctypes.byref(size)) < 0 or size.value < RECURSION_MISSES_AT + 8:
+        return None
+    return int.from_bytes(bytes(buf[RECURSION_MISSES_AT:RECURSION_MISSES_AT + 8]), "little")
 
 
 # ---- bcc-like tables -------------------------------------------------------------------------------------------
@@ -197,6 +213,7 @@ class LibbpfObject:
         lb = lib()
         self._links: list[int] = []
         self._tables: dict[str, Table] = {}
+        self.program_fds: dict[str, int] = {}  # "block/block_rq_complete" -> fd of the loaded program
         t0 = time.perf_counter()
         obj = lb.bpf_object__open_file(str(path).encode(), None)
         if not obj:
@@ -244,6 +261,9 @@ class LibbpfObject:
                     raise _fail(f"attach of {name}", ctypes.get_errno())
                 self._links.append(link)
             t3 = time.perf_counter()
+            for name in sorted(wanted_progs):
+                section = lb.bpf_program__section_name(progs[name]).decode()
+                self.program_fds[section.split("/", 1)[1]] = lb.bpf_program__fd(progs[name])
             for name in wanted_maps:
                 mp = lb.bpf_object__find_map_by_name(obj, name.encode())
                 key_t, leaf_t = MAP_TYPES[name]
@@ -267,6 +287,7 @@ class LibbpfObject:
         while self._links:
             lb.bpf_link__destroy(self._links.pop())
         self._tables.clear()
+        self.program_fds.clear()
         if self._obj:
             lb.bpf_object__close(self._obj)
             self._obj = None

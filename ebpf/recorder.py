@@ -22,7 +22,7 @@ from harness.knobs.cgroups import v2_root
 from harness.knobs.mounts import TRACEFS
 
 from ebpf import hist as H
-from ebpf.backends import choose_backend, load_program, parse_backend
+from ebpf.backends import choose_backend, load_program, missed_events, parse_backend
 from ebpf.programs import BLK_KINDS, CLASSES, OPS, RECLAIM_KINDS, TRACEPOINTS, ProgramSpec
 from ebpf.taskstats import Delays, TaskstatsClient
 
@@ -124,6 +124,7 @@ class Recorder:
         self._cg_of: dict[int, str] = {}
         self._comm_of: dict[int, str] = {}
         self._snap: dict[str, list[tuple[Any, Any]]] = {}
+        self._missed: dict[str, int] = {}
         self._stop_evt = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -183,6 +184,7 @@ class Recorder:
                     except KeyError:
                         continue
                     self._snap[name] = [(k, v) for k, v in table.items()]
+                self._missed = missed_events(self.bpf)
             if self._ts is not None:
                 pids = set(self._delay_before) | (set(self._all_pids()) if self._delays_all else set(self.pids))
                 for pid in sorted(pids):
@@ -270,6 +272,10 @@ class Recorder:
             "filters": {"devices": list(self.devices.values()), "pids": list(self.pids),
                         "cgroups": [str(c) for c in self.cgroups]},
         }
+        if self.kernel_probes:
+            # Program runs the kernel skipped because another BPF program was running on that CPU (all devices
+            # and tasks): the events a histogram cannot contain. See ebpf/README.md, "Precision and limits".
+            out["missed_events"] = dict(self._missed)
         if "blk" in self.kernel_probes:
             blk: dict[str, Any] = {kind: {} for kind in BLK_KINDS}
             devs: dict[str, str] = {}
