@@ -12,12 +12,13 @@ from harness.errors import UserError
 from harness.mapping import available_mappings
 from harness.progress import say
 from io_priority.device import CONSENT_FLAG, Layout, MiB
+from io_priority import sweep
 from io_priority.workload import ENGINES, SPILL_KINDS, Workload
 
 SCHEDULERS = ("mq-deadline", "bfq", "kyber", "none")
 KV_MIB, SPILL_MIB = 256, 512
 # --quick (the main job's `kvds run --quick`): a smaller scratch file to lay down, shorter repetitions
-QUICK_KV_MIB, QUICK_SPILL_MIB, QUICK_DURATION_S = 64, 256, 1.5
+QUICK_KV_MIB, QUICK_SPILL_MIB, QUICK_DURATION_S = 64, 256, 1.0
 MODES = ("unloaded", "baseline", "separated")
 
 
@@ -81,8 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = verbs.add_parser("sweep", help="scheduler x mapping grid: table, Pareto frontier, PNG scatter")
     s.add_argument("--quick", action="store_true",
-                   help=f"{QUICK_DURATION_S:g} s x 2 repetitions, mq-deadline and bfq only, "
-                        f"{QUICK_KV_MIB}+{QUICK_SPILL_MIB} MiB device (about a minute)")
+                   help=f"{QUICK_DURATION_S:g} s x 2 repetitions, mq-deadline and bfq only, mappings "
+                        f"{', '.join(sweep.QUICK_MAPPINGS)}, {QUICK_KV_MIB}+{QUICK_SPILL_MIB} MiB device (about a minute)")
     s.add_argument("--schedulers", nargs="+", choices=SCHEDULERS, default=None)
     s.add_argument("--mappings", nargs="+", default=None, help="mappings applied as 'separated' variants")
     _common(s)
@@ -147,7 +148,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from io_priority import runs, sweep
 
     schedulers = args.schedulers or (["mq-deadline", "bfq"] if args.quick else list(SCHEDULERS))
-    mappings = args.mappings or list(sweep.DEFAULT_MAPPINGS)
+    mappings = args.mappings or list(sweep.QUICK_MAPPINGS if args.quick else sweep.DEFAULT_MAPPINGS)
     if args.quick:
         args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
     _require(args, mappings)

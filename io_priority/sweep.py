@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "kvds.io-sweep/1"
-DEFAULT_MAPPINGS = ("ioprio-only", "throttle-only", "paced-only", "intent-paced")
+DEFAULT_MAPPINGS = ("ioprio-only", "throttle-only", "paced-only", "intent-paced", "paced-weighted")
+# --quick (about a minute): one single-knob mapping and the two combined ones
+QUICK_MAPPINGS = ("ioprio-only", "intent-paced", "paced-weighted")
 GOAL_INTERFERENCE = 1.5
 GOAL_RETAINED = 0.5
 
