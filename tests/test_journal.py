@@ -155,3 +155,32 @@ def test_shared_mount_stays_until_last_user_restores(tmp_path, kvds_env) -> None
     assert knobs.is_mounted(str(target), "tmpfs"), "the first process unmounted a mount the second still uses"
     second.communicate("\n", timeout=60)
     assert not knobs.is_mounted(str(target), "tmpfs"), "the last user did not restore the mount"
+
+
+SHARED_KNOB_CHILD = """
+import sys
+from harness import journal, knobs
+with journal.session():
+    knobs.sysctl("kernel.task_delayacct", 1)
+    print("SET", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_shared_knob_restored_by_last_user_to_first_value(tmp_path, kvds_env) -> None:
+    """Two runs need delay accounting: the first to finish must not switch it off under the second."""
+    knob = Path("/proc/sys/kernel/task_delayacct")
+    original = knob.read_text().strip()
+
+    def start() -> subprocess.Popen:
+        p = subprocess.Popen([sys.executable, "-c", SHARED_KNOB_CHILD], cwd=REPO, env=kvds_env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "SET"
+        return p
+
+    first = start()
+    second = start()
+    first.communicate("\n", timeout=60)
+    assert knob.read_text().strip() == "1", "the first run switched delay accounting off under the second"
+    second.communicate("\n", timeout=60)
+    assert knob.read_text().strip() == original
