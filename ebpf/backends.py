@@ -38,12 +38,22 @@ def libbpf_status() -> tuple[bool, str]:
     return ok, f"libbpf {ver}; {reason}"
 
 
-def choose_backend(choice: str | None) -> str:
-    """The concrete backend for a choice ("auto" -> libbpf when usable, else bcc)."""
+def choose_backend(choice: str | None, probes: tuple[str, ...] = ()) -> str:
+    """The concrete backend for a choice ("auto" -> libbpf when usable for these probe sets, else bcc).
+
+    Call with tracefs mounted: for `faults` libbpf also needs the page-fault record kvds.bpf.c declares."""
     value = parse_backend(choice)
     if value != "auto":
         return value
-    return "libbpf" if libbpf_status()[0] else "bcc"
+    if not libbpf_status()[0]:
+        return "bcc"
+    if "faults" in probes:
+        from ebpf.objects import check_fault_format
+        from harness.knobs.mounts import TRACEFS
+
+        if check_fault_format(Path(TRACEFS)) is not None:
+            return "bcc"
+    return "libbpf"
 
 
 @dataclass

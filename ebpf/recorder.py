@@ -140,7 +140,7 @@ class Recorder:
                        if not (Path(TRACEFS) / "events" / tp).is_dir()]
             if missing:
                 raise Unavailable(f"tracepoints missing on this kernel: {', '.join(missing)}")
-            self.backend = choose_backend(self.backend_choice)
+            self.backend = choose_backend(self.backend_choice, self.kernel_probes)
             loaded = load_program(self.backend, self.spec)
             self.bpf, self.load_seconds, self.compile_seconds = loaded.bpf, loaded.load_seconds, loaded.compile_seconds
             self._fill_filters()

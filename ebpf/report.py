@@ -18,8 +18,12 @@ def _ms(ns: int) -> str:
 def format_results(res: dict[str, Any], top: int = 10) -> str:
     out: list[str] = []
     if res.get("load_attach_s") is not None:
-        out.append(f"probes {','.join(res['probes'])}: compiled+attached in {res['load_attach_s']:.3f} s; "
+        out.append(f"probes {','.join(res['probes'])}: loaded+attached in {res['load_attach_s']:.3f} s; "
                    f"recorded {res['duration_s']:.3f} s")
+    missed = {tp: n for tp, n in (res.get("missed_events") or {}).items() if n}
+    if missed:
+        out.append("events the kernel did not run our programs for (another BPF program was running on that CPU; "
+                   "all devices and tasks): " + ", ".join(f"{tp} {n}" for tp, n in missed.items()))
     blk = res.get("blk")
     if blk is not None:
         for kind in BLK_KINDS:

@@ -25,18 +25,29 @@ TRACEPOINTS = (
 )
 
 
-def _present_tracepoints(names: tuple[str, ...]) -> dict[str, bool] | None:
-    """Which tracepoints tracefs lists; mounts tracefs briefly (scoped journal) when root and unmounted."""
+def _look(names: tuple[str, ...]) -> tuple[dict[str, bool], str | None]:
+    """(which tracepoints exist, why kvds.bpf.c's page-fault record would not match or None)."""
+    present = {tp: (Path(TRACEFS) / "events" / tp).is_dir() for tp in names}
+    try:
+        from ebpf.objects import check_fault_format
+    except ImportError:
+        return present, None
+    return present, check_fault_format(Path(TRACEFS))
+
+
+def _present_tracepoints(names: tuple[str, ...]) -> tuple[dict[str, bool] | None, str | None]:
+    """Which tracepoints tracefs lists (and the page-fault format check); mounts tracefs briefly (scoped journal)
+    when root and unmounted."""
     if is_mounted(TRACEFS, "tracefs"):
-        return {tp: (Path(TRACEFS) / "events" / tp).is_dir() for tp in names}
+        return _look(names)
     if os.geteuid() != 0:
-        return None
+        return None, None
     try:
         with journal.scoped():
             mount("tracefs", TRACEFS)
-            return {tp: (Path(TRACEFS) / "events" / tp).is_dir() for tp in names}
+            return _look(names)
     except (OSError, RuntimeError):
-        return None
+        return None, None
 
 
 def _bcc_probe() -> Capability:
@@ -108,7 +119,7 @@ def probes() -> list[Capability]:
     except ImportError:
         PROBE_TPS = {}
     wanted = tuple(dict.fromkeys(TRACEPOINTS + tuple(tp for tps in PROBE_TPS.values() for tp in tps)))
-    present = _present_tracepoints(wanted)
+    present, fault_format_problem = _present_tracepoints(wanted)
     if mounted:
         out.append(available("tracefs", f"mounted at {TRACEFS}", AREA))
     elif config_state("TRACING") in ("y", "unknown") or Path(TRACEFS).is_dir():
@@ -138,7 +149,10 @@ def probes() -> list[Capability]:
     for probe, tps in PROBE_TPS.items():
         name = f"ebpf.probe.{probe}"
         missing = [tp for tp in tps if present is not None and not present.get(tp, False)]
-        if not loaders:
+        usable = list(loaders)
+        if probe == "faults" and "libbpf" in usable and fault_format_problem:
+            usable.remove("libbpf")  # kvds.bpf.c's hand-declared page-fault record differs from tracefs
+        if not usable:
             status = "needs-root" if "needs-root" in (bcc_cap.status, libbpf_cap.status) else bcc_cap.status
             out.append(Capability(name, status, f"needs ebpf.libbpf ({libbpf_cap.reason}) or ebpf.bcc "
                                                 f"({bcc_cap.reason})", AREA))
@@ -148,7 +162,7 @@ def probes() -> list[Capability]:
             out.append(unavailable(name, f"tracepoints missing: {', '.join(missing)}", AREA))
         else:
             out.append(available(name, f"tracepoints {', '.join(t.split('/')[1] for t in tps)} "
-                                       f"(backends: {', '.join(loaders)})", AREA))
+                                       f"(backends: {', '.join(usable)})", AREA))
     if not delay.exists():
         out.append(unavailable("ebpf.probe.delays", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)", AREA))
     elif not ts_cap.ok:
