@@ -91,6 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     f = verbs.add_parser("fio-check", help="unloaded QD1 latency: kvds's reader vs fio on the same device")
     f.add_argument("--scheduler", choices=SCHEDULERS, default="mq-deadline")
+    f.add_argument("--uring-ab", action="store_true",
+                   help="io_uring: also run ioload with its earlier ring set-up / reap sequence (the cause of a gap)")
     _common(f)
     f.set_defaults(func=cmd_fio_check, rate=0.0)
 
@@ -168,7 +170,7 @@ def cmd_fio_check(args: argparse.Namespace) -> int:
     _require(args, [])
     doctor.require("fio")
     summary, run = runs.fio_check_run(args.scheduler, workload_from(args), layout_from(args), args.device,
-                                  args.destroy_data, args.reps)
+                                  args.destroy_data, args.reps, args.uring_ab)
     if args.json:
         _print_json({"run": str(run.path), **summary})
     else:

@@ -555,13 +555,13 @@ static void usage(void) {
             "usage: ioload reader|writer --dev PATH [--engine psync|io_uring] [--bs N] [--off N] [--len N]\n"
             "       [--duration-ms N] [--prio N] [--rate R] [--out FILE] [--qd N] [--buffered]\n"
             "       [--fsync-every N] [--shm FILE] [--ctx-out FILE] [--pace none|slack] [--guard-us N] [--seed N]\n"
-            "       [--uring-flags fio|plain]\n");
+            "       [--uring-flags fio|plain] [--reap fio|wait|spin]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     struct opts o = {.engine = "psync", .bs = 16384, .duration_ms = 1000, .prio = -1, .qd = 1,
-                     .fsync_every = 64LL << 20, .pace = "none", .guard_us = 50};
+                     .fsync_every = 64LL << 20, .pace = "none", .guard_us = 50, .reap = REAP_FIO};
     if (argc < 2) usage();
     o.role = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -584,7 +584,12 @@ int main(int argc, char **argv) {
         else if (ARG("--pace")) o.pace = v;
         else if (ARG("--guard-us")) o.guard_us = atoll(v);
         else if (ARG("--seed")) o.seed = strtoull(v, NULL, 10);
-        else if (ARG("--reap")) o.reap = strcmp(v, "spin") == 0 ? REAP_SPIN : strcmp(v, "fio") == 0 ? REAP_FIO : REAP_WAIT;
+        else if (ARG("--reap")) {
+            if (strcmp(v, "fio") == 0) o.reap = REAP_FIO;       /* submit, then block for the completion */
+            else if (strcmp(v, "wait") == 0) o.reap = REAP_WAIT; /* submit and wait in one io_uring_enter */
+            else if (strcmp(v, "spin") == 0) o.reap = REAP_SPIN; /* never block: poll the CQ */
+            else usage();
+        }
         else if (ARG("--uring-flags")) {
             if (strcmp(v, "plain") == 0) uring_setup_flags = 0;
             else if (strcmp(v, "fio") != 0) usage();

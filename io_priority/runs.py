@@ -87,12 +87,12 @@ def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, la
 
 
 def fio_check_run(scheduler: str, workload: Workload, layout: Layout, device: str, destroy_data: bool,
-                  reps: int) -> tuple[dict[str, Any], Run]:
+                  reps: int, uring_ab: bool = False) -> tuple[dict[str, Any], Run]:
     from io_priority import fio
 
     dev = devmod.prepare(device, layout, destroy_data)
     sched = bench.with_scheduler(dev, scheduler)
-    summary, samples = fio.check(dev, workload, reps)
+    summary, samples = fio.check(dev, workload, reps, uring_ab)
     config = _config(workload, dev, sched, reps, mode="unloaded-qd1")
     run = ResultStore().new_run("io-fio-check", config)
     for name, arr in samples.items():

@@ -128,8 +128,9 @@ class Runner:
             self._cgroups[mbps] = cg
         return self._cgroups[mbps]
 
-    def run(self, plan: Applied | None, seed: int) -> RepResult:
-        """plan None: reader alone, default priority. Otherwise reader + spill writer under `plan`."""
+    def run(self, plan: Applied | None, seed: int, reader_extra: list[str] | None = None) -> RepResult:
+        """plan None: reader alone, default priority. Otherwise reader + spill writer under `plan`.
+        reader_extra: more ioload reader options (fio-check's io_uring A/B: --uring-flags, --reap)."""
         w, lay = self.w, self.device.layout
         out = self.scratch / f"lat-{seed}.bin"
         ctx_out = self.scratch / f"ctx-{seed}.bin"
@@ -138,7 +139,7 @@ class Runner:
         reader_args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.read_bs), "--off", "0",
                        "--len", str(lay.kv_bytes), "--rate", str(w.rate), "--duration-ms", ms, "--out", str(out),
                        "--seed", str(seed + 1), "--prio", str(plan.read_prio.value if plan and plan.read_prio else -1)]
-        reader_args += ["--ctx-out", str(ctx_out)]
+        reader_args += ["--ctx-out", str(ctx_out), *(reader_extra or [])]
         if plan is not None:  # shared page: the pacer's slack, and which reads overlapped a spill write
             self.shm.write_bytes(bytes(4096))
             reader_args += ["--shm", str(self.shm)]
