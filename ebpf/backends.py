@@ -17,6 +17,7 @@ from harness.errors import Unavailable, UserError
 
 BACKENDS = ("auto", "libbpf", "bcc")
 ENV = "KVDS_EBPF_BACKEND"
+COMPLETE_ENV = "KVDS_EBPF_COMPLETE_HOOK"  # libbpf: "tp_btf" (default, falls back) or "tracepoint" (forced)
 
 
 def parse_backend(text: str | None) -> str:
@@ -61,6 +62,7 @@ class Loaded:
     bpf: Any                 # bcc.BPF or libbpf_loader.LibbpfObject (the same table interface)
     load_seconds: float      # what a recording waits for before it counts: open/compile + load + attach
     compile_seconds: float   # libbpf: clang on first use only (0.0 when cached); bcc: included in load_seconds
+    detail: str = ""         # libbpf: how block_rq_complete is hooked (tp_btf, or tracepoint when tp_btf failed)
 
 
 def load_program(backend: str, spec: Any) -> Loaded:
@@ -84,9 +86,23 @@ def load_program(backend: str, spec: Any) -> Loaded:
             raise Unavailable(f"libbpf backend cannot record faults here: {bad}; use --backend bcc")
     t0 = time.perf_counter()
     path, compile_s = objects.build()
-    bpf = libbpf_loader.LibbpfObject(path, tuple(spec.probes), spec.filter_tasks, spec.filter_devices,
-                                     spec.follow_children)
-    return Loaded(bpf, time.perf_counter() - t0 - compile_s, compile_s)
+    detail = ""
+    hook = os.environ.get(COMPLETE_ENV, "tp_btf")
+    if hook not in libbpf_loader.COMPLETE_HOOKS:
+        raise UserError(f"{COMPLETE_ENV}={hook!r}: choose from {', '.join(libbpf_loader.COMPLETE_HOOKS)}")
+    try:
+        bpf = libbpf_loader.LibbpfObject(path, tuple(spec.probes), spec.filter_tasks, spec.filter_devices,
+                                         spec.follow_children, complete_hook=hook)
+    except Unavailable as exc:
+        if "blk" not in spec.probes or hook == "tracepoint":
+            raise
+        # A kernel whose BTF lacks what the tp_btf program reads: the classic tracepoint, as bcc does it.
+        bpf = libbpf_loader.LibbpfObject(path, tuple(spec.probes), spec.filter_tasks, spec.filter_devices,
+                                         spec.follow_children, complete_hook="tracepoint")
+        detail = f"block_rq_complete via tracepoint (tp_btf failed: {exc})"
+    if not detail and "blk" in spec.probes:
+        detail = f"block_rq_complete via {hook}"
+    return Loaded(bpf, time.perf_counter() - t0 - compile_s, compile_s, detail)
 
 
 def missed_events(bpf: Any) -> dict[str, int]:

@@ -105,7 +105,8 @@ def run_record(args: argparse.Namespace) -> int:
         rec.stop()
     paths = rec.save(run, plots=not args.no_plots)
     res = rec.results()
-    run.write_summary({"backend": rec.backend, "load_attach_s": res["load_attach_s"],
+    run.write_summary({"backend": rec.backend, "backend_detail": rec.backend_detail,
+                       "load_attach_s": res["load_attach_s"],
                        "compile_s": rec.compile_seconds, "duration_s": res["duration_s"],
                        "command_status": status if cmd else None,
                        "histograms": {name: h["count"] for name, h in rec.histograms()}})
@@ -114,7 +115,8 @@ def run_record(args: argparse.Namespace) -> int:
     else:
         print(format_results(res))
         pngs = [p for p in paths if p.suffix == ".png"]
-        print(f"\nbackend {rec.backend}, load+attach {res['load_attach_s']} s")
+        detail = f" ({rec.backend_detail})" if rec.backend_detail else ""
+        print(f"\nbackend {rec.backend}{detail}, load+attach {res['load_attach_s']} s")
         print(f"run {run.run_id}: {run.path} ({len(pngs)} PNG{'s' if len(pngs) != 1 else ''})")
     if cmd and status != 0:
         say(f"command exited with status {status}")

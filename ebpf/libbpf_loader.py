@@ -65,11 +65,22 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
     "fault_counts": (FaultKey, c_u64),
 }
 
-# Which programs and maps each probe set needs (names as in kvds.bpf.c).
+# Which programs and maps each probe set needs (names as in kvds.bpf.c). The block_rq_complete program is
+# chosen separately: tp_btf first (not lost when a completion interrupts another BPF program), else tracepoint.
 PROGRAMS = {
-    "blk": ("blk_insert", "blk_issue", "blk_complete"),
+    "blk": ("blk_insert", "blk_issue"),
     "reclaim": ("rc_direct_begin", "rc_direct_end", "rc_memcg_begin", "rc_memcg_end"),
     "faults": ("fault_user", "fault_kernel"),
+}
+COMPLETE_HOOKS = {"tp_btf": "blk_complete_btf", "tracepoint": "blk_complete"}
+# Program name -> the tracepoint it reports on (missed_events keys, the same for both backends).
+TRACEPOINT_OF = {
+    "blk_insert": "block/block_rq_insert", "blk_issue": "block/block_rq_issue", "blk_getrq": "block/block_getrq",
+    "blk_complete": "block/block_rq_complete", "blk_complete_btf": "block/block_rq_complete",
+    "rc_direct_begin": "vmscan/mm_vmscan_direct_reclaim_begin", "rc_direct_end": "vmscan/mm_vmscan_direct_reclaim_end",
+    "rc_memcg_begin": "vmscan/mm_vmscan_memcg_reclaim_begin", "rc_memcg_end": "vmscan/mm_vmscan_memcg_reclaim_end",
+    "fault_user": "exceptions/page_fault_user", "fault_kernel": "exceptions/page_fault_kernel",
+    "follow_fork": "sched/sched_process_fork",
 }
 MAPS = {
     "common": ("want_tgid", "want_cgid", "comms"),
@@ -209,7 +220,7 @@ class LibbpfObject:
     """An opened, loaded and attached kvds.bpf.o for one session: only the chosen probe sets' programs load."""
 
     def __init__(self, path: Path, probes: tuple[str, ...], filter_tasks: bool, filter_devices: bool,
-                 follow_children: bool, attach: bool = True) -> None:
+                 follow_children: bool, attach: bool = True, complete_hook: str = "tp_btf") -> None:
         lb = lib()
         self._links: list[int] = []
         self._tables: dict[str, Table] = {}
@@ -221,6 +232,8 @@ class LibbpfObject:
         self._obj: int | None = obj
         try:
             wanted_progs = {p for probe in probes for p in PROGRAMS.get(probe, ())}
+            if "blk" in probes:
+                wanted_progs.add(COMPLETE_HOOKS[complete_hook])
             if "blk" in probes and filter_tasks:
                 wanted_progs.add("blk_getrq")
             if filter_tasks and follow_children:
@@ -262,8 +275,8 @@ class LibbpfObject:
                 self._links.append(link)
             t3 = time.perf_counter()
             for name in sorted(wanted_progs):
-                section = lb.bpf_program__section_name(progs[name]).decode()
-                self.program_fds[section.split("/", 1)[1]] = lb.bpf_program__fd(progs[name])
+                self.program_fds[TRACEPOINT_OF[name]] = lb.bpf_program__fd(progs[name])
+            self.complete_hook = complete_hook if "blk" in probes else None
             for name in wanted_maps:
                 mp = lb.bpf_object__find_map_by_name(obj, name.encode())
                 key_t, leaf_t = MAP_TYPES[name]

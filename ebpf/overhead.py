@@ -71,7 +71,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         rec = Recorder(probes, devices=[dev], backend=backend)
         rec.start()
         load_s.append(rec.load_seconds or 0.0)
-        used.add(rec.backend or "none")
+        used.add((rec.backend or "none") + (f" ({rec.backend_detail})" if rec.backend_detail else ""))
         try:
             n, el = read_loop(dev, seconds, block, seed=rep)
         finally:

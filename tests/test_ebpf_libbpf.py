@@ -60,10 +60,12 @@ def _class_counts(blk: dict, dev: str) -> tuple[int, int, dict]:
 
 @doctor.skip_unless("ebpf.libbpf", "ebpf.probe.blk")
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("filtering", ["device", "pid"])
-def test_libbpf_class_counts_match_issued(filtering: str) -> None:
+@pytest.mark.parametrize("filtering,hook", [("device", "tp_btf"), ("pid", "tp_btf"), ("device", "tracepoint")])
+def test_libbpf_class_counts_match_issued(filtering: str, hook: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """block_rq_complete through tp_btf (the default) and through the classic tracepoint (the fall-back)."""
     from ebpf.recorder import session
 
+    monkeypatch.setenv("KVDS_EBPF_COMPLETE_HOOK", hook)
     with journal.session():
         backing = create_file(work_dir() / f"ebpf-libbpf-{os.getpid()}-{filtering}", DEVICE_BYTES, fill=b"b")
         dev = loop_attach(backing)
@@ -72,10 +74,11 @@ def test_libbpf_class_counts_match_issued(filtering: str) -> None:
             _rt_reads_idle_writes(dev, N_READS, N_WRITES)
         full = rec.results()
     res = full["blk"]
-    assert rec.backend == "libbpf"
+    assert rec.backend == "libbpf" and rec.backend_detail == f"block_rq_complete via {hook}"
     rt_reads, idle_writes, done = _class_counts(res, dev)
-    # Never more than issued; fewer by at most 1%, or by what the kernel says it skipped (a completion arriving
-    # while a BPF program runs on that CPU is not run: recursion_misses, on a loaded machine tens per run).
+    # Never more than issued; fewer by at most 1%, or by what the kernel says it skipped (a tracepoint program is
+    # not run while another BPF program runs on that CPU: recursion_misses, on a loaded machine tens per run; a
+    # tp_btf program only skips recursion of itself).
     skipped = full["missed_events"]["block/block_rq_complete"]
     assert 0 <= N_READS - rt_reads <= max(0.01 * N_READS, skipped), (rt_reads, skipped, done.keys())
     assert 0 <= N_WRITES - idle_writes <= max(0.01 * N_WRITES, skipped), (idle_writes, skipped, done.keys())
