@@ -95,7 +95,8 @@ class HostLines:
                 self._progress.update(self._tasks[tag], description=text,
                                       **({"completed": done} if done is not None else {}))
             else:
-                progress.say(escape(f"[{tag}] {text}"))
+                if not getattr(progress, "_quiet", False):  # progress.say, without wrapping at 80 columns
+                    progress.console.print(escape(f"[{tag}] {text}"), highlight=False, soft_wrap=True)
 
 
 def _import_run(store: ResultStore, src: Callable[[Path], int], run_name: str, out: HostOutcome,

@@ -51,7 +51,8 @@ def metric_rows(outcomes: Sequence[HostOutcome], store: ResultStore) -> list[tup
             try:
                 run = store.get(str(store.root / name))
                 kind = run.meta.get("kind", "run")
-                vals.update({f"{kind}: {k}": v for k, v in flatten(run.summary)})
+                vals.update({f"{kind}: {k}": v for k, v in flatten(run.summary)
+                             if not k.startswith("config.") and not k.endswith(".conf")})  # figures, not settings
             except Exception:  # an unreadable run is shown as missing figures, not a crash of the summary
                 continue
         per_host.append(vals)
