@@ -40,6 +40,23 @@ def _nonneg_float(text: str) -> float:
     return v
 
 
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be zero or positive")
+    return v
+
+
+def _percent_1_100(text: str) -> int:
+    v = _nonneg_int(text)
+    if not 1 <= v <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage from 1 to 100")
+    return v
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=ENGINES, default="psync", help="how I/O is submitted (default psync)")
     p.add_argument("--device", default="loop",
@@ -55,6 +72,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spill-qd", type=positive_int, default=8, help="spill writes in flight (default 8)")
     p.add_argument("--spill", choices=SPILL_KINDS, default="direct",
                    help="spill writes O_DIRECT (default) or buffered with an fsync every 64 MiB")
+    p.add_argument("--fsync-every-mib", type=_nonneg_int, default=64,
+                   help="--spill buffered: fsync after this many MiB (0: only the final fsync; default 64)")
+    p.add_argument("--dirty-background-ratio", type=_percent_1_100, default=None,
+                   help="--spill buffered: set vm.dirty_background_ratio for the run (journaled, host-wide; "
+                        "restored on exit), so the flusher, not the writer's fsync, writes the spill back")
     p.add_argument("--kv-mib", type=positive_int, default=None,
                    help=f"KV region read by critical reads (MiB; default {KV_MIB}, {QUICK_KV_MIB} with --quick)")
     p.add_argument("--spill-mib", type=positive_int, default=None,
@@ -100,7 +122,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def workload_from(args: argparse.Namespace) -> Workload:
     return Workload(engine=args.engine, duration_s=args.duration, read_bs=args.read_kib << 10, rate=args.rate,
                     spill_bs=args.spill_kib << 10, spill_qd=args.spill_qd, spill_kind=args.spill,
-                    guard_us=args.guard_us)
+                    guard_us=args.guard_us, fsync_every=args.fsync_every_mib * MiB,
+                    dirty_background_ratio=args.dirty_background_ratio)
 
 
 def layout_from(args: argparse.Namespace) -> Layout:

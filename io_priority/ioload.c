@@ -456,7 +456,7 @@ static void *psync_writer(void *arg) {
         note_completion(w, t1 - t0, depth);
         if (res == o->bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
         else w->errors++;
-        int do_sync = o->buffered && w->since_fsync >= o->fsync_every;
+        int do_sync = o->buffered && o->fsync_every > 0 && w->since_fsync >= o->fsync_every;
         if (do_sync) w->since_fsync = 0;
         __atomic_add_fetch(&w->completions, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&w->mu);
@@ -505,7 +505,7 @@ static void uring_writer(struct wshared *w) {
             else w->errors++;
             got++;
         }
-        if (o->buffered && w->since_fsync >= o->fsync_every && w->inflight == 0) {
+        if (o->buffered && o->fsync_every > 0 && w->since_fsync >= o->fsync_every && w->inflight == 0) {
             fsync(w->fd);
             w->since_fsync = 0;
         }
@@ -528,6 +528,9 @@ static int writer(struct opts *o) {
     w.next_off = o->off;
     pthread_mutex_init(&w.mu, NULL);
     int uring = strcmp(o->engine, "io_uring") == 0;
+    /* The main thread issues the io_uring writes' fsyncs and the final fsync: it carries the spill's class
+     * too, so writeback it starts is tagged like the spill (what escapes is the flusher's share). */
+    set_thread_prio(o->prio);
     int64_t start = wait_go();
     w.end = start + o->duration_ms * 1000000LL;
     sleep_until(start);

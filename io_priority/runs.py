@@ -40,7 +40,8 @@ def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload
     run = ResultStore().new_run("io-bench", config)
     bench.write_samples(run, results)
     summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order],
-               "modes": bench.summarize(variants, results, workload.engine, device_name=dev.name),
+               "modes": bench.summarize(variants, results, workload.engine, device_name=dev.name,
+                                        buffered=workload.spill_kind == "buffered"),
                **_ebpf_note(ebpf)}
     summary = finite(summary)
     run.write_summary(summary)
@@ -72,7 +73,8 @@ def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, la
         results, order = bench.run_variants(dev, workload, variants, reps, trace, label=sched)
         all_results[sched] = results
         per_sched[sched] = {"rep_order": [[r, n] for r, n in order],
-                            "modes": bench.summarize(variants, results, workload.engine)}
+                            "modes": bench.summarize(variants, results, workload.engine,
+                                                     buffered=workload.spill_kind == "buffered")}
     config = _config(workload, dev, ",".join(schedulers), reps, mappings=mappings, schedulers=schedulers)
     run = ResultStore().new_run("io-sweep", config)
     for sched, results in all_results.items():

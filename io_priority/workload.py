@@ -40,7 +40,10 @@ class Workload:
     spill_bs: int = 1 << 20
     spill_qd: int = 8
     spill_kind: str = "direct"
-    fsync_every: int = 64 << 20
+    fsync_every: int = 64 << 20  # buffered spill: fsync after this many bytes (0: only the final fsync)
+    # buffered spill: vm.dirty_background_ratio (%) for the run. Not dirty_background_bytes: its "unset" value
+    # 0 cannot be written back (EINVAL), so the journal could not restore it.
+    dirty_background_ratio: int | None = None
     guard_us: int = 100  # the pacer's margin before a critical read is due
 
     def as_dict(self) -> dict[str, Any]:

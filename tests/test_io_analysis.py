@@ -56,11 +56,13 @@ def test_write_priority_check_reports_writeback_escape() -> None:
 
     block = {"by_op": {"R": {"rt/0": 10}, "W": {"be/4": 95, "idle/0": 5}}, "lost_events": 0,
              "issuers_by_prio": {"W be/4": {"kworker": 95}, "W idle/0": {"ioload-1a2b": 5}}}
-    chk = write_priority_check("idle/0", block)
+    chk = write_priority_check("idle/0", block, buffered=True)
     assert chk["honoured_fraction"] == 0.05 and chk["seen_instead"] == {"be/4": 95}
-    assert "writeback ignores the writer's I/O priority" in chk["note"] and "kworker" in chk["note"]
+    assert "writeback by the flusher ignores the writer's I/O priority" in chk["note"] and "kworker" in chk["note"]
     honoured = write_priority_check("idle/0", {"by_op": {"W": {"idle/0": 40}}, "lost_events": 0})
-    assert honoured["honoured_fraction"] == 1.0 and honoured["note"] is None
+    assert honoured["honoured_fraction"] == 1.0 and honoured["note"] is None  # direct spill: nothing to say
+    fsynced = write_priority_check("idle/0", {"by_op": {"W": {"idle/0": 40}}, "lost_events": 0}, buffered=True)
+    assert "its own fsync" in fsynced["note"]
     assert write_priority_check(None, block) is None  # the writer asked for nothing
 
 
