@@ -82,6 +82,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spill-mib", type=positive_int, default=None,
                    help=f"spill region written (MiB; default {SPILL_MIB}, {QUICK_SPILL_MIB} with --quick)")
     p.add_argument("--guard-us", type=positive_int, default=100, help="the slack pacer's safety margin (us)")
+    p.add_argument("--budget-devs", type=_nonneg_float, default=2.0,
+                   help="the slack pacer budgets each write at mean + this many mean deviations (default 2)")
     p.add_argument("--no-trace", dest="trace", action="store_false",
                    help="do not record block-layer priorities (block:block_rq_issue)")
     add_json_flag(p)
@@ -122,7 +124,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def workload_from(args: argparse.Namespace) -> Workload:
     return Workload(engine=args.engine, duration_s=args.duration, read_bs=args.read_kib << 10, rate=args.rate,
                     spill_bs=args.spill_kib << 10, spill_qd=args.spill_qd, spill_kind=args.spill,
-                    guard_us=args.guard_us, fsync_every=args.fsync_every_mib * MiB,
+                    guard_us=args.guard_us, budget_devs=args.budget_devs, fsync_every=args.fsync_every_mib * MiB,
                     dirty_background_ratio=args.dirty_background_ratio)
 
 

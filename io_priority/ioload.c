@@ -72,7 +72,7 @@ enum { REAP_WAIT, REAP_FIO, REAP_SPIN };
 struct opts {
     const char *role, *dev, *engine, *out, *shm, *pace, *ctx_out;
     long long bs, off, len, duration_ms, fsync_every, guard_us;
-    double rate;
+    double rate, budget_devs;
     int qd, prio, buffered, reap;
     unsigned long long seed;
 };
@@ -356,10 +356,10 @@ struct wshared {
     volatile uint32_t completions;  /* private futex word: psync threads held back wait for a completion */
 };
 
-/* The per-write time the pacer budgets: mean + 2 deviations (a write that takes longer than its mean is
+/* The per-write time the pacer budgets: mean + --budget-devs (default 2) deviations (a write that takes longer than its mean is
  * exactly the one that would still be on the device when the read arrives). */
 static double write_budget(struct wshared *w) {
-    return w->est_ns + 2.0 * w->dev_ns;
+    return w->est_ns + w->o->budget_devs * w->dev_ns;
 }
 
 /* The pacer's rule: may one more write be queued now without delaying the next critical read?
@@ -557,14 +557,15 @@ static void usage(void) {
     fprintf(stderr,
             "usage: ioload reader|writer --dev PATH [--engine psync|io_uring] [--bs N] [--off N] [--len N]\n"
             "       [--duration-ms N] [--prio N] [--rate R] [--out FILE] [--qd N] [--buffered]\n"
-            "       [--fsync-every N] [--shm FILE] [--ctx-out FILE] [--pace none|slack] [--guard-us N] [--seed N]\n"
+            "       [--fsync-every N] [--shm FILE] [--ctx-out FILE] [--pace none|slack] [--guard-us N] [--budget-devs X] [--seed N]\n"
             "       [--uring-flags fio|plain] [--reap fio|wait|spin]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     struct opts o = {.engine = "psync", .bs = 16384, .duration_ms = 1000, .prio = -1, .qd = 1,
-                     .fsync_every = 64LL << 20, .pace = "none", .guard_us = 50, .reap = REAP_FIO};
+                     .fsync_every = 64LL << 20, .pace = "none", .guard_us = 50, .reap = REAP_FIO,
+                     .budget_devs = 2.0};
     if (argc < 2) usage();
     o.role = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -586,6 +587,7 @@ int main(int argc, char **argv) {
         else if (ARG("--ctx-out")) o.ctx_out = v;
         else if (ARG("--pace")) o.pace = v;
         else if (ARG("--guard-us")) o.guard_us = atoll(v);
+        else if (ARG("--budget-devs")) o.budget_devs = atof(v);
         else if (ARG("--seed")) o.seed = strtoull(v, NULL, 10);
         else if (ARG("--reap")) {
             if (strcmp(v, "fio") == 0) o.reap = REAP_FIO;       /* submit, then block for the completion */

@@ -45,6 +45,7 @@ class Workload:
     # 0 cannot be written back (EINVAL), so the journal could not restore it.
     dirty_background_ratio: int | None = None
     guard_us: int = 100  # the pacer's margin before a critical read is due
+    budget_devs: float = 2.0  # the pacer budgets mean + this many mean deviations of a write's device time
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -155,7 +156,8 @@ class Runner:
                 args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.spill_bs),
                         "--off", str(lay.spill_offset), "--len", str(lay.spill_bytes), "--qd", str(w.spill_qd),
                         "--duration-ms", ms, "--prio", str(plan.write_prio.value if plan.write_prio else -1),
-                        "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us), "--shm", str(self.shm)]
+                        "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us), "--budget-devs", str(w.budget_devs),
+                        "--shm", str(self.shm)]
                 if w.spill_kind == "buffered":
                     args.append("--buffered")
                 if pacing:
