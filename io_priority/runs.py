@@ -81,7 +81,7 @@ def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, la
         bench.write_samples(run, results, prefix=f"{sched}--")
     points = sweep.points(per_sched)
     summary = {"schema": sweep.SCHEMA, "config": config, "schedulers": per_sched, "points": points,
-               "goal": sweep.goal_summary(points), **_ebpf_note(False)}
+               "goal": sweep.goal_summary(points, per_sched), **_ebpf_note(False)}
     summary = finite(summary)
     run.write_summary(summary)
     sweep.plot(points, run.path / "pareto.png", title=f"kvds io sweep ({workload.engine}, {dev.name})")

@@ -44,9 +44,22 @@ def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return ap <= bp and am >= bm and (ap < bp or am > bm)
 
 
-def goal_summary(pts: list[dict[str, Any]]) -> dict[str, Any]:
+def goal_summary(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Who met the goal; and the two yardsticks that say whether it was reachable: the unloaded reference's
+    own spread (max / min of its per-repetition p99: above 1.5, the reference cannot even match itself) and
+    the best clean-read interference among points keeping >= 50% of the spill (reads no write touched)."""
     met = [f"{p['scheduler']}/{p['variant']}" for p in pts if p["meets_goal"]]
-    return {"interference_max": GOAL_INTERFERENCE, "spill_retained_min": GOAL_RETAINED, "met_by": met}
+    spread = {}
+    for sched, doc in (per_sched or {}).items():
+        per_rep = [x for x in doc["modes"].get("unloaded", {}).get("per_rep_p99_us", []) if x]
+        spread[sched] = max(per_rep) / min(per_rep) if len(per_rep) > 1 else None
+    clean = [(p["overlap"]["clean_interference_factor"]["value"], f"{p['scheduler']}/{p['variant']}")
+             for p in pts if p.get("overlap") and p["overlap"].get("clean_interference_factor")
+             and p["spill_retained"] is not None and p["spill_retained"] >= GOAL_RETAINED]
+    best = min(clean) if clean else None
+    return {"interference_max": GOAL_INTERFERENCE, "spill_retained_min": GOAL_RETAINED, "met_by": met,
+            "unloaded_p99_spread": spread,
+            "best_clean_interference": {"value": best[0], "point": best[1]} if best else None}
 
 
 def print_points(summary: dict[str, Any]) -> None:
@@ -78,8 +91,17 @@ def print_points(summary: dict[str, Any]) -> None:
                 print(f"{sched}/{label}: {wp['note']}")
     print("clean reads: no spill write in flight at issue nor submitted during the read (ioload --ctx-out); "
           "their interference is what pacing cannot remove")
-    met = summary["goal"]["met_by"]
+    goal = summary["goal"]
+    met = goal["met_by"]
     print("goal met by: " + (", ".join(met) if met else "no point of this sweep"))
+    for sched, sp in goal.get("unloaded_p99_spread", {}).items():
+        if sp:
+            print(f"unloaded reference under {sched}: per-repetition p99 spread (max/min) {sp:.2f}"
+                  + (" > 1.5: the reference does not reproduce itself within the goal" if sp > GOAL_INTERFERENCE else ""))
+    best = goal.get("best_clean_interference")
+    if best:
+        print(f"best clean-read interference with >= 50% spill kept: {best['value']:.2f}x ({best['point']})"
+              + (": interference the pacer cannot see" if best["value"] > GOAL_INTERFERENCE else ""))
 
 
 def _err(e: dict[str, Any], scale: float = 1.0) -> list[list[float]] | None:

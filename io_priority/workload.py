@@ -156,8 +156,8 @@ class Runner:
                 args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.spill_bs),
                         "--off", str(lay.spill_offset), "--len", str(lay.spill_bytes), "--qd", str(w.spill_qd),
                         "--duration-ms", ms, "--prio", str(plan.write_prio.value if plan.write_prio else -1),
-                        "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us), "--budget-devs", str(w.budget_devs),
-                        "--shm", str(self.shm)]
+                        "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us),
+                        "--budget-devs", str(w.budget_devs), "--shm", str(self.shm)]
                 if w.spill_kind == "buffered":
                     args.append("--buffered")
                 if pacing:
