@@ -78,9 +78,11 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
             rec.stop()
         counted = sum(h["count"] for name, h in rec.histograms() if "issue_to_complete" in name)
         counts.append((n, counted))
+        missed.append(sum(rec.results().get("missed_events", {}).values()))
         return n / el
 
     counts: list[tuple[int, int]] = []
+    missed: list[int] = []  # program runs the kernel skipped per 'with' run (all devices; see README)
     order = stats.alternating_order(["without", "with"], reps)
     with progress("overhead runs", total=len(order)) as bar:
         out = stats.run_alternating({"without": without, "with": with_probes}, reps,
@@ -97,7 +99,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         "ratio_mean": round(float(ci.value), 4), "ratio_ci95": [round(float(ci.lo), 4), round(float(ci.hi), 4)],
         "loss_pct": round(float(100 * (1 - ci.value)), 2),
         "load_attach_s": [round(x, 3) for x in load_s],
-        "reads_vs_histogram_counts": counts,
+        "reads_vs_histogram_counts": counts, "missed_events_per_run": missed,
     }
     run = ResultStore().new_run("ebpf-overhead", {k: res[k] for k in ("probes", "backend", "device", "scheduler", "reps",
                                                                        "seconds", "block_bytes")})
@@ -119,6 +121,7 @@ def format_overhead(res: dict[str, Any]) -> str:
         f"-> loss {res['loss_pct']}%",
         f"  load+attach per 'with' run (s): {res['load_attach_s']}",
         f"  reads issued vs counted in the histograms: {res['reads_vs_histogram_counts']}",
+        f"  program runs skipped by the kernel per 'with' run (all devices): {res['missed_events_per_run']}",
         f"  load average at the end: {res['loadavg']}",
         f"  run: {res['run']}",
     ]
