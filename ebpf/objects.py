@@ -70,6 +70,8 @@ def toolchain_status() -> tuple[bool, str]:
 
 def status() -> tuple[bool, str]:
     """(an object is ready or can be built, reason) without compiling anything."""
+    if not SOURCE.is_file():
+        return False, f"{SOURCE} missing from this installation"
     path = object_path()
     if path.is_file():
         return True, f"compiled object cached at {path}"
