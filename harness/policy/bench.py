@@ -14,6 +14,7 @@ from harness.progress import progress
 
 SCALING_EVENTS = 200_000
 SCALING_ACTIVE = (8, 64, 512)  # max_active requests -> roughly proportional live blocks
+SCALING_LONG = "long_context_extreme"  # plus one trace with tens of thousands of live blocks
 
 
 def _time_sim(trace: Trace, policy: str, fraction: float, repeat: int) -> tuple[float, float]:
@@ -42,7 +43,7 @@ def bench(events: int, policy: str, profile: str, fraction: float, repeat: int) 
     c0 = time.process_time()
     trace = generate(get_profile(profile), 0, events)
     gen_cpu_s = time.process_time() - c0
-    with progress(f"bench {policy}", total=repeat + len(SCALING_ACTIVE)) as bar:
+    with progress(f"bench {policy}", total=repeat + len(SCALING_ACTIVE) + 1) as bar:
         sim_s, sim_cpu_s = _time_sim(trace, policy, fraction, repeat)
         bar.advance(repeat)
         scaling = []
@@ -54,6 +55,11 @@ def bench(events: int, policy: str, profile: str, fraction: float, repeat: int) 
             scaling.append({"max_active": active, "peak_live_blocks": _peak_live_blocks(t),
                             "ns_per_event": cpu / len(t) * 1e9})
             bar.advance(1)
+        t = generate(get_profile(SCALING_LONG), 0, SCALING_EVENTS)
+        _, cpu = _time_sim(t, policy, fraction, 1)
+        scaling.append({"max_active": get_profile(SCALING_LONG).max_active, "profile": SCALING_LONG,
+                        "peak_live_blocks": _peak_live_blocks(t), "ns_per_event": cpu / len(t) * 1e9})
+        bar.advance(1)
     return {"policy": make_policy(policy).name, "profile": profile, "events": len(trace), "blocks": trace.n_blocks,
             "peak_live_blocks": _peak_live_blocks(trace), "generate_cpu_s": gen_cpu_s,
             "simulate_wall_s": sim_s, "simulate_cpu_s": sim_cpu_s, "events_per_s": len(trace) / sim_cpu_s,
