@@ -6,6 +6,9 @@ counts and taskstats delay accounting, usable as `kvds ebpf record` or as a cont
         ...  # the workload
     hists = rec.results(); rec.save(run)
 
+Kernel programs load through libbpf (ebpf/bpf_src/kvds.bpf.c, compiled once and cached: ebpf/objects.py,
+ebpf/libbpf_loader.py) or through bcc (ebpf/programs.py, clang per recording); ebpf/backends.py chooses.
+
 Attributes are imported lazily so `kvds --help` does not load bcc or matplotlib.
 """
 
