@@ -57,3 +57,20 @@ def test_one_million_events_generate_quickly() -> None:
     t = generate(get_profile("balanced"), 0, 1_000_000)
     assert len(t) == 1_000_000
     assert time.perf_counter() - t0 < 30
+
+
+@pytest.mark.parametrize("field,value", [("hh_gamma", -1.0), ("block_tokens", 0), ("window_blocks", -1),
+                                         ("spec_accept", 1.5), ("prompt_tokens", (10, 5)), ("batch", 0)])
+def test_impossible_profile_parameters_are_user_errors(field: str, value) -> None:
+    from harness.errors import UserError
+
+    with pytest.raises(UserError, match=field.split("_")[0]):
+        get_profile("balanced", **{field: value})
+
+
+def test_unwritable_output_is_a_user_error(tmp_path) -> None:
+    from harness.errors import UserError
+    from harness.policy.trace import save
+
+    with pytest.raises(UserError, match="cannot write trace"):
+        save(generate(get_profile("balanced", n_requests=2), 0), tmp_path / "missing" / "t.npz")

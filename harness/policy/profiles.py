@@ -62,6 +62,17 @@ class Profile:
         for lo, hi, what in ((*self.prompt_tokens, "prompt_tokens"), (*self.gen_tokens, "gen_tokens")):
             if not 0 < lo <= hi:
                 raise UserError(f"profile {self.name}: {what} range must satisfy 0 < lo <= hi")
+        for name in ("block_tokens", "rag_doc_tokens"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"profile {self.name}: {name} must be positive")
+        for name in ("sink_blocks", "window_blocks", "heavy_hitters", "spec_draft", "rag_docs",
+                     "rag_docs_per_request", "arrivals_per_step"):
+            if getattr(self, name) < 0:
+                raise UserError(f"profile {self.name}: {name} must not be negative")
+        if self.hh_gamma <= 0 or self.rag_gamma <= 0:
+            raise UserError(f"profile {self.name}: hh_gamma and rag_gamma must be positive")
+        if self.rag_docs and self.rag_docs_per_request == 0:
+            raise UserError(f"profile {self.name}: rag_docs_per_request must be at least 1 when rag_docs is set")
         if not 0.0 <= self.spec_accept <= 1.0:
             raise UserError(f"profile {self.name}: spec_accept must be within [0, 1]")
 

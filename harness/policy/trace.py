@@ -75,12 +75,19 @@ def save(trace: Trace, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
+    try:
+        _write(trace, path)
+    except OSError as exc:
+        raise UserError(f"cannot write trace {str(path)!r}: {exc.strerror or exc}") from None
+    return path
+
+
+def _write(trace: Trace, path: Path) -> None:
     np.savez_compressed(
         path, step=trace.step, kind=trace.kind, block=trace.block, critical=trace.critical, cls=trace.cls,
         block_size=trace.block_size, block_request=trace.block_request, block_priority=trace.block_priority,
         block_deadline_us=trace.block_deadline_us, meta=np.array(json.dumps(trace.meta)),
     )
-    return path
 
 
 def load_npz(path: str | Path) -> Trace:
