@@ -157,24 +157,6 @@ def orphaned_journals(include_live: bool = False) -> Iterator[Path]:
             yield path
 
 
-def live_journal_entries(exclude_pid: int | None = None) -> Iterator[dict[str, Any]]:
-    """Not-yet-undone entries of journals whose owner is alive (for knobs shared between kvds processes)."""
-    d = journal_dir()
-    if not d.is_dir():
-        return
-    orphans = set(orphaned_journals())
-    for path in sorted(d.glob("*.jsonl")):
-        if path in orphans:
-            continue
-        try:
-            header, entries, undone = _read_entries(path)
-        except OSError:
-            continue  # removed meanwhile: its owner finished restoring
-        if header is None or header.get("pid") == exclude_pid:
-            continue
-        yield from (e for e in entries if e["seq"] not in undone)
-
-
 _current: Journal | None = None
 _current_lock = threading.Lock()
 _scoped: list[Journal] = []

@@ -143,14 +143,16 @@ def test_shared_mount_stays_until_last_user_restores(tmp_path, kvds_env) -> None
     target = tmp_path / "shared-mnt"
     target.mkdir()
 
-    def start() -> subprocess.Popen:
-        p = subprocess.Popen([sys.executable, "-c", SHARED_MOUNT_CHILD, str(target)], cwd=REPO, env=kvds_env,
+    def start(state: str) -> subprocess.Popen:
+        # Different state directories, as a test and a user's run have: the sharing must not depend on them.
+        env = dict(kvds_env, KVDS_STATE_DIR=str(tmp_path / state))
+        p = subprocess.Popen([sys.executable, "-c", SHARED_MOUNT_CHILD, str(target)], cwd=REPO, env=env,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert p.stdout.readline().strip() == "MOUNTED"
         return p
 
-    first = start()
-    second = start()
+    first = start("state-a")
+    second = start("state-b")
     first.communicate("\n", timeout=60)
     assert knobs.is_mounted(str(target), "tmpfs"), "the first process unmounted a mount the second still uses"
     second.communicate("\n", timeout=60)

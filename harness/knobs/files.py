@@ -9,16 +9,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from harness.journal import get_journal, live_journal_entries, undo_handler
+from harness.journal import get_journal, undo_handler
+from harness.knobs import shared
 from harness.knobs.guards import check_write
-from harness.paths import state_dir
 
 SHARED_KNOBS = frozenset({
     "/proc/sys/kernel/task_delayacct",
     "/sys/module/zswap/parameters/enabled",
 })
 """Host-wide switches several kvds processes may rely on at once: restored by the last user, to the value the
-first one found (kept in the state directory), so one run finishing never switches off another's instrument."""
+first one found (harness/knobs/shared.py), so one run finishing never switches off another's instrument."""
 
 
 def read_knob(path: str | Path) -> str:
@@ -33,18 +33,10 @@ def _write(path: str, value: str) -> None:
         fh.write(value)
 
 
-def _original_marker(path: str) -> Path:
-    return state_dir() / "shared-knobs" / path.strip("/").replace("/", "_")
-
-
 def _write_shared(p: str, value: str | int) -> str:
     j = get_journal()
     old = read_knob(p)
-    marker = _original_marker(p)
-    seq = j.record("file_shared", {"path": p}, f"{p} (shared) = {old}")
-    if not marker.exists():
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(old)
+    seq = j.record("file_shared", {"path": p, "token": shared.join(p, old)}, f"{p} (shared) = {old}")
     if old != str(value):
         _write(p, str(value))
     j.done(seq)
@@ -53,15 +45,9 @@ def _write_shared(p: str, value: str | int) -> str:
 
 @undo_handler("file_shared")
 def _undo_file_shared(a: dict[str, Any]) -> None:
-    p = a["path"]
-    if any(e["kind"] == "file_shared" and e["undo"]["path"] == p for e in live_journal_entries(exclude_pid=os.getpid())):
-        return  # another live kvds process still relies on it: the last one restores
-    marker = _original_marker(p)
-    if marker.exists():
-        original = marker.read_text()
-        if os.path.exists(p) and read_knob(p) != original:
-            _write(p, original)
-        marker.unlink(missing_ok=True)
+    original = shared.leave(a["path"], a["token"])
+    if original is not None and os.path.exists(a["path"]) and read_knob(a["path"]) != original:
+        _write(a["path"], original)
 
 
 def write_knob(path: str | Path, value: str | int) -> str:
