@@ -89,8 +89,26 @@ def build_parser() -> Parser:
     for name in COMMAND_MODULES:
         if importlib.util.find_spec(name.rsplit(".", 1)[0]) is None or importlib.util.find_spec(name) is None:
             continue
-        importlib.import_module(name).register(sub)
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:  # one broken track must not take the whole CLI down
+            _register_broken(sub, name, exc)
+            continue
+        module.register(sub)
     return parser
+
+
+def _register_broken(sub: argparse._SubParsersAction, module: str, exc: ImportError) -> None:
+    """A track whose module cannot be imported: its command reports why (exit 3) instead of breaking kvds."""
+    command = module.split(".")[-2] if module.endswith(".cli") else module.split(".")[-1]
+    command = {"io_priority": "io", "kernel_vm": "vm", "qemu_validation": "qemu"}.get(command, command)
+
+    def fail(args: argparse.Namespace) -> int:
+        raise Unavailable(f"the {command!r} command cannot load: {module}: {exc}")
+
+    p = sub.add_parser(command, help=f"(unavailable: {exc})", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=fail)
 
 
 class _Terminated(BaseException):

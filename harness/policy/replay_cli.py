@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", required=True, help=".npz (kvds), prototype JSONL, or request CSV/JSONL")
     p.add_argument("--policy", default="all", help="policy, comma list, or 'all'")
     options.add_tier_args(p)
-    p.add_argument("--target", type=Path, help=f"directory for the loop device's backing file "
+    p.add_argument("--work-dir", type=Path, help=f"directory for the loop device's backing file "
                                                f"(default {work_dir()})")
     p.add_argument("--mapping", default="intent", help="intent->mechanism mapping supplying the ioprio classes")
     p.add_argument("--scheduler", default="mq-deadline",
@@ -53,9 +53,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not trace.critical.any():
         raise UserError(f"{args.trace}: the trace has no decode-critical accesses to measure")
     require_root("kvds replay")
-    target = args.target or work_dir()
-    if args.target is not None and not args.target.is_dir():
-        raise UserError(f"--target {str(args.target)!r} is not a directory")
+    target = args.work_dir or work_dir()
+    if args.work_dir is not None and not args.work_dir.is_dir():
+        raise UserError(f"--work-dir {str(args.work_dir)!r} is not a directory")
     work = replay.plan_all(trace, policies, cap, fast, slow)
     st = replay.setup(work, target, args.scheduler)
     try:
