@@ -220,6 +220,7 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
         if v.plan(engine) and v.plan(engine).pacing == "slack":  # what the pacer learned, per repetition
             out["pacer"] = {"est_write_us": [r.writer.get("est_service_ns", 0) / 1e3 for r in writers],
                             "est_dev_us": [r.writer.get("est_dev_ns", 0) / 1e3 for r in writers],
+                            "est_one_write_us": [r.writer.get("est_one_ns", 0) / 1e3 for r in writers],
                             "skipped_windows": [r.writer.get("skipped_windows", 0) for r in writers]}
     return out
 

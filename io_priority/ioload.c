@@ -351,15 +351,22 @@ struct wshared {
     int gated_waiters;      /* psync threads held back now; gated_ns counts time with at least one */
     int64_t gated_since;
     double est_ns, dev_ns;  /* per-write device time: EWMA of latency / depth, and of its absolute deviation */
+    double one_ns, one_dev_ns;  /* latency of a write alone on the device (submitted at depth 1), EWMA + dev */
     uint32_t seq_seen;      /* the reader's read_seq when the pacer last looked */
     long long submitted_at_seq;
     volatile uint32_t completions;  /* private futex word: psync threads held back wait for a completion */
 };
 
-/* The per-write time the pacer budgets: mean + --budget-devs (default 2) deviations (a write that takes longer than its mean is
- * exactly the one that would still be on the device when the read arrives). */
-static double write_budget(struct wshared *w) {
-    return w->est_ns + w->o->budget_devs * w->dev_ns;
+/* The time the pacer budgets for the writes queued plus one more to drain: the larger of (queued + 1) x the
+ * per-write share (mean + --budget-devs deviations: a write that takes longer than its mean is exactly the
+ * one still on the device when the read arrives) and the latency of one write alone (mean + deviations).
+ * The per-write share is latency / depth; when the host serves several writes at once it is far below one
+ * write's own latency, and budgeting the last write of a window by it would land that write on the read. */
+static double drain_budget(struct wshared *w, int inflight) {
+    double devs = w->o->budget_devs;
+    double queued = (w->est_ns + devs * w->dev_ns) * (inflight + 1);
+    double one = w->one_ns + devs * w->one_dev_ns;
+    return queued > one ? queued : one;
 }
 
 /* The pacer's rule: may one more write be queued now without delaying the next critical read?
@@ -371,10 +378,12 @@ static int slack_allows(struct wshared *w, int inflight) {
     uint32_t seq = __atomic_load_n(&ss->read_seq, __ATOMIC_ACQUIRE);
     if (seq != w->seq_seen) {
         /* A read finished. If the whole window before it passed without a write (budget too large to fit),
-         * shrink the estimate a little, so a budget inflated by one slow write cannot starve the spill. */
+         * shrink the estimates a little (2%), so a budget inflated by one slow write cannot starve the spill. */
         if (w->submitted == w->submitted_at_seq && inflight == 0 && w->est_ns > 0) {
-            w->est_ns *= 0.95;
-            w->dev_ns *= 0.95;
+            w->est_ns *= 0.98;  /* halves in ~35 skipped windows: a gentle probe, not one per few reads */
+            w->dev_ns *= 0.98;
+            w->one_ns *= 0.98;
+            w->one_dev_ns *= 0.98;
             w->skipped_windows++;
         }
         w->seq_seen = seq;
@@ -384,7 +393,7 @@ static int slack_allows(struct wshared *w, int inflight) {
     int64_t slack = ss->next_due_ns - now_ns();
     double guard = w->o->guard_us * 1000.0;
     if (w->est_ns <= 0) return inflight == 0 && slack > guard;  /* first write: learn the estimate */
-    return slack > write_budget(w) * (inflight + 1) + guard;
+    return slack > drain_budget(w, inflight) + guard;
 }
 
 static void note_submit(struct wshared *w) {
@@ -395,7 +404,19 @@ static void note_submit(struct wshared *w) {
     }
 }
 
+static void ewma(double *mean, double *dev, double x) {
+    if (*mean <= 0) {
+        *mean = x;
+        *dev = x / 2;
+        return;
+    }
+    double err = x - *mean;
+    *mean += err / 8.0;
+    *dev += ((err < 0 ? -err : err) - *dev) / 4.0;
+}
+
 static void note_completion(struct wshared *w, int64_t lat, int depth) {
+    if (depth <= 1 || w->one_ns <= 0) ewma(&w->one_ns, &w->one_dev_ns, (double)lat);
     double per = (double)lat / (depth > 0 ? depth : 1);
     if (w->est_ns <= 0) {
         w->est_ns = per;
@@ -547,9 +568,9 @@ static int writer(struct opts *o) {
     int64_t sync_end = now_ns();
     printf("{\"role\":\"writer\",\"bytes\":%lld,\"writes\":%lld,\"errors\":%lld,\"elapsed_ns\":%" PRId64
            ",\"final_fsync_ns\":%" PRId64 ",\"gated_ns\":%lld,\"est_service_ns\":%.0f,\"est_dev_ns\":%.0f"
-           ",\"skipped_windows\":%lld}\n",
+           ",\"est_one_ns\":%.0f,\"skipped_windows\":%lld}\n",
            w.bytes, w.writes, w.errors, write_end - start, sync_end - write_end, w.gated_ns, w.est_ns, w.dev_ns,
-           w.skipped_windows);
+           w.one_ns, w.skipped_windows);
     return 0;
 }
 
