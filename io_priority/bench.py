@@ -268,7 +268,8 @@ def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engi
 
 
 def write_samples(run: Any, results: dict[str, list[RepResult]], prefix: str = "") -> None:
-    """<variant>.npy (all repetitions, int64 ns) and <variant>-rep<k>.npy (one per repetition); with --ebpf,
+    """<variant>.npy (all repetitions, int64 ns) and <variant>-rep<k>.npy (one per repetition), with
+    <variant>-rep<k>-ctx.npy (service_ns << 2 | overlap bits per read); with --ebpf,
     ebpf-<variant>-rep<k>.json (the eBPF track's per-class block-layer histograms of that repetition)."""
     for label, reps in results.items():
         name = f"{prefix}{label}"
@@ -278,6 +279,8 @@ def write_samples(run: Any, results: dict[str, list[RepResult]], prefix: str = "
         run.write_samples(name, np.concatenate([r.latencies_ns for r in reps]).astype(np.int64))
         for k, r in enumerate(reps):
             run.write_samples(f"{name}-rep{k}", r.latencies_ns.astype(np.int64))
+            if r.contexts is not None:  # service_ns << 2 | overlap bits, one per read (ioload --ctx-out)
+                run.write_samples(f"{name}-rep{k}-ctx", r.contexts.astype(np.int64))
 
 
 def with_scheduler(device: Device, scheduler: str | None) -> str:

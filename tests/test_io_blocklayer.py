@@ -35,6 +35,10 @@ def test_mapping_classes_reach_block_layer(engine: str) -> None:
     assert set(sep.block["by_op"]["W"]) == {str(plan.write_prio)}  # idle/0 from cold-spillable
     base = results["baseline"][0].block["by_op"]
     assert "rt/0" not in base["R"] and "idle/0" not in base.get("W", {})
+    # per-read context: an unpaced writer at QD 4 shares the device with reads; service <= latency from due
+    b = results["baseline"][0]
+    assert b.overlapped is not None and b.overlapped.any()
+    assert (b.service_ns > 0).all() and (b.service_ns <= b.latencies_ns + 1000).all()
 
 
 def test_slack_pacer_holds_spill_back_but_spills() -> None:
