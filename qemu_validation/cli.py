@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.cli import add_json_flag, positive_float, positive_int
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import build, guest, validate
+from qemu_validation import build, guest, runner, validate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -105,10 +105,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if args.json:
         print(json.dumps(res.as_dict(), indent=2))
-    elif res.failure():
+        return _run_status(res)
+    out = runner.command_output(res.console_log.read_text(errors="replace"))
+    if out:
+        print(out)
+    if res.failure():
         print(f"kvds: qemu run: {res.failure()}", file=sys.stderr)
         for f in res.findings[:3]:
             print(f.context, file=sys.stderr)
+    return _run_status(res)
+
+
+def _run_status(res: runner.BootResult) -> int:
     if res.timed_out:
         return guest.TIMEOUT_STATUS
     if res.findings or res.status is None:

@@ -77,6 +77,18 @@ def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
     return BootResult(status, qemu_status, timed_out, seconds, machine.console_log, console.scan(text))
 
 
+def command_output(text: str) -> str:
+    """The console lines between /init's start and status markers: what the command printed (plus any kernel
+    messages that arrived meanwhile)."""
+    lines = text.splitlines()
+    try:
+        start = lines.index(initramfs.START_MARKER) + 1
+    except ValueError:
+        return ""
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith(initramfs.STATUS_MARKER)), len(lines))
+    return "\n".join(lines[start:end])
+
+
 def reported_status(text: str, qemu_status: int | None) -> int | None:
     """The guest's full exit status: the console marker, cross-checked against the 7 bits debug-exit carries."""
     port = qemu_cmd.decode_exit(qemu_status) if qemu_status is not None else None

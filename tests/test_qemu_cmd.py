@@ -16,13 +16,13 @@ def _m(**kw) -> qemu_cmd.Machine:
 def test_tcg_machine() -> None:
     argv = qemu_cmd.command(_m())
     joined = " ".join(argv)
-    assert argv[:3] == ["qemu-system-x86_64", "-accel", "tcg"]
+    assert argv[:5] == ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg"]
     assert "-cpu" not in argv          # default model: no LA57, TASK_SIZE_MAX stays 4-level
     assert "isa-debug-exit,iobase=0xf4,iosize=0x04" in joined
     assert "-no-reboot" in argv and "-nodefaults" in argv
     assert "file:/k/c.log" in argv
     append = argv[argv.index("-append") + 1]
-    assert "console=ttyS0" in append and "panic=-1" in append
+    assert "console=ttyS0" in append and "panic=-1" in append and "rcu_cpu_stall_timeout=300" in append
     assert "-virtfs" not in argv
 
 
