@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.report import figures
+from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
 from harness.stats import bootstrap_ratio
 
 QS = ("p50", "p90", "p99", "p99.9")
 
 
-def _est(d: object) -> str:
-    if isinstance(d, (int, float)):
-        return f"{d:.4g}"
-    if not isinstance(d, dict) or d.get("value") is None:
-        return "-"
-    lo, hi = d.get("lo"), d.get("hi")
-    if lo is None or hi is None or lo != lo:
-        return f"{d['value']:.4g}"
-    return f"{d['value']:.4g} [{lo:.3g}, {hi:.3g}]"
 
 
 def _classes(block: dict | None) -> str:
@@ -49,9 +40,9 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
     rows = []
     series = {}
     for variant, m in s.get("modes", {}).items():
-        rows.append([variant, m.get("reads"), *[_est(m.get("latency_us", {}).get(q)) for q in QS],
-                     f"{m.get('max_us', float('nan')):.4g}", _est(m.get("interference_factor")),
-                     _est(m.get("spill_mb_s")), _classes(m.get("block_layer"))])
+        rows.append([variant, m.get("reads"), *[fmt.estimate(m.get("latency_us", {}).get(q)) for q in QS],
+                     f"{m.get('max_us', float('nan')):.4g}", fmt.estimate(m.get("interference_factor")),
+                     fmt.estimate(m.get("spill_mb_s")), _classes(m.get("block_layer"))])
         if variant in run.sample_names():
             series[variant] = run.samples(variant) / 1000.0
     ctx.doc.table(["mode", "reads", *[f"{q} (us)" for q in QS], "max (us)", "interference (p99/unloaded p99)",
@@ -68,11 +59,6 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
     }
 
 
-def _val(x: object) -> float | None:
-    """A number, or an estimate dict's value."""
-    if isinstance(x, dict):
-        x = x.get("value")
-    return float(x) if isinstance(x, (int, float)) else None
 
 
 def _sweep(ctx: ReportContext, suite: Suite) -> None:
@@ -83,14 +69,14 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     pts = s.get("points", [])
     if not pts:
         return
-    rows = [[p["scheduler"], p["variant"], p.get("mapping"), _est(p.get("p99_us")), _est(p.get("interference_factor")),
-             _est(p.get("spill_mb_s")), _val(p.get("spill_retained")), "yes" if p.get("pareto") else "",
+    rows = [[p["scheduler"], p["variant"], p.get("mapping"), fmt.estimate(p.get("p99_us")), fmt.estimate(p.get("interference_factor")),
+             fmt.estimate(p.get("spill_mb_s")), fmt.value(p.get("spill_retained")), "yes" if p.get("pareto") else "",
              "yes" if p.get("meets_goal") else ""] for p in pts]
     ctx.doc.para(f"Sweep {run.run_id} (suite {suite.label}): each scheduler x mapping under the same spill load.")
     ctx.doc.table(["scheduler", "variant", "mapping", "p99 (us)", "interference", "spill MB/s", "spill kept",
                    "Pareto", "meets goal"], rows)
-    path = figures.pareto_scatter([(f"{p['scheduler']}/{p['variant']}", _val(p.get("spill_mb_s")), _val(p.get("p99_us")))
-                                   for p in pts if _val(p.get("spill_mb_s")) is not None and _val(p.get("p99_us"))],
+    path = figures.pareto_scatter([(f"{p['scheduler']}/{p['variant']}", fmt.value(p.get("spill_mb_s")), fmt.value(p.get("p99_us")))
+                                   for p in pts if fmt.value(p.get("spill_mb_s")) is not None and fmt.value(p.get("p99_us"))],
                                   ctx.fig(f"io-pareto-{run.run_id}.png"),
                                   "Spill throughput vs critical-read p99 (scheduler/mapping)")
     ctx.doc.figure(path, "Pareto plot: spill MB/s against critical-read p99; the frontier is dashed")

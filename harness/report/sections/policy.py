@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from harness.report import figures
+from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
 
 COMPARE_COLS = (("dc_miss_ratio", "decode-critical miss / access", 1.0), ("step_p50_us", "step p50 (ms)", 1e-3),
                 ("step_p99_us", "step p99 (ms)", 1e-3), ("spills", "spills", 1.0), ("prefetches", "prefetches", 1.0))
 
 
-def _ci(d: dict | None, scale: float = 1.0) -> str:
-    if not isinstance(d, dict) or d.get("value") is None:
-        return "-"
-    v, lo, hi = (d.get(k) for k in ("value", "lo", "hi"))
-    if lo is None or hi is None or lo != lo:
-        return f"{v * scale:.4g}"
-    return f"{v * scale:.4g} [{lo * scale:.3g}, {hi * scale:.3g}]"
 
 
 def _compare(ctx: ReportContext, suite: Suite) -> None:
@@ -28,7 +21,7 @@ def _compare(ctx: ReportContext, suite: Suite) -> None:
     ctx.doc.para(f"Simulated (suite {suite.label}, run {run.run_id}): profile "
                  f"{(cfg.get('profile') or {}).get('name', '?')}, seeds {seeds}; means with 95% t intervals over seeds. "
                  "Misses are counted per decode-critical access.")
-    rows = [[p, *[_ci(m.get(k), sc) for k, _, sc in COMPARE_COLS]] for p, m in s.items()]
+    rows = [[p, *[fmt.estimate(m.get(k), sc) for k, _, sc in COMPARE_COLS]] for p, m in s.items()]
     ctx.doc.table(["policy", *[c[1] for c in COMPARE_COLS]], rows)
     ctx.summary.setdefault("policy", {})[suite.label] = {p: (m.get("dc_miss_ratio") or {}).get("value")
                                                          for p, m in s.items()}
@@ -49,8 +42,8 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
         ci = real_ci.get(p, {})
         rows.append([p, int(r.get("dc_accesses", 0)), int(r.get("dc_misses", 0)), f"{r.get('dc_miss_ratio', 0):.4f}",
                      f"{r.get('sim_p50_us', 0):.4g}", f"{r.get('sim_p99_us', 0):.4g}",
-                     _ci(ci.get("50.0")) if ci else f"{r.get('real_p50_us', 0):.4g}",
-                     _ci(ci.get("99.0")) if ci else f"{r.get('real_p99_us', 0):.4g}"])
+                     fmt.estimate(ci.get("50.0")) if ci else f"{r.get('real_p50_us', 0):.4g}",
+                     fmt.estimate(ci.get("99.0")) if ci else f"{r.get('real_p99_us', 0):.4g}"])
     ctx.doc.table(["policy", "dc accesses", "dc misses", "miss / access", "simulated step p50 (us)",
                    "simulated step p99 (us)", "replayed step p50 (us)", "replayed step p99 (us)"], rows)
     series = {}

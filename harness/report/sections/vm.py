@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 from harness.intent import IntentClass
-from harness.report import figures
+from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
 
 
-def _v(d: dict | None, *path: str) -> float | None:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d if isinstance(d, (int, float)) else None
 
 
-def _est(d: dict | None) -> str:
-    if not isinstance(d, dict) or d.get("value") is None:
-        return "-"
-    lo, hi = d.get("lo"), d.get("hi")
-    if lo is None or hi is None:
-        return f"{d['value']:.4g}"
-    return f"{d['value']:.4g} [{lo:.3g}, {hi:.3g}]"
 
 
 def _suite(ctx: ReportContext, suite: Suite) -> None:
@@ -42,26 +29,26 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
             cd = s["variants"][v]["classes"].get(c)
             if not cd:
                 continue
-            rows.append([c, v, cd.get("pages"), _est(cd.get("reaccess_us", {}).get("p50")),
-                         _est(cd.get("reaccess_us", {}).get("p99")), _est(cd.get("swapped_out_pages", {}).get("mean")),
-                         _est(cd.get("dropped_pages", {}).get("mean")), _est(cd.get("resident_pages", {}).get("mean")),
+            rows.append([c, v, cd.get("pages"), fmt.estimate(cd.get("reaccess_us", {}).get("p50")),
+                         fmt.estimate(cd.get("reaccess_us", {}).get("p99")), fmt.estimate(cd.get("swapped_out_pages", {}).get("mean")),
+                         fmt.estimate(cd.get("dropped_pages", {}).get("mean")), fmt.estimate(cd.get("resident_pages", {}).get("mean")),
                          sum(cd.get("major_faults", {}).get("per_rep", []) or [0])])
     ctx.doc.table(["class", "variant", "pages", "re-access p50 (us)", "re-access p99 (us)", "swapped out (pages)",
                    "dropped (pages)", "resident (pages)", "major faults (all reps)"], rows)
-    share = [[v, _est(s["variants"][v].get("reclaim_share_cold", {}).get("mean")),
-              _est(s["variants"][v].get("squeeze_share_cold", {}).get("mean"))] for v in variants]
+    share = [[v, fmt.estimate(s["variants"][v].get("reclaim_share_cold", {}).get("mean")),
+              fmt.estimate(s["variants"][v].get("squeeze_share_cold", {}).get("mean"))] for v in variants]
     ctx.doc.para(f"Share of reclaim taken from the cold classes ({', '.join(s.get('cold_classes', []))}):")
     ctx.doc.table(["variant", "share of swapped-out pages", "share of pages the limit took"], share)
-    p99 = {v: [_v(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "value") or 0.0 for c in classes]
+    p99 = {v: [fmt.value(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "value") or 0.0 for c in classes]
            for v in variants}
-    err = {v: ([_v(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "lo") or 0.0 for c in classes],
-               [_v(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "hi") or 0.0 for c in classes])
+    err = {v: ([fmt.value(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "lo") or 0.0 for c in classes],
+               [fmt.value(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "hi") or 0.0 for c in classes])
            for v in variants}
     path = figures.grouped_bars(classes, p99, ctx.fig(f"vm-p99-{run.run_id}.png"),
                                 "Re-access latency per page, p99, by intent class", "p99 latency (us, log scale)",
                                 errors=err, log=True)
     ctx.doc.figure(path, f"Per-class re-access p99 with 95% CIs ({suite.label})")
-    swapped = {v: [100.0 * (_v(s["variants"][v]["classes"].get(c), "swapped_out_pages", "mean", "value") or 0.0)
+    swapped = {v: [100.0 * (fmt.value(s["variants"][v]["classes"].get(c), "swapped_out_pages", "mean", "value") or 0.0)
                    / max(1, s["variants"][v]["classes"].get(c, {}).get("pages", 1)) for c in classes] for v in variants}
     path = figures.grouped_bars(classes, swapped, ctx.fig(f"vm-swapped-{run.run_id}.png"),
                                 "Pages swapped out after the squeeze, by intent class", "% of the class's pages")
@@ -72,9 +59,9 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
         if st:
             ctx.doc.para(f"{key.upper()}: {st.get('status')}" + (f" ({st.get('reason')})" if st.get("reason") else ""))
     ctx.summary.setdefault("vm", {})[suite.label] = {
-        "decode_critical_swapped_out": {k: _v(h, f"{k}_decode_critical_swapped_out", "mean", "value")
+        "decode_critical_swapped_out": {k: fmt.value(h, f"{k}_decode_critical_swapped_out", "mean", "value")
                                         for k in ("baseline", "intent")},
-        "decode_critical_p99_us": {k: _v(h, f"{k}_decode_critical_p99_us", "value") for k in ("baseline", "intent")},
+        "decode_critical_p99_us": {k: fmt.value(h, f"{k}_decode_critical_p99_us", "value") for k in ("baseline", "intent")},
     }
 
 
