@@ -1,0 +1,60 @@
+"""The splat detector on consoles captured from this harness's own guests (tests/data/qemu/*.log):
+a clean validate run, an LKDTM WARNING, an LKDTM BUG (oops), and an RCU stall from the old i440fx machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qemu_validation import console, runner
+
+DATA = Path(__file__).parent / "data" / "qemu"
+
+
+def _scan(name: str) -> list[console.Finding]:
+    return console.scan((DATA / name).read_text())
+
+
+def test_clean_run_has_no_findings() -> None:
+    assert _scan("validate-pass.log") == []
+
+
+def test_warn_is_one_finding_with_its_site() -> None:
+    (f,) = _scan("lkdtm-warning.log")
+    assert f.kind == "warn" and "drivers/misc/lkdtm/bugs.c:112" in f.line
+    assert "lkdtm_WARNING" in f.context
+
+
+def test_bug_and_its_oops_are_one_report() -> None:
+    found = _scan("lkdtm-bug.log")
+    assert [f.kind for f in found] == ["bug"]
+    assert found[0].line.startswith("kernel BUG at drivers/misc/lkdtm/bugs.c:105")
+
+
+def test_rcu_stall_is_found() -> None:
+    found = _scan("rcu-stall-acpi-i440fx.log")
+    assert found and found[0].kind == "stall"
+
+
+@pytest.mark.parametrize("line,kind", [
+    ("[   12.345678] BUG: KASAN: slab-use-after-free in mm_intent_drop_space+0x8c/0x1a0", "kasan"),
+    ("WARNING: possible circular locking dependency detected", "lockdep"),
+    ("WARNING: possible recursive locking detected", "lockdep"),
+    ("BUG: sleeping function called from invalid context at mm/slub.c:4100", "lockdep"),
+    ("[    3.1] [T1] Kernel panic - not syncing: Attempted to kill init!", "panic"),
+    ("Oops: general protection fault, probably for non-canonical address 0xdffffc0000000001", "oops"),
+    ("UBSAN: shift-out-of-bounds in lib/x.c:1:2", "ubsan"),
+    ("kvds: all fine, no BUGs here", None),
+    ("mm_intent: WARNING counts: 0", None),
+])
+def test_classify_lines(line: str, kind: str | None) -> None:
+    assert console.classify(console.strip_prefix(line)) == kind
+
+
+def test_command_output_between_markers() -> None:
+    text = "boot noise\nKVDS-GUEST-START\nhello\nworld\nKVDS-GUEST-STATUS: 0\n"
+    assert runner.command_output(text) == "hello\nworld"
+    assert runner.reported_status(text, 1) == 0
+    assert runner.reported_status("KVDS-GUEST-STATUS: 200\n", 255) == 200   # marker wins when the 7 bits agree
+    assert runner.reported_status("KVDS-GUEST-STATUS: 5\n", 0) is None      # QEMU exit 0: panic, no report
