@@ -51,6 +51,10 @@ def test_pareto_and_goal() -> None:
     g = sweep.goal_summary(list(pts.values()), per)
     assert abs(g["unloaded_p99_spread"]["s"] - 1.8) < 1e-9
     assert g["best_clean_interference"] == {"value": 1.1, "point": "s/a"}
+    assert g["met_by"] == ["s/a"] and g["met_against_unstable_reference"] == []
+    per["s"]["modes"]["unloaded"]["per_rep_p99_us"] = [100.0, 400.0]  # the reference itself moved 4x
+    g = sweep.goal_summary(list(pts.values()), per)
+    assert g["met_by"] == [] and g["met_against_unstable_reference"] == ["s/a"]
 
 
 def test_finite_makes_strict_json() -> None:
