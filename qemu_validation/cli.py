@@ -146,6 +146,8 @@ def _print_summary(s: dict, path: Path) -> None:
           f"{'' if t['complete'] else ' (incomplete)'}")
     print(f"  malformed register writes: {s['malformed_writes']} (wrong errno: {s['errno_mismatches']},"
           f" fuzz {s['fuzz_ms']} ms)")
+    if s.get("fuzz_expected_errnos"):
+        print("  random writes by expected errno: " + ", ".join(f"{k} {v}" for k, v in s["fuzz_expected_errnos"].items()))
     print(f"  console splats (oops/BUG/KASAN/lockdep/WARN): {s['splats']}")
     print(f"  boot + validate: {s['boot']['seconds']} s; results: {path}")
     for f in t["failures"]:

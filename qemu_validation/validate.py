@@ -60,6 +60,7 @@ def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, f
         "malformed_writes": counters.get("malformed_writes", 0),
         "errno_mismatches": counters.get("mismatches", 0),
         "fuzz_ms": counters.get("fuzz_ms"),
+        "fuzz_expected_errnos": {k[5:]: v for k, v in counters.items() if k.startswith("fuzz_E")},
         "splats": len(res.findings),
         "findings": [f.as_dict() for f in res.findings],
         "boot": res.as_dict(),

@@ -842,7 +842,8 @@ static void t_fuzz(long count, uint64_t seed)
 {
 	static unsigned char line[1024];
 	int pid = getpid(), fd = open(DIR "/register", O_WRONLY), shown = 0, before = dump(NULL, 0);
-	long mismatches = 0;
+	static const int errs[] = { E2BIG, EBADMSG, EINVAL, EOPNOTSUPP, ERANGE, EDOM, ESRCH };
+	long mismatches = 0, hist[7] = { 0 };
 	struct timespec t0, t1;
 
 	failures = 0;
@@ -851,6 +852,9 @@ static void t_fuzz(long count, uint64_t seed)
 	for (long i = 0; i < count; i++) {
 		size_t n = gen_bad(line, 600, pid, arena);
 		int expect = model_register(line, n), got = wr_fd(fd, line, n);
+
+		for (int k = 0; k < 7; k++)
+			hist[k] += expect == errs[k];
 
 		if (got != expect) {
 			mismatches++;
@@ -868,6 +872,8 @@ static void t_fuzz(long count, uint64_t seed)
 	malformed += count;
 	CHECK(mismatches == 0, "%ld of %ld random malformed writes got the wrong errno", mismatches, count);
 	CHECK(dump(NULL, 0) == before, "random malformed writes changed the registry");
+	emit("# kvds: fuzz_E2BIG=%ld fuzz_EBADMSG=%ld fuzz_EINVAL=%ld fuzz_EOPNOTSUPP=%ld fuzz_ERANGE=%ld fuzz_EDOM=%ld "
+	     "fuzz_ESRCH=%ld\n", hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6]);
 	emit("# kvds: malformed_writes=%ld mismatches=%ld fuzz_ms=%ld seed=%llu\n", count, mismatches,
 	     (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000), (unsigned long long)seed);
 	result("random_malformed_writes", failures);
