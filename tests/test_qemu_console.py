@@ -58,3 +58,10 @@ def test_command_output_between_markers() -> None:
     assert runner.reported_status(text, 1) == 0
     assert runner.reported_status("KVDS-GUEST-STATUS: 200\n", 255) == 200   # marker wins when the 7 bits agree
     assert runner.reported_status("KVDS-GUEST-STATUS: 5\n", 0) is None      # QEMU exit 0: panic, no report
+
+
+def test_kasan_report_from_the_broken_variant() -> None:
+    """Captured from `kvds qemu validate` on mm_intent + kernel_patches/broken-uaf."""
+    found = _scan("broken-uaf-kasan.log")
+    assert [f.kind for f in found] == ["kasan"]
+    assert "slab-use-after-free in mm_intent_drop_space" in found[0].line
