@@ -51,7 +51,10 @@ def init_script(argv: list[str], share: Path | None, host_root: bool, cwd: str =
             "mount --bind /sys/kernel/debug /host/sys/kernel/debug",
         ]
         if share is not None:
-            lines.append(f"mount --bind {GUEST_SHARE} {shlex.quote('/host' + str(share))}")
+            # After the /tmp bind: a share under /tmp must be re-created inside the guest's tmpfs.
+            target = shlex.quote("/host" + str(share))
+            lines.append(f"mkdir -p {target} 2>/dev/null; mount --bind {GUEST_SHARE} {target}"
+                         f" || echo 'kvds: cannot mount the share at {share}'")
         run = f"chroot /host /bin/sh -c {shlex.quote(f'cd {shlex.quote(cwd)} && exec {cmd}')}"
     else:
         run = f"(cd {shlex.quote(cwd)} && {cmd})"

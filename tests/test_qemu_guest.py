@@ -74,3 +74,41 @@ def test_broken_variant_fails_validate(tmp_path: Path) -> None:
     summary, _ = validate.validate(broken.id, fuzz=100, store=ResultStore(tmp_path))
     assert not summary["ok"]
     assert "kasan" in {f["kind"] for f in summary["findings"]}, summary["failure"]
+
+
+CLIENT = '''
+import ctypes, json, mmap, os, sys
+from harness.intent import KVBlock, Phase
+from qemu_validation import mm_intent_client as mic
+P = mic.PAGE_SIZE
+arena = mmap.mmap(-1, 8 * P, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+base = ctypes.addressof(ctypes.c_char.from_buffer(arena))
+blocks = [KVBlock("r", i, P, Phase.DECODE if i < 2 else Phase.DONE, slack_us=10, request_priority=90)
+          for i in range(8)]
+reg = mic.Registry()
+reg.clear()
+entries = mic.arena_entries(os.getpid(), base, P, blocks)
+reg.register_all(entries)
+mine = [e.line() for e in reg.dump() if e.pid == os.getpid()]
+hit = reg.lookup(os.getpid(), base + 3 * P)
+try:
+    reg.register(entries[0])
+    dup = 0
+except mic.MmIntentError as exc:
+    dup = exc.errno
+json.dump({"entries": [e.line() for e in entries], "dump": mine, "lookup": hit.line() if hit else None,
+           "dup": dup, "base": base}, open(sys.argv[1], "w"))
+'''
+
+
+def test_client_registers_an_arena_inside_the_guest(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    """The user-space helper on the real interface: the host's venv run in the guest kernel (host root over 9p)."""
+    import errno
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT)
+    status = guest.run_in_guest(kernel.id, [sys.executable, str(script), str(tmp_path / "out.json")], tmp_path,
+                                host_root=True, timeout=900)
+    assert status == 0
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert len(out["entries"]) == 2 and out["dump"] == out["entries"]      # 2 critical blocks + 6 done, coalesced
+    assert out["lookup"] == out["entries"][1] and out["dup"] == errno.EEXIST
