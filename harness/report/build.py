@@ -9,7 +9,7 @@ from pathlib import Path
 from harness import atomic
 from harness.report.context import ReportContext, Suite
 from harness.report.document import Document
-from harness.report.sections import environment
+from harness.report.sections import environment, summary
 
 # Track sections; each module exports render(ctx) and renders nothing when its runs are absent.
 TRACK_SECTIONS = (
@@ -29,11 +29,13 @@ def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
     doc.heading(title, 1)
     doc.para("Every figure below comes from raw samples stored with the runs; intervals are 95% bootstrap "
              "confidence intervals unless a section says otherwise.")
+    intro_end = len(doc.blocks)
     environment.render(ctx)
     environment.render_stages(ctx)
     for name in TRACK_SECTIONS:
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name).render(ctx)
+    summary.render_into(ctx, intro_end)
     paths = {
         "markdown": atomic.write_text(out_dir / "report.md", doc.markdown()),
         "html": atomic.write_text(out_dir / "report.html", doc.html(title)),

@@ -81,6 +81,7 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
                                   "Spill throughput vs critical-read p99 (scheduler/mapping)")
     ctx.doc.figure(path, "Pareto plot: spill MB/s against critical-read p99; the frontier is dashed")
     goal = s.get("goal", {})
+    ctx.summary.setdefault("io_sweep", {})[suite.label] = list(goal.get("met_by") or [])
     ctx.doc.para(f"Goal (interference <= {goal.get('interference_max')} with spill kept >= "
                  f"{goal.get('spill_retained_min')}): met by {', '.join(goal.get('met_by') or []) or 'nothing'}.")
 
