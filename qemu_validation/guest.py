@@ -45,7 +45,7 @@ def accelerator() -> str:
 def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, *, timeout: float = 600,
               host_root: bool = False, files: dict[str, Path] | None = None, cwd: str | None = None,
               memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
-              log_dir: Path | None = None) -> runner.BootResult:
+              log_dir: Path | None = None, cpu: str | None = None) -> runner.BootResult:
     """Boot the kernel, run argv, and return everything known about the run (status, console, findings)."""
     if not argv:
         raise UserError("no command to run in the guest")
@@ -65,7 +65,7 @@ def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = N
                             cwd=cwd)
     machine = qemu_cmd.Machine(kernel=kb.bzimage, initramfs=image, console_log=log_dir / "console.log",
                                accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
-                               host_root=host_root, extra_append=tuple(extra_append))
+                               host_root=host_root, extra_append=tuple(extra_append), cpu=cpu)
     return runner.boot(machine, timeout)
 
 

@@ -34,6 +34,7 @@ class Machine:
     share_dir: Path | None = None
     host_root: bool = False
     extra_append: tuple[str, ...] = field(default_factory=tuple)
+    cpu: str | None = None  # TCG CPU model (None: QEMU's default); e.g. Nehalem for x86-64-v2 user space (numpy)
 
 
 def qemu_binary() -> str | None:
@@ -51,7 +52,7 @@ def command(m: Machine, binary: str = QEMU_BINARY) -> list[str]:
     argv = [
         # q35: its ACPI _PRT is a static table; i440fx computes it in an AML loop that KASAN+lockdep under TCG
         # can run past ACPICA's loop timeout, leaving virtio-pci without an interrupt.
-        binary, "-machine", "q35", "-accel", m.accel, *(["-cpu", "host"] if m.accel == "kvm" else []),
+        binary, "-machine", "q35", "-accel", m.accel, *(["-cpu", "host"] if m.accel == "kvm" else (["-cpu", m.cpu] if m.cpu else [])),
         "-m", f"{m.memory_mb}M", "-smp", str(m.cpus),
         "-nodefaults", "-no-user-config", "-no-reboot",
         "-display", "none", "-monitor", "none",
