@@ -10,6 +10,7 @@ from harness import doctor
 from harness.cli import add_json_flag, positive_float, positive_int, require_root
 from harness.errors import UserError
 from harness.mapping import available_mappings
+from harness.remote import add_target_args
 from harness.progress import say
 from io_priority.device import CONSENT_FLAG, Layout, MiB
 from io_priority import sweep
@@ -58,6 +59,7 @@ def _percent_1_100(text: str) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    add_target_args(p)  # --target/--hosts: harness/remote runs this same command on those hosts
     p.add_argument("--engine", choices=ENGINES, default="psync", help="how I/O is submitted (default psync)")
     p.add_argument("--device", default="loop",
                    help="'loop' (default: a kvds loop device over a scratch file), a new file, or a free block device")

@@ -219,6 +219,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
                  {"status": "compared" if cfg.damos else "disabled", "reason": dstat.reason},
         "mglru": mglru_doc,
         "ebpf": ebpf_doc,
+        "psi": _capability_doc("psi.memory"),
         "zswap": {"before": zswap0, "after": zswap1,
                   "per_class_policy": "needs memcg v2 memory.zswap.max; not applied on v1" } if cfg.swap == "zswap"
                  else {"status": "not used"},
@@ -227,6 +228,15 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     first = settings[0].label()
     sfx = f"@{first}" if first else ""
     summary["headline"] = headline(results, cfg.baseline + sfx, cfg.mapping + sfx)
+    if dstat.usable and cfg.damos:
+        summary["damon"]["per_class"] = damon_per_class(results)
+        dv = f"{cfg.mapping}+damos{sfx}"
+        if dv in results:
+            hd = headline({dv: results[dv], cfg.baseline + sfx: results[cfg.baseline + sfx]}, cfg.baseline + sfx, dv)
+            summary["headline"]["intent_damos"] = dv
+            for k in ("decode_critical_swapped_out", "decode_critical_p99_us"):
+                if f"intent_{k}" in hd:
+                    summary["headline"][f"intent_damos_{k}"] = hd[f"intent_{k}"]
     run.write_summary(summary)
     from kernel_vm.plot import plot_summary
 
@@ -234,15 +244,62 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     return run, summary
 
 
-def _damos_hook(mapping: Any, layout: Any) -> Callable[[Any], dict[str, Any]]:
-    """Start DAMOS schemes per class on the arena process after the madvise phase (restored with the rep)."""
+def _capability_doc(name: str) -> dict[str, str]:
+    c = doctor.capability(name)
+    return {"status": "available" if c.ok else "unavailable", "reason": c.reason}
 
-    def hook(proc: Any) -> dict[str, Any]:
-        schemes = damon.plan(mapping, layout, proc.address)
+
+def _memcg_groups(mapping: Any, placement: Any) -> dict[str, tuple[str, str]]:
+    """class -> (its placement group's path from the cgroup2 root, the classes sharing it): what a paddr DAMOS
+    scheme's memcg filter can aim at (cgroup2 only: DAMON's memcg filter names a v2 path)."""
+    from harness.knobs.cgroups import v2_root
+    from kernel_vm.phases import protected_classes
+
+    root = v2_root()
+    if placement.version != 2 or root is None:
+        return {}
+    protect = {c.value for c in protected_classes(mapping)}
+    members = {"protect": [c.value for c in CLASSES if c.value in protect],
+               "squeeze": [c.value for c in CLASSES if c.value not in protect]}
+    out = {}
+    for cls in CLASSES:
+        role = "protect" if cls.value in protect else "squeeze"
+        group = getattr(placement, role).path("memory")
+        out[cls.value] = ("/" + str(group.relative_to(root)), f"{role} group: {', '.join(members[role])}")
+    return out
+
+
+def _damos_hook(mapping: Any, layout: Any) -> Callable[[Any, Any], dict[str, Any]]:
+    """Start DAMOS schemes per class on the arena process after the madvise phase, let each apply, record the
+    schemes' stats and stop them (restored with the rep)."""
+
+    def hook(proc: Any, placement: Any) -> dict[str, Any]:
+        schemes, left_out = damon.plan(mapping, layout, proc.address, _memcg_groups(mapping, placement))
         run = damon.start(proc.pid, schemes)
-        return {"kdamonds": run.kdamonds, "stats": damon.wait_applied(run, 100_000)}
+        stats = damon.wait_applied(run, 100_000)
+        run.stop()
+        return {"kdamonds": run.kdamonds, "schemes": {s.cls: s.as_dict() for s in schemes}, "left_out": left_out,
+                "stats": stats}
 
     return hook
+
+
+def damon_per_class(variants: dict[str, list[RepResult]]) -> dict[str, Any]:
+    """Per class over every DAMOS repetition: the scheme (action, ops, scope) and its stats per rep (regions and
+    bytes tried / applied, quota exceeds)."""
+    out: dict[str, Any] = {}
+    for vname, reps in variants.items():
+        for r in reps:
+            d = r.facts.get("damon") or {}
+            for cls, st in (d.get("stats") or {}).items():
+                c = out.setdefault(cls, {**d["schemes"][cls], "variants": {}})
+                v = c["variants"].setdefault(vname, {k: [] for k in ("nr_tried", "sz_tried", "nr_applied",
+                                                                     "sz_applied", "qt_exceeds")})
+                for k in v:
+                    v[k].append(int(st.get(k, 0)))
+            for cls, why in (d.get("left_out") or {}).items():
+                out.setdefault(cls, {"left_out": why})
+    return out
 
 
 def validate(cfg: BenchConfig) -> None:

@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
-import sys
-import time
-
-import numpy as np
 from typing import Any
 
+import numpy as np
+
 from harness.cli import add_json_flag, percent, positive_int, require_root
-from harness.errors import Unavailable, UserError
+from harness.errors import UserError
 from harness.mapping import DEFAULT_MAPPING
-from harness.paths import repo_root, results_dir
-from harness.progress import say
+from harness.remote import add_target_args
 from kernel_vm.mix import DEFAULT_MIX, format_mix
 from kernel_vm.phases import PRESSURE_MODES
 from kernel_vm.swap_backend import BACKENDS
-
-TARGETS = ("local", "guest")
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     vm = sub.add_parser("vm", help="the KV arena under memory pressure (madvise, memcg, swap, DAMON, MGLRU)")
@@ -48,41 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--ebpf", action="store_true",
                    help="record reclaim latency histograms with the eBPF track's probes (compiles once per rep)")
     b.add_argument("--no-damos", action="store_true", help="skip the DAMOS variant where DAMON is usable")
-    b.add_argument("--target", choices=TARGETS, default="local", help="run here, or in the QEMU guest lab")
     add_json_flag(b)
+    add_target_args(b)  # --target guest / ssh://... / --hosts: harness/remote runs this same command there
     b.set_defaults(func=run_bench)
-
-
-def _guest_runner() -> Any:
-    """The QEMU guest lab's `run_in_guest` (issue 6), if that track has landed it."""
-    try:
-        from qemu_validation.guest import run_in_guest
-    except ImportError:
-        return None
-    return run_in_guest
-
-
-GUEST_SETUP = ("grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup; "
-               "echo +memory > /sys/fs/cgroup/cgroup.subtree_control; ")
-"""The guest's /init mounts no cgroup hierarchy; the throwaway guest gets cgroup2 with the memory controller
-(state that dies with the guest, so it is not journaled)."""
-
-
-def run_guest(args: argparse.Namespace, runner: Any) -> int:
-    """Run this same bench inside the guest lab kernel (DAMON vaddr, MGLRU), results under a host share."""
-    if args.swap != "zram":
-        raise UserError("--target guest supports --swap zram only (the guest has no block-backed filesystem "
-                        "for a swapfile: its root is the host's over 9p)")
-    share = (results_dir().resolve() / f"vm-guest-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-    share.mkdir(parents=True)
-    inner = ["env", f"KVDS_RESULTS_DIR={share}/results", f"KVDS_STATE_DIR={share}/state",
-             f"KVDS_WORK_DIR={share}/work", "KVDS_NO_PROGRESS=1", sys.executable, "-m", "harness.cli",
-             "vm", "bench", *_forward(args)]
-    say(f"vm bench in the guest lab; results under {share}/results")
-    status = int(runner(None, ["/bin/sh", "-c", GUEST_SETUP + "exec " + shlex.join(inner)], share,
-                        host_root=True, cwd=str(repo_root()), memory_mb=max(1024, 4 * args.arena_mb + 768),
-                        timeout=3600))
-    return status
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -95,13 +55,6 @@ def run_bench(args: argparse.Namespace) -> int:
                       mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos,
                       pressure_mode=args.pressure_mode, ebpf=args.ebpf)
     validate(cfg)
-    if args.target == "guest":
-        runner = _guest_runner()
-        if runner is None:
-            raise Unavailable("--target guest needs the QEMU guest lab's runner (qemu_validation.guest."
-                              "run_in_guest, issue 6), which has not landed in this checkout")
-        require_root("kvds vm bench --target guest")
-        return run_guest(args, runner)
     require_root("kvds vm bench")
     run, summary = bench(cfg, on_step=lambda s: None)
     if args.json:
@@ -109,22 +62,6 @@ def run_bench(args: argparse.Namespace) -> int:
     else:
         print_summary(run.path, summary)
     return 0
-
-
-def _forward(args: argparse.Namespace) -> list[str]:
-    out = ["--mapping", args.mapping, "--baseline", args.baseline, "--arena-mb", str(args.arena_mb),
-           "--block-kb", str(args.block_kb), "--mix", args.mix, "--swap", args.swap, "--pressure", str(args.pressure),
-           "--pressure-mode", args.pressure_mode,
-           "--reps", str(args.reps), "--seed", str(args.seed), "--mglru", args.mglru]
-    if args.mglru_min_ttl_ms:
-        out += ["--mglru-min-ttl-ms", str(args.mglru_min_ttl_ms)]
-    if args.no_damos:
-        out.append("--no-damos")
-    if args.ebpf:
-        out.append("--ebpf")
-    if args.json:
-        out.append("--json")
-    return out
 
 
 def _est(d: dict[str, float], fmt: str = "{:.1f}") -> str:
@@ -157,9 +94,12 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
                       f"{_est(v['eviction_share_cold']['mean'], '{:.3f}')}; of the pages the squeeze itself took: "
                       f"{_est(v['squeeze_share_cold']['mean'], '{:.3f}')}")
         psi = [r.get("psi_memory_us", {}) for r in v["per_rep"]]
-        line = (f"  memory PSI during squeeze+re-access (system-wide, mean per rep): some "
-                f"{np.mean([p.get('some', 0) for p in psi]) / 1000:.1f} ms, full "
-                f"{np.mean([p.get('full', 0) for p in psi]) / 1000:.1f} ms")
+        if any(psi):
+            line = (f"  memory PSI during squeeze+re-access (system-wide, mean per rep): some "
+                    f"{np.mean([p.get('some', 0) for p in psi]) / 1000:.1f} ms, full "
+                    f"{np.mean([p.get('full', 0) for p in psi]) / 1000:.1f} ms")
+        else:
+            line = f"  memory PSI unavailable: {s.get('psi', {}).get('reason', 'no /proc/pressure/memory')}"
         ts = [r["probes"]["taskstats"] for r in v["per_rep"] if "taskstats" in r.get("probes", {})]
         bad = sum(1 for t in ts if "error" in t)
         ts = [t for t in ts if "error" not in t]
@@ -195,7 +135,35 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
         console.print(f"  decode-critical re-access p99 (us): {h['baseline']} {_est(h['baseline_decode_critical_p99_us'])}"
                       f" vs {h['intent']} {_est(h['intent_decode_critical_p99_us'])}; ratio intent/baseline "
                       f"{_est(h['decode_critical_p99_ratio_intent_over_baseline'], '{:.3f}')}")
-    for key in ("damon", "mglru", "ebpf"):
-        d = s[key]
+    if "intent_damos" in h:
+        console.print(f"  {h['intent_damos']}: decode-critical swapped out "
+                      f"{_est(h['intent_damos_decode_critical_swapped_out']['mean'])}" +
+                      (f", p99 {_est(h['intent_damos_decode_critical_p99_us'])} us"
+                       if "intent_damos_decode_critical_p99_us" in h else ""))
+    for key in ("damon", "mglru", "ebpf", "psi"):
+        d = s.get(key, {})
         console.print(f"  {key}: {d.get('status')} - {d.get('reason', '')}")
+    print_damon(s.get("damon", {}).get("per_class") or {})
     console.print(f"  timer overhead p50/p99: {s['timer_overhead_ns']['p50']:.0f}/{s['timer_overhead_ns']['p99']:.0f} ns")
+
+
+def print_damon(per_class: dict[str, Any]) -> None:
+    """DAMOS per class: the scheme and what it tried / applied (mean per repetition)."""
+    if not per_class:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="DAMOS per class (mean per repetition)")
+    for col in ("class", "variant", "action", "ops", "scope", "regions tried", "MiB tried", "regions applied",
+                "MiB applied"):
+        t.add_column(col, justify="left" if col in ("class", "variant", "action", "ops", "scope") else "right")
+    for cls, c in per_class.items():
+        if "left_out" in c:
+            t.add_row(cls, "-", "-", "-", c["left_out"], "", "", "", "")
+            continue
+        for vname, v in c["variants"].items():
+            t.add_row(cls, vname, c["action"], c["ops"], c["scope"], f"{np.mean(v['nr_tried']):.0f}",
+                      f"{np.mean(v['sz_tried']) / 2**20:.1f}", f"{np.mean(v['nr_applied']):.0f}",
+                      f"{np.mean(v['sz_applied']) / 2**20:.1f}")
+    Console(width=200).print(t)

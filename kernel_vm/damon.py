@@ -51,30 +51,78 @@ def status() -> Status:
     return Status(True, "DAMON sysfs with vaddr/fvaddr and no other kdamond")
 
 
+VADDR_ACTIONS = frozenset({"willneed", "cold", "pageout", "hugepage", "nohugepage", "stat"})
+"""What the virtual-address operations apply (mm/damon/vaddr.c damon_va_apply_scheme); any other action on
+fvaddr is tried but applies nothing."""
+PADDR_ACTIONS = frozenset({"pageout", "lru_prio", "lru_deprio", "stat"})
+"""What the physical-address operations apply (mm/damon/paddr.c, 6.12)."""
+IOMEM = Path("/proc/iomem")
+
+
 @dataclass(frozen=True)
 class ClassScheme:
+    """One class's DAMOS scheme: fvaddr over the class's own blocks, or (for paddr-only actions such as
+    lru_prio) paddr over system RAM with a memcg filter that keeps only the pages charged to the class's group."""
+
     cls: str
     action: str
-    regions: list[tuple[int, int]]  # absolute [start, end) virtual addresses
+    regions: list[tuple[int, int]]  # [start, end): virtual addresses (fvaddr) or physical (paddr)
+    ops: str = "fvaddr"
+    memcg_path: str | None = None  # paddr: the cgroup (path from the cgroup2 root) whose pages pass the filter
+    scope: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "ops": self.ops, "scope": self.scope, "n_regions": len(self.regions),
+                "region_bytes": sum(e - s for s, e in self.regions), "memcg_path": self.memcg_path}
 
 
-def plan(mapping: Mapping, layout: Layout, address: int) -> list[ClassScheme]:
-    """The class -> (DAMOS action, regions) table for an arena mapped at address; merges adjacent blocks."""
-    out = []
+def system_ram() -> tuple[int, int]:
+    """The biggest top-level "System RAM" range of /proc/iomem (what DAMON_RECLAIM monitors by default)."""
+    best = (0, 0)
+    for line in IOMEM.read_text().splitlines():
+        if line.startswith(" ") or not line.rstrip().endswith("System RAM"):
+            continue
+        lo, hi = (int(x, 16) for x in line.split(":")[0].strip().split("-"))
+        if hi + 1 - lo > best[1] - best[0]:
+            best = (lo, hi + 1)
+    if best[1] <= best[0] or best[0] == 0 and best[1] == 1:
+        raise Unavailable("DAMON: no readable System RAM range in /proc/iomem (addresses hidden without root)")
+    return best
+
+
+def plan(mapping: Mapping, layout: Layout, address: int,
+         memcg_of: dict[str, tuple[str, str]] | None = None) -> tuple[list[ClassScheme], dict[str, str]]:
+    """The class -> DAMOS scheme table for an arena mapped at address (adjacent blocks merged), and the classes
+    left out with the reason.
+
+    memcg_of: class -> (cgroup path from the cgroup2 root, description of who shares that group), used for
+    the paddr-only actions, which cannot be aimed at virtual ranges."""
+    out: list[ClassScheme] = []
+    left_out: dict[str, str] = {}
+    ram: tuple[int, int] | None = None
     for cls in CLASSES:
         action = mapping.for_class(cls).damos_action
         blocks = layout.blocks_of(cls)
         if not action or not blocks.size:
             continue
-        regions: list[tuple[int, int]] = []
-        for b in np.sort(blocks).tolist():
-            start = address + b * layout.block_bytes
-            if regions and regions[-1][1] == start:
-                regions[-1] = (regions[-1][0], start + layout.block_bytes)
-            else:
-                regions.append((start, start + layout.block_bytes))
-        out.append(ClassScheme(cls.value, action, regions))
-    return out
+        if action in VADDR_ACTIONS:
+            regions: list[tuple[int, int]] = []
+            for b in np.sort(blocks).tolist():
+                start = address + b * layout.block_bytes
+                if regions and regions[-1][1] == start:
+                    regions[-1] = (regions[-1][0], start + layout.block_bytes)
+                else:
+                    regions.append((start, start + layout.block_bytes))
+            out.append(ClassScheme(cls.value, action, regions, "fvaddr", None, "the class's own blocks"))
+        elif action in PADDR_ACTIONS and memcg_of and cls.value in memcg_of and doctor.capability("damon.paddr").ok:
+            ram = ram or system_ram()
+            path, who = memcg_of[cls.value]
+            out.append(ClassScheme(cls.value, action, [ram], "paddr", path,
+                                   f"system RAM, memcg filter {path} ({who})"))
+        else:
+            left_out[cls.value] = (f"{action} is a paddr-only action and the class has no memcg of its own to filter "
+                                   "on" if action in PADDR_ACTIONS else f"DAMOS action {action} unknown to fvaddr/paddr")
+    return out, left_out
 
 
 @dataclass
@@ -92,6 +140,12 @@ class DamonRun:
             stats = kd / "contexts/0/schemes/0/stats"
             out[cls] = {f.name: int(f.read_text().strip()) for f in stats.iterdir() if f.is_file()}
         return out
+
+    def stop(self) -> None:
+        """Turn the kdamonds off (journaled): the variant measures one DAMOS application, not a live tug of war
+        with the squeeze and the re-access."""
+        for idx in self.kdamonds.values():
+            _w(KDAMONDS / str(idx) / "state", "off")
 
 
 def _w(path: Path, value: str | int) -> None:
@@ -113,9 +167,9 @@ def start(pid: int, schemes: list[ClassScheme], aggr_us: int = 100_000, sample_u
         ctx = KDAMONDS / str(idx) / "contexts"
         _w(ctx / "nr_contexts", 1)
         c0 = ctx / "0"
-        if "fvaddr" not in (c0 / "avail_operations").read_text().split():
-            raise Unavailable("DAMON: the fvaddr operations set is not available")
-        _w(c0 / "operations", "fvaddr")
+        if sch.ops not in (c0 / "avail_operations").read_text().split():
+            raise Unavailable(f"DAMON: the {sch.ops} operations set is not available")
+        _w(c0 / "operations", sch.ops)
         attrs = c0 / "monitoring_attrs"
         _w(attrs / "intervals/sample_us", sample_us)
         _w(attrs / "intervals/aggr_us", aggr_us)
@@ -123,7 +177,8 @@ def start(pid: int, schemes: list[ClassScheme], aggr_us: int = 100_000, sample_u
         _w(attrs / "nr_regions/min", max(10, len(sch.regions)))
         _w(c0 / "targets/nr_targets", 1)
         t0 = c0 / "targets/0"
-        _w(t0 / "pid_target", pid)
+        if sch.ops != "paddr":
+            _w(t0 / "pid_target", pid)
         _w(t0 / "regions/nr_regions", len(sch.regions))
         for r, (start_addr, end_addr) in enumerate(sch.regions):
             _w(t0 / f"regions/{r}/start", start_addr)
@@ -134,15 +189,29 @@ def start(pid: int, schemes: list[ClassScheme], aggr_us: int = 100_000, sample_u
         for knob, hi in (("sz", U64_MAX), ("nr_accesses", U32_MAX), ("age", U32_MAX)):
             _w(s0 / f"access_pattern/{knob}/min", 0)
             _w(s0 / f"access_pattern/{knob}/max", hi)
+        if sch.memcg_path is not None:
+            # 6.12 semantics: a filter drops the pages whose match equals `matching`; N drops every page that is
+            # NOT charged to the memcg, so the action reaches only that group's pages
+            _w(s0 / "filters/nr_filters", 1)
+            f0 = s0 / "filters/0"
+            _w(f0 / "type", "memcg")
+            _w(f0 / "memcg_path", sch.memcg_path)
+            _w(f0 / "matching", "N")
         _w(KDAMONDS / str(idx) / "state", "on")
         run.kdamonds[sch.cls] = idx
     return run
 
 
-def wait_applied(run: DamonRun, aggr_us: int, intervals: int = 5) -> dict[str, dict[str, int]]:
-    """Let every scheme be applied for a few aggregation intervals; returns the schemes' stats."""
+def wait_applied(run: DamonRun, aggr_us: int, intervals: int = 5, timeout_s: float = 60.0) -> dict[str, dict[str, int]]:
+    """Let every scheme run for at least a few aggregation intervals and until each one has tried a region (a
+    slow guest may need longer); returns the schemes' stats."""
     time.sleep(intervals * aggr_us / 1e6)
-    return run.scheme_stats()
+    deadline = time.monotonic() + timeout_s
+    stats = run.scheme_stats()
+    while any(s.get("nr_tried", 0) == 0 for s in stats.values()) and time.monotonic() < deadline:
+        time.sleep(aggr_us / 1e6)
+        stats = run.scheme_stats()
+    return stats
 
 
 def describe(run: DamonRun | None, st: Status) -> dict[str, Any]:

@@ -66,12 +66,12 @@ PRESSURE_MODES = ("limit", "antagonist")
 
 def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
              probes: list[Any] | None = None,
-             damos: Callable[[ArenaProcess], dict[str, Any]] | None = None,
+             damos: Callable[[ArenaProcess, Any], dict[str, Any]] | None = None,
              pressure_mode: str = "limit") -> RepResult:
     """One fresh arena process and fresh cgroups (removed again on return), measured by the parent.
 
     probes: objects with start(pid)/stop()->dict/name, run around squeeze + re-access (eBPF track).
-    damos: called after the madvise phase with the arena process (DAMOS schemes per class)."""
+    damos: called after the madvise phase with the arena process and the placement (DAMOS schemes per class)."""
     out = RepResult()
     probes = probes or []
     with journal.scoped(), contextlib.ExitStack() as stack:
@@ -113,7 +113,7 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
             out.facts["madvise_errors"] = errors
             out.facts["apply_s"] = t.seconds()
             if damos is not None:
-                out.facts["damon"] = damos(proc)
+                out.facts["damon"] = damos(proc, placement)
             out.residency["after_apply"] = _snapshot(proc, layout)
 
             # pressure

@@ -32,12 +32,14 @@ def test_pressure_beyond_the_protected_share_is_refused(kvds_env: dict[str, str]
     assert res.returncode == 2 and "lower --pressure" in res.stderr
 
 
-def test_guest_target_says_what_it_waits_on_or_refuses_a_swapfile(kvds_env: dict[str, str]) -> None:
-    from kernel_vm.cli import _guest_runner
+def test_vm_bench_takes_the_uniform_target_options(kvds_env: dict[str, str]) -> None:
+    """`--target`/`--hosts` come from harness.remote (one guest path); a malformed target is one line, exit 2."""
+    from harness.cli import build_parser
+    from harness.remote.args import strip_target_argv
 
-    if _guest_runner() is None:
-        res = run_kvds(["vm", "bench", "--target", "guest"], kvds_env, timeout=60)
-        assert res.returncode == 3 and "issue 6" in res.stderr
-    else:  # the guest's root is the host's over 9p: no swapfile there, refused before any boot
-        res = run_kvds(["vm", "bench", "--target", "guest", "--swap", "swapfile"], kvds_env, timeout=60)
-        assert res.returncode == 2 and "zram only" in res.stderr
+    argv = ["vm", "bench", "--arena-mb", "8", "--target", "guest", "--hosts", "f"]
+    args = build_parser().parse_args(argv)
+    assert args.remote_opt_in and args.target == ["guest"] and args.hosts == "f"
+    assert strip_target_argv(argv) == ["vm", "bench", "--arena-mb", "8"]
+    res = run_kvds(["vm", "bench", "--target", "ftp://nowhere"], kvds_env, timeout=60)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr

@@ -19,7 +19,15 @@ from typing import Callable
 from harness.errors import Unavailable
 from harness.paths import work_dir
 
-GUEST_TIMEOUT_S = 900.0
+GUEST_TIMEOUT_S = 1800.0
+GUEST_MEMORY_MB = 2048
+GUEST_CPU = "Nehalem"
+"""x86-64-v2 (SSE4.2, POPCNT): the venv's numpy needs it, QEMU's default TCG model (qemu64) lacks it (SIGILL);
+no LA57, so the guest keeps 4-level paging."""
+GUEST_SETUP = ("grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup; "
+               "echo +memory > /sys/fs/cgroup/cgroup.subtree_control; ")
+"""The guest's /init mounts no cgroup hierarchy; the throwaway guest gets cgroup2 with the memory controller
+(guest state dies with the guest, so it is not journaled) for commands that create memory cgroups."""
 
 
 @dataclass
@@ -69,10 +77,11 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
         env = " ".join(f"{k}={q(str(share / v))}" for k, v in (("KVDS_RESULTS_DIR", "results"),
                                                               ("KVDS_STATE_DIR", "state"), ("KVDS_WORK_DIR", "work"),
                                                               ("KVDS_CACHE_DIR", "cache")))
-        cmd = (f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
+        cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
-            res = guest.run_guest(None, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S)
+            res = guest.run_guest(None, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S,
+                                  memory_mb=GUEST_MEMORY_MB, cpu=GUEST_CPU)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
                 guest.TIMEOUT_STATUS if res.timed_out else guest.KERNEL_FAILURE_STATUS)
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""

@@ -1,0 +1,56 @@
+"""`kvds vm bench --target guest`: the bench in the QEMU guest lab kernel (DAMON, MGLRU), results filed home.
+
+A real guest boot (TCG, KASAN+lockdep kernel): a 16 MiB arena, one repetition per variant. Asserts behaviour
+only (schemes applied, MGLRU compared, run filed in the local store), never timings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import doctor
+from tests.conftest import needs_root, run_kvds
+
+
+@needs_root
+@doctor.skip_unless("qemu.guest")
+@pytest.mark.timeout(600)
+def test_guest_bench_applies_damos_per_class_and_compares_mglru(kvds_env: dict[str, str]) -> None:
+    from harness.remote.guest import guest_lab_status
+
+    ready, why = guest_lab_status()
+    if not ready:
+        pytest.skip(why)
+    res = run_kvds(["vm", "bench", "--target", "guest", "--arena-mb", "16", "--reps", "1", "--pressure", "30",
+                    "--mglru-min-ttl-ms", "1", "--json"], kvds_env, timeout=590)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    guest = json.loads(res.stdout)["hosts"]["guest"]
+    assert guest["status"] == "ok" and len(guest["runs"]) == 1 and guest["runs"][0].endswith("--guest")
+    run = Path(kvds_env["KVDS_RESULTS_DIR"]) / guest["runs"][0]
+    s = json.loads((run / "summary.json").read_text())
+    assert json.loads((run / "meta.json").read_text())["remote"]["host"] == "guest"
+
+    # MGLRU: both states ran, min_ttl_ms in the on variant
+    assert s["mglru"]["status"] == "compared"
+    names = set(s["variants"])
+    for v in ("none@mglru-on-ttl1", "intent@mglru-on-ttl1", "none@mglru-off", "intent@mglru-off"):
+        assert v in names, names
+
+    # DAMON: kvds's own kdamonds applied the mapping's per-class schemes
+    assert s["damon"]["status"] == "compared", s["damon"]
+    per = s["damon"]["per_class"]
+    rc = per["recompute-ok"]
+    assert rc["action"] == "pageout" and rc["ops"] == "fvaddr"
+    for v in rc["variants"].values():
+        assert v["nr_tried"][0] > 0 and v["sz_applied"][0] > 0
+    dc = per["decode-critical"]
+    assert dc["action"] == "lru_prio" and dc["ops"] == "paddr" and dc["memcg_path"].endswith("-protect")
+    for v in dc["variants"].values():
+        assert v["nr_tried"][0] > 0 and v["sz_applied"][0] > 0
+    # what the pageout scheme itself pushed out shows in pagemap after the apply phase
+    damos = s["variants"]["intent+damos@mglru-off"]["classes"]
+    assert damos["recompute-ok"]["swapped_out_after_apply"]["per_rep"][0] > 0
+    assert "intent_damos_decode_critical_swapped_out" in s["headline"]
