@@ -20,7 +20,8 @@ def _save(fig: "plt.Figure", path: Path) -> Path:
     return path
 
 
-def latency_cdf(series: dict[str, np.ndarray], path: Path, title: str, unit: str = "us") -> Path:
+def latency_cdf(series: dict[str, np.ndarray], path: Path, title: str, unit: str = "us",
+                what: str = "reads") -> Path:
     """Empirical CDFs on a log latency axis, one line per series (e.g. per mode)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for label, values in series.items():
@@ -31,7 +32,7 @@ def latency_cdf(series: dict[str, np.ndarray], path: Path, title: str, unit: str
         ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", label=f"{label} (n={v.size})")
     ax.set_xscale("log")
     ax.set_xlabel(f"latency ({unit}, log scale)")
-    ax.set_ylabel("fraction of reads completed")
+    ax.set_ylabel(f"fraction of {what} completed")
     ax.set_ylim(0, 1.01)
     ax.grid(True, which="both", alpha=0.3)
     ax.set_title(title)

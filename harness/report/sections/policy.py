@@ -53,7 +53,7 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
             series[p] = run.samples(name)
     if series:
         path = figures.latency_cdf(series, ctx.fig(f"replay-cdf-{run.run_id}.png"),
-                                   "Replayed decode-step latency per policy (real kernel)")
+                                   "Replayed decode-step latency per policy (real kernel)", what="decode steps")
         ctx.doc.figure(path, "Decode-step latency CDF per policy, replayed on this kernel")
     ctx.summary.setdefault("replay", {})[suite.label] = {
         p: {"dc_miss_ratio": r.get("dc_miss_ratio"), "real_p99_us": r.get("real_p99_us")}
