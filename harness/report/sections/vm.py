@@ -16,7 +16,8 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
     if run is None:
         return
     s = run.summary
-    variants = list(s.get("variants", {}))
+    base = s.get("baseline")
+    variants = sorted(s.get("variants", {}), key=lambda v: (v != base, v))  # the no-intent reference first
     swap = s.get("swap", {})
     ctx.doc.para(
         f"Suite {suite.label}: run {run.run_id}; swap {swap.get('kind')} ({swap.get('device')}), pressure "
