@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness import doctor, journal, progress, stats
+from harness import journal, progress, stats
 from harness.errors import UserError
 from harness.mapping import load_mapping
 from harness.results import ResultStore, Run
-from kernel_vm import damon, ebpf_bridge, mglru, swap_backend
+from kernel_vm import caps, damon, ebpf_bridge, mglru, swap_backend
 from kernel_vm.arena import timer_overhead_ns
 from kernel_vm.mix import CLASSES, format_mix, make_layout, parse_mix, DEFAULT_MIX
 from kernel_vm.phases import RepResult, run_once
@@ -157,7 +157,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     for name in (cfg.mapping, cfg.baseline):
         load_mapping(name)
     needs = ["memcg", "pagemap", "zswap" if cfg.swap == "zswap" else f"swap.{cfg.swap}"]
-    doctor.require(*needs)
+    caps.require(*needs)
     layout = make_layout(cfg.arena_mb << 20, cfg.block_kb << 10, mmap.PAGESIZE, mix, cfg.seed)
     from kernel_vm.phases import squeeze_limit
 
@@ -245,7 +245,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
 
 
 def _capability_doc(name: str) -> dict[str, str]:
-    c = doctor.capability(name)
+    c = caps.capability(name)
     return {"status": "available" if c.ok else "unavailable", "reason": c.reason}
 
 

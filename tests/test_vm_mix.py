@@ -44,14 +44,20 @@ def test_block_not_whole_pages_is_refused() -> None:
 
 
 def test_damos_plan_covers_each_class_exactly_with_merged_regions() -> None:
+    """fvaddr schemes cover exactly the class's blocks; paddr-only actions (lru_prio/lru_deprio) need a memcg
+    to filter on and are left out, with the reason, without one."""
     lay = make_layout(16 << 20, 64 << 10, 4096, DEFAULT_MIX, seed=1)
     base = 0x7F0000000000
-    plan = damon.plan(load_mapping("intent"), lay, base)
-    assert {p.cls for p in plan} == {c.value for c in CLASSES if load_mapping("intent").for_class(c).damos_action}
+    intent = load_mapping("intent")
+    plan, left_out = damon.plan(intent, lay, base)
+    wanted = {c.value for c in CLASSES if intent.for_class(c).damos_action}
+    assert {p.cls for p in plan} == {c for c in wanted if intent.for_class(c).damos_action in damon.VADDR_ACTIONS}
+    assert set(left_out) == wanted - {p.cls for p in plan} and all("paddr-only" in w for w in left_out.values())
     for p in plan:
         cls = IntentClass.parse(p.cls)
+        assert p.ops == "fvaddr" and p.memcg_path is None
         covered = sum(e - s for s, e in p.regions)
         assert covered == lay.blocks_of(cls).size * lay.block_bytes
         assert all(s % 4096 == 0 and e % 4096 == 0 for s, e in p.regions)
         assert all(p.regions[i][1] < p.regions[i + 1][0] for i in range(len(p.regions) - 1))  # merged, sorted
-    assert damon.plan(load_mapping("none"), lay, base) == []
+    assert damon.plan(load_mapping("none"), lay, base) == ([], {})

@@ -24,6 +24,7 @@ GUEST_MEMORY_MB = 2048
 GUEST_CPU = "Nehalem"
 """x86-64-v2 (SSE4.2, POPCNT): the venv's numpy needs it, QEMU's default TCG model (qemu64) lacks it (SIGILL);
 no LA57, so the guest keeps 4-level paging."""
+GUEST_STATE_DIR = "/tmp/kvds-state"
 GUEST_SETUP = ("grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup; "
                "echo +memory > /sys/fs/cgroup/cgroup.subtree_control; ")
 """The guest's /init mounts no cgroup hierarchy; the throwaway guest gets cgroup2 with the memory controller
@@ -71,12 +72,14 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
 
     def run(argv: list[str]) -> GuestResult:
         share = work_dir() / "remote-guest" / secrets.token_hex(4)
-        for sub in ("results", "state", "work", "cache"):
+        for sub in ("results", "work", "cache"):
             (share / sub).mkdir(parents=True, exist_ok=True)
         q = shlex.quote
         env = " ".join(f"{k}={q(str(share / v))}" for k, v in (("KVDS_RESULTS_DIR", "results"),
-                                                              ("KVDS_STATE_DIR", "state"), ("KVDS_WORK_DIR", "work"),
-                                                              ("KVDS_CACHE_DIR", "cache")))
+                                                              ("KVDS_WORK_DIR", "work"), ("KVDS_CACHE_DIR", "cache")))
+        # the journal lives in the guest's own tmpfs: what it records dies with the guest anyway, and each
+        # record's sync over 9p (cache=none) under TCG made a DAMON set-up take minutes
+        env += f" KVDS_STATE_DIR={GUEST_STATE_DIR}"
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
