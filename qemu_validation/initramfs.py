@@ -46,10 +46,7 @@ def init_script(argv: list[str], share: Path | None, host_root: bool, cwd: str =
                      f" || echo 'kvds: cannot mount the share'")
     if host_root:
         lines += [
-            # read-only and unchanged while the guest runs, so the guest may cache it (cache=loose): a Python
-            # import stats and reads hundreds of files, each a 9p round trip under cache=none
-            f"mkdir -p /host && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro {qemu_cmd.ROOT_TAG} /host"
-            " || echo 'kvds: cannot mount host root'",
+            f"mkdir -p /host && mount -t 9p $NINEP,ro {qemu_cmd.ROOT_TAG} /host || echo 'kvds: cannot mount host root'",
             "for d in proc sys dev tmp; do mount --bind /$d /host/$d; done",
             "mount --bind /sys/kernel/debug /host/sys/kernel/debug",
         ]
