@@ -122,7 +122,7 @@ def test_damon_layer_refuses_here_and_bench_says_why() -> None:
     lay = make_layout(1 << 20, 64 << 10, mmap.PAGESIZE, DEFAULT_MIX)
     with pytest.raises(Unavailable):
         with journal.scoped():
-            damon.start(os.getpid(), damon.plan(load_mapping("intent"), lay, 0x7F0000000000))
+            damon.start(os.getpid(), damon.plan(load_mapping("intent"), lay, 0x7F0000000000)[0])
     assert ((damon.KDAMONDS / "nr_kdamonds").read_text() if damon.KDAMONDS.exists() else None) == nr
     assert st.reason
 
