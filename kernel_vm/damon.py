@@ -146,7 +146,9 @@ class DamonRun:
         """Turn the kdamonds off (journaled): the variant measures one DAMOS application, not a live tug of war
         with the squeeze and the re-access."""
         for idx in self.kdamonds.values():
-            _w(KDAMONDS / str(idx) / "state", "off")
+            # not journaled on purpose: start()'s record of this file already restores "off", and a record of
+            # this write would replay "on" first (EINVAL once the target process is gone)
+            (KDAMONDS / str(idx) / "state").write_text("off")
 
 
 def _w(path: Path, value: str | int) -> None:
