@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import mmap
+import os
 import time
 from array import array
 
@@ -18,6 +19,18 @@ import numpy as np
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _libc.madvise.restype = ctypes.c_int
+PR_SET_THP_DISABLE = 41
+
+
+def disable_thp() -> None:
+    """No transparent huge pages for this process (prctl, inherited, works without CONFIG_ADVISE_SYSCALLS).
+
+    With THP `always` (the guest lab kernel) one byte written by the protect pass faults a whole 2 MiB page,
+    charging the interleaved squeeze blocks around it to the protect group too: per-class placement and per-page
+    eviction both need base pages."""
+    if _libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_THP_DISABLE): {os.strerror(err)}")
 
 
 def page_content(page_bytes: int, seed: int = 1) -> bytes:
@@ -37,6 +50,7 @@ class Arena:
             raise ValueError("arena and block sizes must be whole pages and whole blocks")
         self.block_bytes = block_bytes
         self.n_bytes = n_bytes
+        disable_thp()
         self.map = mmap.mmap(-1, n_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
                              prot=mmap.PROT_READ | mmap.PROT_WRITE)
         self._anchor = ctypes.c_char.from_buffer(self.map)
