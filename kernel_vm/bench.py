@@ -230,6 +230,9 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     summary["headline"] = headline(results, cfg.baseline + sfx, cfg.mapping + sfx)
     if dstat.usable and cfg.damos:
         summary["damon"]["per_class"] = damon_per_class(results)
+        # fvaddr actions go through the kernel's madvise code (mm/damon/vaddr.c damos_madvise), which
+        # CONFIG_ADVISE_SYSCALLS=n compiles out: the schemes then try regions and apply nothing
+        summary["damon"]["vaddr_apply"] = _capability_doc("madvise.MADV_PAGEOUT")
         dv = f"{cfg.mapping}+damos{sfx}"
         if dv in results:
             hd = headline({dv: results[dv], cfg.baseline + sfx: results[cfg.baseline + sfx]}, cfg.baseline + sfx, dv)
