@@ -63,6 +63,18 @@ def guest_lab_status() -> tuple[bool, str]:
     return True, f"guest kernel {kb.id[:12]} ({kb.label}) is built"
 
 
+def _seed_matplotlib_cache(dest: Path) -> None:
+    """Give the guest this host's matplotlib font list: the guest's home is read-only, and rebuilding the font
+    cache there (every font over 9p under TCG) took longer than the measurement itself."""
+    try:
+        import matplotlib
+
+        for f in Path(matplotlib.get_cachedir()).glob("fontlist-*.json"):
+            shutil.copy2(f, dest / f.name)
+    except Exception:  # an optimisation only: without it the guest builds its own font cache
+        pass
+
+
 def guest_runner() -> Callable[[list[str]], GuestResult]:
     """A function running `kvds argv` in the guest; raises Unavailable (with the reason) when it cannot."""
     ready, why = guest_lab_status()
@@ -72,14 +84,15 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
 
     def run(argv: list[str]) -> GuestResult:
         share = work_dir() / "remote-guest" / secrets.token_hex(4)
-        for sub in ("results", "work", "cache"):
+        for sub in ("results", "work", "cache", "matplotlib"):
             (share / sub).mkdir(parents=True, exist_ok=True)
+        _seed_matplotlib_cache(share / "matplotlib")
         q = shlex.quote
         env = " ".join(f"{k}={q(str(share / v))}" for k, v in (("KVDS_RESULTS_DIR", "results"),
                                                               ("KVDS_WORK_DIR", "work"), ("KVDS_CACHE_DIR", "cache")))
         # the journal lives in the guest's own tmpfs: what it records dies with the guest anyway, and each
         # record's sync over 9p (cache=none) under TCG made a DAMON set-up take minutes
-        env += f" KVDS_STATE_DIR={GUEST_STATE_DIR}"
+        env += f" KVDS_STATE_DIR={GUEST_STATE_DIR} MPLCONFIGDIR={q(str(share / 'matplotlib'))}"
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
