@@ -17,7 +17,7 @@ from harness.errors import Unavailable, UserError
 
 BACKENDS = ("auto", "libbpf", "bcc")
 ENV = "KVDS_EBPF_BACKEND"
-COMPLETE_ENV = "KVDS_EBPF_COMPLETE_HOOK"  # libbpf: "tp_btf" (default, falls back) or "tracepoint" (forced)
+COMPLETE_ENV = "KVDS_EBPF_COMPLETE_HOOK"  # libbpf's block programs: "tp_btf" (default, falls back) or "tracepoint"
 
 
 def parse_backend(text: str | None) -> str:
@@ -62,7 +62,7 @@ class Loaded:
     bpf: Any                 # bcc.BPF or libbpf_loader.LibbpfObject (the same table interface)
     load_seconds: float      # what a recording waits for before it counts: open/compile + load + attach
     compile_seconds: float   # libbpf: clang on first use only (0.0 when cached); bcc: included in load_seconds
-    detail: str = ""         # libbpf: how block_rq_complete is hooked (tp_btf, or tracepoint when tp_btf failed)
+    detail: str = ""         # libbpf: how the block events are hooked (tp_btf, or tracepoint when tp_btf failed)
 
 
 def load_program(backend: str, spec: Any) -> Loaded:
@@ -92,16 +92,16 @@ def load_program(backend: str, spec: Any) -> Loaded:
         raise UserError(f"{COMPLETE_ENV}={hook!r}: choose from {', '.join(libbpf_loader.COMPLETE_HOOKS)}")
     try:
         bpf = libbpf_loader.LibbpfObject(path, tuple(spec.probes), spec.filter_tasks, spec.filter_devices,
-                                         spec.follow_children, complete_hook=hook)
+                                         spec.follow_children, complete_hook=hook, devices=spec.devices)
     except Unavailable as exc:
         if "blk" not in spec.probes or hook == "tracepoint":
             raise
-        # A kernel whose BTF lacks what the tp_btf program reads: the classic tracepoint, as bcc does it.
+        # A kernel whose BTF lacks what the tp_btf programs read: the classic tracepoints, as bcc does it.
         bpf = libbpf_loader.LibbpfObject(path, tuple(spec.probes), spec.filter_tasks, spec.filter_devices,
-                                         spec.follow_children, complete_hook="tracepoint")
-        detail = f"block_rq_complete via tracepoint (tp_btf failed: {exc})"
+                                         spec.follow_children, complete_hook="tracepoint", devices=spec.devices)
+        detail = f"block_rq_insert/issue/complete via tracepoint (tp_btf failed: {exc})"
     if not detail and "blk" in spec.probes:
-        detail = f"block_rq_complete via {hook}"
+        detail = f"block_rq_insert/issue/complete via {hook}"
     return Loaded(bpf, time.perf_counter() - t0 - compile_s, compile_s, detail)
 
 

@@ -65,18 +65,22 @@ MAP_TYPES: dict[str, tuple[type, type]] = {
     "fault_counts": (FaultKey, c_u64),
 }
 
-# Which programs and maps each probe set needs (names as in kvds.bpf.c). The block_rq_complete program is
-# chosen separately: tp_btf first (not lost when a completion interrupts another BPF program), else tracepoint.
+# Which programs and maps each probe set needs (names as in kvds.bpf.c). The blk set's insert/issue/complete
+# programs are chosen as one set by hook: tp_btf first (struct request read directly: no perf record is
+# formatted, and a completion interrupting another BPF program is not lost), else the classic tracepoints.
 PROGRAMS = {
-    "blk": ("blk_insert", "blk_issue"),
+    "blk": (),
     "reclaim": ("rc_direct_begin", "rc_direct_end", "rc_memcg_begin", "rc_memcg_end"),
     "faults": ("fault_user", "fault_kernel"),
 }
-COMPLETE_HOOKS = {"tp_btf": "blk_complete_btf", "tracepoint": "blk_complete"}
+BLK_HOOKS = {"tp_btf": ("blk_insert_btf", "blk_issue_btf", "blk_complete_btf"),
+             "tracepoint": ("blk_insert", "blk_issue", "blk_complete")}
+COMPLETE_HOOKS = {hook: progs[-1] for hook, progs in BLK_HOOKS.items()}  # the block_rq_complete program per hook
 # Program name -> the tracepoint it reports on (missed_events keys, the same for both backends).
 TRACEPOINT_OF = {
     "blk_insert": "block/block_rq_insert", "blk_issue": "block/block_rq_issue", "blk_getrq": "block/block_getrq",
-    "blk_complete": "block/block_rq_complete", "blk_complete_btf": "block/block_rq_complete",
+    "blk_complete": "block/block_rq_complete", "blk_insert_btf": "block/block_rq_insert",
+    "blk_issue_btf": "block/block_rq_issue", "blk_complete_btf": "block/block_rq_complete",
     "rc_direct_begin": "vmscan/mm_vmscan_direct_reclaim_begin", "rc_direct_end": "vmscan/mm_vmscan_direct_reclaim_end",
     "rc_memcg_begin": "vmscan/mm_vmscan_memcg_reclaim_begin", "rc_memcg_end": "vmscan/mm_vmscan_memcg_reclaim_end",
     "fault_user": "exceptions/page_fault_user", "fault_kernel": "exceptions/page_fault_kernel",
@@ -90,9 +94,18 @@ MAPS = {
 }
 
 
+MAX_DEVS = 16  # KVDS_MAX_DEVS in kvds.bpf.c
+
+
 class KvdsCfg(ctypes.Structure):
-    """struct kvds_cfg in .rodata: written before load, constants for the verifier."""
-    _fields_ = [("filter_tasks", c_u32), ("filter_devices", c_u32)]
+    """struct kvds_cfg in .rodata: written before load, constants for the verifier. Up to MAX_DEVS filtered
+    devices are compared as constants; ndevs = 0 with filter_devices set means "look them up in blk_devs"."""
+    _fields_ = [("filter_tasks", c_u32), ("filter_devices", c_u32), ("ndevs", c_u32), ("devs", c_u32 * MAX_DEVS)]
+
+
+def kvds_cfg(filter_tasks: bool, filter_devices: bool, devices: tuple[int, ...] = ()) -> KvdsCfg:
+    devs = tuple(dict.fromkeys(devices)) if filter_devices and len(set(devices)) <= MAX_DEVS else ()
+    return KvdsCfg(int(filter_tasks), int(filter_devices), len(devs), (c_u32 * MAX_DEVS)(*devs))
 
 
 # ---- the library ---------------------------------------------------------------------------------------------
@@ -220,7 +233,10 @@ class LibbpfObject:
     """An opened, loaded and attached kvds.bpf.o for one session: only the chosen probe sets' programs load."""
 
     def __init__(self, path: Path, probes: tuple[str, ...], filter_tasks: bool, filter_devices: bool,
-                 follow_children: bool, attach: bool = True, complete_hook: str = "tp_btf") -> None:
+                 follow_children: bool, attach: bool = True, complete_hook: str = "tp_btf",
+                 devices: tuple[int, ...] = ()) -> None:
+        """devices: the kernel dev_t values (major << 20 | minor) of the device filter, compared as constants
+        when there are at most MAX_DEVS; the caller fills the blk_devs map as well (used when there are more)."""
         lb = lib()
         self._links: list[int] = []
         self._tables: dict[str, Table] = {}
@@ -233,7 +249,7 @@ class LibbpfObject:
         try:
             wanted_progs = {p for probe in probes for p in PROGRAMS.get(probe, ())}
             if "blk" in probes:
-                wanted_progs.add(COMPLETE_HOOKS[complete_hook])
+                wanted_progs.update(BLK_HOOKS[complete_hook])
             if "blk" in probes and filter_tasks:
                 wanted_progs.add("blk_getrq")
             if filter_tasks and follow_children:
@@ -259,7 +275,7 @@ class LibbpfObject:
                 m = lb.bpf_object__next_map(obj, m)
             if rodata is None:
                 raise Unavailable(f"{path.name} has no .rodata (struct kvds_cfg): recompile")
-            cfg = KvdsCfg(int(filter_tasks), int(filter_devices))
+            cfg = kvds_cfg(filter_tasks, filter_devices, tuple(devices))
             rc = lb.bpf_map__set_initial_value(rodata, ctypes.byref(cfg), ctypes.sizeof(cfg))
             if rc < 0:
                 raise _fail(".rodata set-up (struct kvds_cfg size changed?)", rc)

@@ -68,8 +68,12 @@ BPF_HASH(blk_marked, struct rq_key, u8, 65536);
 BPF_HASH(blk_devs, u32, u8, 64);
 BPF_HASH(blk_hist, struct blk_hkey, u64, 16384);
 
+/* Filtered devices are compared as constants (BLK_DEVS_MATCH) when there are few: no map lookup on the hot path,
+ * where a loop device's read also fires every program for the backing disk's request. */
 static __always_inline int blk_dev_ok(u32 dev) {
-#if FILTER_DEVICES
+#if FILTER_DEVICES && defined(BLK_DEVS_MATCH)
+    return BLK_DEVS_MATCH(dev);
+#elif FILTER_DEVICES
     return blk_devs.lookup(&dev) != 0;
 #else
     return 1;
@@ -236,12 +240,16 @@ TRACEPOINTS = {
 }
 
 
+MAX_CONST_DEVS = 16  # more filtered devices than this are looked up in the blk_devs map
+
+
 @dataclass(frozen=True)
 class ProgramSpec:
     probes: tuple[str, ...]
     filter_tasks: bool = False
     filter_devices: bool = False
     follow_children: bool = True
+    devices: tuple[int, ...] = ()  # kernel dev_t (major << 20 | minor) of the device filter
 
     def source(self) -> str:
         defines = [
@@ -249,5 +257,9 @@ class ProgramSpec:
             f"#define FILTER_DEVICES {int(self.filter_devices)}",
             f"#define FOLLOW_CHILDREN {int(self.follow_children)}",
         ]
+        devs = sorted(set(self.devices))
+        if self.filter_devices and 0 < len(devs) <= MAX_CONST_DEVS:
+            match = " || ".join(f"(d) == {d}u" for d in devs)
+            defines.append(f"#define BLK_DEVS_MATCH(d) ({match})")
         body = [KERNEL_PROBES[p] for p in self.probes if p in KERNEL_PROBES]
         return "\n".join(defines + [COMMON] + body)

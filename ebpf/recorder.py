@@ -110,7 +110,8 @@ class Recorder:
             if not (c / "cgroup.procs").exists():
                 raise UserError(f"{c} is not a cgroup directory")
         self.filter_tasks = pids is not None or bool(self.cgroups)
-        self.spec = ProgramSpec(self.kernel_probes, self.filter_tasks, bool(self.devices), follow_children)
+        self.spec = ProgramSpec(self.kernel_probes, self.filter_tasks, bool(self.devices), follow_children,
+                                tuple(self.devices))
         self.bpf: Any = None
         self.load_seconds: float | None = None
         self.backend: str | None = None  # "libbpf" or "bcc", decided at start()

@@ -62,7 +62,8 @@ def _class_counts(blk: dict, dev: str) -> tuple[int, int, dict]:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("filtering,hook", [("device", "tp_btf"), ("pid", "tp_btf"), ("device", "tracepoint")])
 def test_libbpf_class_counts_match_issued(filtering: str, hook: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """block_rq_complete through tp_btf (the default) and through the classic tracepoint (the fall-back)."""
+    """block_rq_insert/issue/complete through tp_btf (the default) and through the classic tracepoints (the
+    fall-back)."""
     from ebpf.recorder import session
 
     monkeypatch.setenv("KVDS_EBPF_COMPLETE_HOOK", hook)
@@ -74,7 +75,7 @@ def test_libbpf_class_counts_match_issued(filtering: str, hook: str, monkeypatch
             _rt_reads_idle_writes(dev, N_READS, N_WRITES)
         full = rec.results()
     res = full["blk"]
-    assert rec.backend == "libbpf" and rec.backend_detail == f"block_rq_complete via {hook}"
+    assert rec.backend == "libbpf" and rec.backend_detail == f"block_rq_insert/issue/complete via {hook}"
     rt_reads, idle_writes, done = _class_counts(res, dev)
     # Never more than issued; fewer by at most 1%, or by what the kernel says it skipped (a tracepoint program is
     # not run while another BPF program runs on that CPU: recursion_misses, on a loaded machine tens per run; a
@@ -84,6 +85,33 @@ def test_libbpf_class_counts_match_issued(filtering: str, hook: str, monkeypatch
     assert 0 <= N_WRITES - idle_writes <= max(0.01 * N_WRITES, skipped), (idle_writes, skipped, done.keys())
     assert "read" not in done.get("idle", {}) and "write" not in done.get("rt", {})
     assert set(res["issue_to_complete"]) == {os.path.basename(dev)}
+
+
+@doctor.skip_unless("ebpf.libbpf", "ebpf.probe.blk")
+@pytest.mark.timeout(60)
+def test_libbpf_device_filter_beyond_the_constants_uses_the_map() -> None:
+    """Up to 16 filtered devices are constants in .rodata (the tests above); with more, the programs look the
+    device up in blk_devs instead, and still keep exactly the filtered device's requests."""
+    from ebpf import libbpf_loader, objects
+    from ebpf.recorder import kernel_dev
+
+    with journal.session():
+        backing = create_file(work_dir() / f"ebpf-libbpf-{os.getpid()}-devmap", DEVICE_BYTES, fill=b"m")
+        dev = loop_attach(backing)
+        kdev = kernel_dev(dev)[0]
+        absent = tuple((250 << 20) | i for i in range(libbpf_loader.MAX_DEVS))  # no such devices here
+        assert libbpf_loader.kvds_cfg(False, True, absent + (kdev,)).ndevs == 0
+        obj = libbpf_loader.LibbpfObject(objects.build()[0], ("blk",), False, True, False, devices=absent + (kdev,))
+        try:
+            devs = obj["blk_devs"]
+            devs[devs.Key(kdev)] = devs.Leaf(1)
+            _rt_reads_idle_writes(dev, 300, 0)
+            hist = obj["blk_hist"].items()
+        finally:
+            obj.cleanup()
+    assert {k.dev for k, _ in hist} == {kdev}
+    reads = sum(v.value for k, v in hist if k.kind == 0 and k.op == 0 and k.cls == 1)  # issue->complete, read, rt
+    assert 297 <= reads <= 300, reads
 
 
 @doctor.skip_unless("ebpf.libbpf", "ebpf.probe.faults")

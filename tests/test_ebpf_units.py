@@ -61,3 +61,20 @@ def test_bad_input_is_one_line_exit_2(argv: list[str], kvds_env: dict[str, str])
     p = subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True, timeout=60, env=kvds_env)
     assert p.returncode == 2, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_device_filter_is_constants_up_to_16_devices_then_the_map() -> None:
+    """Few filtered devices are compared as constants in both backends (no map lookup per block event); more
+    than 16 fall back to the blk_devs map (the recorder fills it either way)."""
+    from ebpf.libbpf_loader import MAX_DEVS, kvds_cfg
+    from ebpf.programs import MAX_CONST_DEVS, ProgramSpec
+
+    devs = ((7 << 20) | 5, (254 << 20) | 0)
+    cfg = kvds_cfg(False, True, devs)
+    assert (cfg.filter_devices, cfg.ndevs, tuple(cfg.devs[:3])) == (1, 2, (*devs, 0))
+    many = tuple(range(1, MAX_DEVS + 2))
+    assert kvds_cfg(False, True, many).ndevs == 0 and kvds_cfg(False, False, devs).ndevs == 0
+    src = ProgramSpec(("blk",), filter_devices=True, devices=devs).source()
+    assert f"#define BLK_DEVS_MATCH(d) ((d) == {devs[0]}u || (d) == {devs[1]}u)" in src
+    assert "#define BLK_DEVS_MATCH" not in ProgramSpec(("blk",), filter_devices=True,
+                                                       devices=tuple(range(1, MAX_CONST_DEVS + 2))).source()

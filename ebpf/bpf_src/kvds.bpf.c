@@ -17,9 +17,15 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Up to KVDS_MAX_DEVS filtered devices are compared as constants (no map lookup on the hot path, which matters:
+ * a loop device's read also fires every block program for the backing disk's request); with more, ndevs is 0
+ * and the blk_devs map is consulted. Keep in step with KvdsCfg in ebpf/libbpf_loader.py. */
+#define KVDS_MAX_DEVS 16
 struct kvds_cfg {
     __u32 filter_tasks;
     __u32 filter_devices;
+    __u32 ndevs;
+    __u32 devs[KVDS_MAX_DEVS];
 };
 const volatile struct kvds_cfg cfg = {};
 
@@ -105,7 +111,16 @@ HASH(blk_hist, struct blk_hkey, __u64, 16384);
 static __always_inline int blk_dev_ok(__u32 dev) {
     if (!cfg.filter_devices)
         return 1;
-    return bpf_map_lookup_elem(&blk_devs, &dev) != 0;
+    if (cfg.ndevs == 0)
+        return bpf_map_lookup_elem(&blk_devs, &dev) != 0;
+#pragma unroll
+    for (int i = 0; i < KVDS_MAX_DEVS; i++) {
+        if (i >= cfg.ndevs)  /* a constant for the verifier: the loop ends at ndevs */
+            return 0;
+        if (cfg.devs[i] == dev)
+            return 1;
+    }
+    return 0;
 }
 
 /* rwbs: [F]{R|W|D|E|N}... ; F first = preflush. 0 read, 1 write, 2 flush, 3 discard, 4 other. */
@@ -118,11 +133,11 @@ static __always_inline __u8 blk_op(char c0, char c1) {
     return 4;
 }
 
-static __always_inline void blk_count(__u32 dev, __u16 ioprio, char c0, char c1, __u8 kind, __u64 delta_ns) {
+static __always_inline void blk_count(__u32 dev, __u16 ioprio, __u8 op, __u8 kind, __u64 delta_ns) {
     struct blk_hkey k = {};
     k.dev = dev;
     k.cls = (ioprio >> 13) & 7;
-    k.op = blk_op(c0, c1);
+    k.op = op;
     k.kind = kind;
     k.slot = kvds_log2l(delta_ns / 1000);
     kvds_increment(&blk_hist, &k);
@@ -146,16 +161,57 @@ int blk_getrq(struct trace_event_raw_block_bio *args) {
     return 0;
 }
 
+/* The three block events, each reached two ways that give the same counts; the loader loads one set
+ * (ebpf/libbpf_loader.py, BLK_HOOKS):
+ *  - tp_btf (default): raw tracepoints with BTF arguments, reading struct request directly (BTF pointer loads, no
+ *    helper calls) the way the tracepoints' TP_fast_assign does: dev = disk_devt(rq->q->disk),
+ *    sector = blk_rq_pos(rq), ioprio = req_get_ioprio(rq), op from cmd_flags as blk_fill_rwbs + blk_op() would
+ *    classify it. The kernel neither formats a perf record for them nor skips them when another BPF program is
+ *    running on that CPU (only recursion of the same program is refused).
+ *  - tracepoint: classic tracepoints (bcc's way), the fall-back for a kernel whose BTF lacks those fields. The
+ *    kernel fills a perf record first (rwbs string and all), and does not run the program when another
+ *    kprobe/tracepoint BPF program is already running on that CPU (bpf_prog_active): a completion interrupt
+ *    arriving during our block_rq_issue program is lost (recursion_misses; 0-28 of 1500 reads on this loaded VM).
+ * The device filter comes first in each (the callers below): the backing disk's request of a loop device's read
+ * costs a comparison, nothing more. */
+static __always_inline void blk_inserted_at(__u32 dev, __u64 sector) {
+    struct rq_key k = {.dev = dev, .sector = sector};
+    if (!blk_tracked(&k))
+        return;
+    __u64 ts = bpf_ktime_get_ns();
+    bpf_map_update_elem(&blk_inserted, &k, &ts, BPF_ANY);
+}
+
+static __always_inline void blk_issued_at(__u32 dev, __u64 sector, __u16 ioprio, __u8 op) {
+    struct rq_key k = {.dev = dev, .sector = sector};
+    if (!blk_tracked(&k))
+        return;
+    __u64 ts = bpf_ktime_get_ns();
+    __u64 *ins = bpf_map_lookup_elem(&blk_inserted, &k);
+    if (ins) {
+        blk_count(dev, ioprio, op, 1, ts - *ins);
+        bpf_map_delete_elem(&blk_inserted, &k);
+    }
+    bpf_map_update_elem(&blk_issued, &k, &ts, BPF_ANY);
+}
+
+static __always_inline void blk_completed(__u32 dev, __u64 sector, __u16 ioprio, __u8 op) {
+    struct rq_key k = {.dev = dev, .sector = sector};
+    __u64 *ts = bpf_map_lookup_elem(&blk_issued, &k);
+    if (!ts)
+        return;
+    blk_count(dev, ioprio, op, 0, bpf_ktime_get_ns() - *ts);
+    bpf_map_delete_elem(&blk_issued, &k);
+    if (cfg.filter_tasks)
+        bpf_map_delete_elem(&blk_marked, &k);
+}
+
+/* -- classic tracepoints -- */
 SEC("tracepoint/block/block_rq_insert")
 int blk_insert(struct trace_event_raw_block_rq *args) {
     __u32 dev = args->dev;
-    if (!blk_dev_ok(dev))
-        return 0;
-    struct rq_key k = {.dev = dev, .sector = args->sector};
-    if (!blk_tracked(&k))
-        return 0;
-    __u64 ts = bpf_ktime_get_ns();
-    bpf_map_update_elem(&blk_inserted, &k, &ts, BPF_ANY);
+    if (blk_dev_ok(dev))
+        blk_inserted_at(dev, args->sector);
     return 0;
 }
 
@@ -164,51 +220,20 @@ int blk_issue(struct trace_event_raw_block_rq *args) {
     __u32 dev = args->dev;
     if (!blk_dev_ok(dev))
         return 0;
-    struct rq_key k = {.dev = dev, .sector = args->sector};
-    if (!blk_tracked(&k))
-        return 0;
-    __u64 ts = bpf_ktime_get_ns();
-    __u64 *ins = bpf_map_lookup_elem(&blk_inserted, &k);
-    if (ins) {
-        blk_count(dev, args->ioprio, args->rwbs[0], args->rwbs[1], 1, ts - *ins);
-        bpf_map_delete_elem(&blk_inserted, &k);
-    }
-    bpf_map_update_elem(&blk_issued, &k, &ts, BPF_ANY);
+    blk_issued_at(dev, args->sector, args->ioprio, blk_op(args->rwbs[0], args->rwbs[1]));
     return 0;
-}
-
-/* Completion, two ways to the same counts; the loader loads one (ebpf/libbpf_loader.py, COMPLETE_HOOKS).
- * The classic tracepoint (bcc's way) is not run when another kprobe/tracepoint BPF program is already running on
- * that CPU (bpf_prog_active): a completion interrupt arriving during our block_rq_issue program is lost
- * (recursion_misses; 0-28 of 1500 reads on this loaded VM). A tp_btf program only refuses recursion of
- * itself, so it is preferred; it reads the request the way the tracepoint's TP_fast_assign does:
- * dev = disk_devt(rq->q->disk), sector = blk_rq_pos(rq), ioprio = req_get_ioprio(rq), op from cmd_flags as
- * blk_fill_rwbs + blk_op() would classify it. */
-static __always_inline void blk_completed(__u32 dev, __u64 sector, __u16 ioprio, __u8 op) {
-    if (!blk_dev_ok(dev))
-        return;
-    struct rq_key k = {.dev = dev, .sector = sector};
-    __u64 *ts = bpf_map_lookup_elem(&blk_issued, &k);
-    if (!ts)
-        return;
-    struct blk_hkey hk = {};
-    hk.dev = dev;
-    hk.cls = (ioprio >> 13) & 7;
-    hk.op = op;
-    hk.kind = 0;
-    hk.slot = kvds_log2l((bpf_ktime_get_ns() - *ts) / 1000);
-    kvds_increment(&blk_hist, &hk);
-    bpf_map_delete_elem(&blk_issued, &k);
-    if (cfg.filter_tasks)
-        bpf_map_delete_elem(&blk_marked, &k);
 }
 
 SEC("tracepoint/block/block_rq_complete")
 int blk_complete(struct trace_event_raw_block_rq_completion *args) {
-    blk_completed(args->dev, args->sector, args->ioprio, blk_op(args->rwbs[0], args->rwbs[1]));
+    __u32 dev = args->dev;
+    if (!blk_dev_ok(dev))
+        return 0;
+    blk_completed(dev, args->sector, args->ioprio, blk_op(args->rwbs[0], args->rwbs[1]));
     return 0;
 }
 
+/* -- tp_btf: struct request read directly -- */
 /* Kernels before 6.13 keep the priority in struct request; newer ones take it from the first bio. */
 struct request___with_ioprio { unsigned short ioprio; } __attribute__((preserve_access_index));
 
@@ -221,19 +246,41 @@ static __always_inline __u8 blk_op_of_flags(__u32 opf) {
     return 4;
 }
 
+static __always_inline __u32 rq_dev(struct request *rq) {
+    struct gendisk *disk = rq->q->disk;
+    return disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
+}
+
+static __always_inline __u16 rq_ioprio(struct request *rq) {
+    if (bpf_core_field_exists(((struct request___with_ioprio *)0)->ioprio))
+        return ((struct request___with_ioprio *)rq)->ioprio;
+    struct bio *bio = rq->bio;
+    return bio ? bio->bi_ioprio : 0;
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(blk_insert_btf, struct request *rq) {
+    __u32 dev = rq_dev(rq);
+    if (blk_dev_ok(dev))
+        blk_inserted_at(dev, rq->__sector);
+    return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(blk_issue_btf, struct request *rq) {
+    __u32 dev = rq_dev(rq);
+    if (!blk_dev_ok(dev))
+        return 0;
+    blk_issued_at(dev, rq->__sector, rq_ioprio(rq), blk_op_of_flags(rq->cmd_flags));
+    return 0;
+}
+
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(blk_complete_btf, struct request *rq, blk_status_t error, unsigned int nr_bytes) {
-    struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
-    __u32 dev = disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor) : 0;
-    __u16 ioprio = 0;
-    if (bpf_core_field_exists(((struct request___with_ioprio *)0)->ioprio)) {
-        ioprio = BPF_CORE_READ((struct request___with_ioprio *)rq, ioprio);
-    } else {
-        struct bio *bio = BPF_CORE_READ(rq, bio);
-        if (bio)
-            ioprio = BPF_CORE_READ(bio, bi_ioprio);
-    }
-    blk_completed(dev, BPF_CORE_READ(rq, __sector), ioprio, blk_op_of_flags(BPF_CORE_READ(rq, cmd_flags)));
+    __u32 dev = rq_dev(rq);
+    if (!blk_dev_ok(dev))
+        return 0;
+    blk_completed(dev, rq->__sector, rq_ioprio(rq), blk_op_of_flags(rq->cmd_flags));
     return 0;
 }
 
