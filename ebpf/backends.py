@@ -105,21 +105,39 @@ def load_program(backend: str, spec: Any) -> Loaded:
     return Loaded(bpf, time.perf_counter() - t0 - compile_s, compile_s, detail)
 
 
+def program_fds(bpf: Any) -> dict[str, int]:
+    """{"block/block_rq_complete": fd, ...} of the loaded programs, for either backend."""
+    from ebpf import libbpf_loader
+
+    if isinstance(bpf, libbpf_loader.LibbpfObject):
+        return dict(bpf.program_fds)
+    fds = {}
+    for name, fn in getattr(bpf, "funcs", {}).items():  # bcc: TRACEPOINT_PROBE(cat, event) -> tracepoint__cat__event
+        text = name.decode() if isinstance(name, bytes) else str(name)
+        if text.startswith("tracepoint__") and getattr(fn, "fd", -1) >= 0:
+            fds[text.removeprefix("tracepoint__").replace("__", "/", 1)] = fn.fd
+    return fds
+
+
+def program_stats(bpf: Any) -> dict[str, tuple[int, int]]:
+    """{tracepoint: (runs, ns inside the program)} since load; counted only while kernel.bpf_stats_enabled=1."""
+    from ebpf import libbpf_loader
+
+    out = {}
+    for tp, fd in sorted(program_fds(bpf).items()):
+        st = libbpf_loader.run_stats(fd)
+        if st is not None:
+            out[tp] = st
+    return out
+
+
 def missed_events(bpf: Any) -> dict[str, int]:
     """{"block/block_rq_complete": n, ...}: runs of each loaded program the kernel skipped (recursion_misses),
     for either backend. Read before the programs are unloaded; over all devices and tasks, not just the filtered."""
     from ebpf import libbpf_loader
 
-    fds: dict[str, int] = {}
-    if isinstance(bpf, libbpf_loader.LibbpfObject):
-        fds = dict(bpf.program_fds)
-    else:  # bcc: TRACEPOINT_PROBE(cat, event) loads a function named tracepoint__cat__event
-        for name, fn in getattr(bpf, "funcs", {}).items():
-            text = name.decode() if isinstance(name, bytes) else str(name)
-            if text.startswith("tracepoint__") and getattr(fn, "fd", -1) >= 0:
-                fds[text.removeprefix("tracepoint__").replace("__", "/", 1)] = fn.fd
     out = {}
-    for tp, fd in sorted(fds.items()):
+    for tp, fd in sorted(program_fds(bpf).items()):
         n = libbpf_loader.recursion_misses(fd)
         if n is not None:
             out[tp] = n

@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--seconds", type=positive_float, default=3.0, help="seconds per run (default 3)")
     o.add_argument("--size-mib", type=positive_int, default=256, help="loop device size in MiB (default 256)")
     o.add_argument("--block-kib", type=positive_int, default=4, help="read size in KiB (default 4)")
+    o.add_argument("--prog-stats", action="store_true",
+                   help="also report runs and ns inside each program (sets kernel.bpf_stats_enabled=1 meanwhile)")
     _add_backend_flag(o)
     add_json_flag(o)
     o.set_defaults(func=run_overhead)
@@ -167,7 +169,7 @@ def run_overhead(args: argparse.Namespace) -> int:
     probes = parse_probes(args.probe)
     require_root("kvds ebpf overhead")
     res = measure_overhead(probes, reps=args.reps, seconds=args.seconds, size_mib=args.size_mib,
-                           block_kib=args.block_kib, backend=args.backend)
+                           block_kib=args.block_kib, backend=args.backend, prog_stats=args.prog_stats)
     print(json.dumps(res, indent=2) if args.json else format_overhead(res))
     return 0
 

@@ -176,8 +176,20 @@ def _fail(what: str, err: int) -> Unavailable:
     return Unavailable(f"libbpf {what}: {os.strerror(abs(err))}" + (f" ({' | '.join(detail)})" if detail else ""))
 
 
-# struct bpf_prog_info (uapi, append-only): recursion_misses at byte 208 of 232 (since Linux 5.12).
-PROG_INFO_SIZE, RECURSION_MISSES_AT = 232, 208
+# struct bpf_prog_info (uapi, append-only): run_time_ns at 192, run_cnt at 200 (5.1), recursion_misses at 208
+# (5.12), of 232 bytes.
+PROG_INFO_SIZE, RUN_TIME_NS_AT, RUN_CNT_AT, RECURSION_MISSES_AT = 232, 192, 200, 208
+
+
+def run_stats(prog_fd: int) -> tuple[int, int] | None:
+    """(runs, ns spent inside the program) since load, counted only while kernel.bpf_stats_enabled is 1."""
+    buf = (ctypes.c_uint8 * PROG_INFO_SIZE)()
+    size = c_u32(PROG_INFO_SIZE)
+    if lib().bpf_obj_get_info_by_fd(prog_fd, buf, ctypes.byref(size)) < 0 or size.value < RUN_CNT_AT + 8:
+        return None
+    raw = bytes(buf)
+    return (int.from_bytes(raw[RUN_CNT_AT:RUN_CNT_AT + 8], "little"),
+            int.from_bytes(raw[RUN_TIME_NS_AT:RUN_TIME_NS_AT + 8], "little"))
 
 
 def recursion_misses(prog_fd: int) -> int | None:

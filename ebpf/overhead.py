@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness import stats
-from harness.knobs import create_file, loop_attach, scheduler_of
+from harness.knobs import create_file, loop_attach, scheduler_of, sysctl
 from harness.paths import work_dir
 from harness.progress import progress
 from harness.results import ResultStore
@@ -55,7 +55,11 @@ def _blockdev_size(dev: str) -> int:
 
 
 def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0, size_mib: int = 256,
-                     block_kib: int = 4, backend: str | None = None) -> dict[str, Any]:
+                     block_kib: int = 4, backend: str | None = None, prog_stats: bool = False) -> dict[str, Any]:
+    """prog_stats: set kernel.bpf_stats_enabled=1 (through the journal) and report, per program, runs per read
+    and ns inside the program; the accounting itself costs two clock reads per program run."""
+    if prog_stats:
+        sysctl("kernel.bpf_stats_enabled", 1)
     backing = create_file(work_dir() / f"ebpf-overhead-{os.getpid()}-{time.time_ns()}", size_mib << 20, fill=b"k")
     dev = loop_attach(backing)
     block = block_kib << 10
@@ -79,9 +83,15 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         counted = sum(h["count"] for name, h in rec.histograms() if "issue_to_complete" in name)
         counts.append((n, counted))
         missed.append(sum(rec.results().get("missed_events", {}).values()))
+        for tp, (runs, ns) in rec.program_stats.items():
+            acc = in_program.setdefault(tp, [0, 0])
+            acc[0], acc[1] = acc[0] + runs, acc[1] + ns
+        reads_with.append(n)
         return n / el
 
     counts: list[tuple[int, int]] = []
+    in_program: dict[str, list[int]] = {}  # tracepoint -> [runs, ns], summed over the 'with' runs
+    reads_with: list[int] = []
     missed: list[int] = []  # program runs the kernel skipped per 'with' run (all devices; see README)
     order = stats.alternating_order(["without", "with"], reps)
     with progress("overhead runs", total=len(order)) as bar:
@@ -101,6 +111,11 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         "load_attach_s": [round(x, 3) for x in load_s],
         "reads_vs_histogram_counts": counts, "missed_events_per_run": missed,
     }
+    if prog_stats:
+        reads = max(sum(reads_with), 1)
+        res["program_stats"] = {tp: {"runs_per_read": round(r / reads, 3), "ns_per_run": round(ns / max(r, 1), 1),
+                                     "ns_per_read": round(ns / reads, 1)} for tp, (r, ns) in sorted(in_program.items())}
+        res["program_ns_per_read"] = round(sum(ns for _, ns in in_program.values()) / reads, 1)
     run = ResultStore().new_run("ebpf-overhead", {k: res[k] for k in ("probes", "backend", "device", "scheduler", "reps",
                                                                        "seconds", "block_bytes")})
     run.write_samples("iops_without", wo)
@@ -122,6 +137,9 @@ def format_overhead(res: dict[str, Any]) -> str:
         f"  load+attach per 'with' run (s): {res['load_attach_s']}",
         f"  reads issued vs counted in the histograms: {res['reads_vs_histogram_counts']}",
         f"  program runs skipped by the kernel per 'with' run (all devices): {res['missed_events_per_run']}",
+        *([f"  inside the programs (kernel.bpf_stats_enabled): {res['program_ns_per_read']} ns per read"] +
+          [f"    {tp:32s} {v['runs_per_read']:.2f} runs/read  {v['ns_per_run']:8.1f} ns/run  {v['ns_per_read']:8.1f} ns/read"
+           for tp, v in res["program_stats"].items()] if "program_stats" in res else []),
         f"  load average at the end: {res['loadavg']}",
         f"  run: {res['run']}",
     ]

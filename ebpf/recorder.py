@@ -22,7 +22,7 @@ from harness.knobs.cgroups import v2_root
 from harness.knobs.mounts import TRACEFS
 
 from ebpf import hist as H
-from ebpf.backends import choose_backend, load_program, missed_events, parse_backend
+from ebpf.backends import choose_backend, load_program, missed_events, parse_backend, program_stats
 from ebpf.programs import BLK_KINDS, CLASSES, OPS, RECLAIM_KINDS, TRACEPOINTS, ProgramSpec
 from ebpf.taskstats import Delays, TaskstatsClient
 
@@ -127,6 +127,7 @@ class Recorder:
         self._comm_of: dict[int, str] = {}
         self._snap: dict[str, list[tuple[Any, Any]]] = {}
         self._missed: dict[str, int] = {}
+        self.program_stats: dict[str, tuple[int, int]] = {}  # (runs, ns in program) at stop; needs bpf_stats
         self._stop_evt = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -188,6 +189,7 @@ class Recorder:
                         continue
                     self._snap[name] = [(k, v) for k, v in table.items()]
                 self._missed = missed_events(self.bpf)
+                self.program_stats = program_stats(self.bpf)
             if self._ts is not None:
                 pids = set(self._delay_before) | (set(self._all_pids()) if self._delays_all else set(self.pids))
                 for pid in sorted(pids):
