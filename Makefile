@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 KVDS := $(VENV)/bin/kvds
 
-.PHONY: setup demo test clean
+.PHONY: setup demo test test-slow clean
 
 setup:
 	bash harness/setup/setup.sh
@@ -12,7 +12,11 @@ demo: setup
 	$(KVDS) run --quick
 
 test: setup
-	$(VENV)/bin/python -m pytest -q tests
+	$(VENV)/bin/python -m pytest -q -m "not slow" tests
+
+# Guest-lab experiments that take ~10 minutes each under TCG + KASAN.
+test-slow: setup
+	$(VENV)/bin/python -m pytest -q -m slow tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info

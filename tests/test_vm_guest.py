@@ -17,6 +17,7 @@ from tests.conftest import needs_root, run_kvds
 
 @needs_root
 @doctor.skip_unless("qemu.guest")
+@pytest.mark.slow  # outside `make test`'s 30-minute budget: run with `make test-slow`
 @pytest.mark.timeout(1260)  # ~8-10 min under TCG+KASAN on this loaded 2-core host (see kernel_vm/README.md)
 def test_guest_bench_applies_damos_per_class_and_compares_mglru(kvds_env: dict[str, str]) -> None:
     from harness.remote.guest import guest_lab_status
