@@ -69,6 +69,26 @@ def positive_float(text: str) -> float:
     return v
 
 
+def nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be zero or positive")
+    return v
+
+
+def nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be zero or a positive finite number")
+    return v
+
+
 def percent(text: str) -> float:
     v = positive_float(text)
     if v >= 100:

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from harness import doctor
-from harness.cli import add_json_flag, positive_float, positive_int, require_root
+from harness.cli import add_json_flag, nonneg_float, nonneg_int, positive_float, positive_int, require_root
 from harness.errors import UserError
 from harness.mapping import available_mappings
 from harness.remote import add_target_args
@@ -31,28 +31,8 @@ def _mode_list(text: str) -> list[str]:
     return list(dict.fromkeys(modes))
 
 
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be zero or a positive finite number")
-    return v
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be zero or positive")
-    return v
-
-
 def _percent_1_100(text: str) -> int:
-    v = _nonneg_int(text)
+    v = nonneg_int(text)
     if not 1 <= v <= 100:
         raise argparse.ArgumentTypeError(f"{text!r} must be a percentage from 1 to 100")
     return v
@@ -67,14 +47,14 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="allow overwriting a file or a device that holds a filesystem signature")
     p.add_argument("--duration", type=positive_float, default=5.0, help="seconds per repetition (default 5)")
     p.add_argument("--reps", type=positive_int, default=3, help="repetitions per variant, alternating (default 3)")
-    p.add_argument("--rate", type=_nonneg_float, default=200.0,
+    p.add_argument("--rate", type=nonneg_float, default=200.0,
                    help="critical reads per second, one per decode step, open loop (0 = closed loop at QD1; default 200)")
     p.add_argument("--read-kib", type=positive_int, default=16, help="critical read size in KiB (default 16)")
     p.add_argument("--spill-kib", type=positive_int, default=1024, help="spill write size in KiB (default 1024)")
     p.add_argument("--spill-qd", type=positive_int, default=8, help="spill writes in flight (default 8)")
     p.add_argument("--spill", choices=SPILL_KINDS, default="direct",
                    help="spill writes O_DIRECT (default) or buffered with an fsync every 64 MiB")
-    p.add_argument("--fsync-every-mib", type=_nonneg_int, default=64,
+    p.add_argument("--fsync-every-mib", type=nonneg_int, default=64,
                    help="--spill buffered: fsync after this many MiB (0: only the final fsync; default 64)")
     p.add_argument("--dirty-background-ratio", type=_percent_1_100, default=None,
                    help="--spill buffered: set vm.dirty_background_ratio for the run (journaled, host-wide; "
@@ -84,7 +64,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spill-mib", type=positive_int, default=None,
                    help=f"spill region written (MiB; default {SPILL_MIB}, {QUICK_SPILL_MIB} with --quick)")
     p.add_argument("--guard-us", type=positive_int, default=100, help="the slack pacer's safety margin (us)")
-    p.add_argument("--budget-devs", type=_nonneg_float, default=2.0,
+    p.add_argument("--budget-devs", type=nonneg_float, default=2.0,
                    help="the slack pacer budgets each write at mean + this many mean deviations (default 2)")
     p.add_argument("--no-trace", dest="trace", action="store_false",
                    help="do not record block-layer priorities (block:block_rq_issue)")

@@ -1,9 +1,16 @@
 """`kvds qemu build`: a patched kernel from tinyconfig + fragments, cached by content so it is built once.
 
 The cache key hashes the source's git tree, every patch file, every fragment, the options and the compiler
-version; a build lives in <cache>/qemu/builds/<key>/ (an in-tree build in linux/, the bzImage, the final .config
-and build.json). In-tree builds at the same depth for every key give identical compiler command lines, so with
-CCACHE_BASEDIR a new key (say, one more patch) recompiles only what the patch touched.
+version; a finished build lives in <cache>/qemu/builds/<key>/ (the bzImage, the final .config, build.json and the
+build log). The object tree it was compiled in is a *workspace*, one per (source, fragments, options): every
+patch set with the same configuration is built in the same tree. A build computes its patched commit off to the
+side (git apply into a scratch index) and then checks it out, so git rewrites only the files that differ from the
+last build and make recompiles only what they reach: editing one patch costs one object and a relink, not a new
+tree. Workspaces sit at the same depth under the cache root, so with CCACHE_BASEDIR a new workspace reuses ccache.
+
+Configuration is `make tinyconfig`'s own recipe, `make allnoconfig` with KCONFIG_ALLCONFIG set to tinyconfig's
+fragments, with kvds's fragments appended: an option our fragments do not name stays off rather than taking its
+default, which keeps the debug kernel's cold build inside its 15-minute budget.
 """
 
 from __future__ import annotations
@@ -21,15 +28,17 @@ from harness import atomic
 from harness.errors import UserError
 from harness.paths import repo_root
 from qemu_validation import cachedirs, kconfig_fragments
-from qemu_validation.source import git, lock, resolve
+from qemu_validation.source import GIT_IDENTITY, git, lock, resolve
 
-RECIPE = 1  # bump when the build steps change, so old builds are not reused
+RECIPE = 2  # bump when the build steps change, so old builds are not reused (2: allnoconfig + workspaces)
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 BASE_FRAGMENT = CONFIG_DIR / "base.config"
 DEBUG_FRAGMENT = CONFIG_DIR / "debug.config"
 CC = "ccache gcc"
 DEFAULT_SOURCE = "debian-6.12"
 DEFAULT_PATCHES = ("mm_intent",)
+# What `make tinyconfig` merges (scripts/kconfig/Makefile), read from the source tree being built.
+TINY_FRAGMENTS = ("kernel/configs/tiny-base.config", "kernel/configs/tiny.config", "arch/x86/configs/tiny.config")
 
 
 class BuildError(Exception):
@@ -118,7 +127,8 @@ def describe(spec: BuildSpec) -> dict:
     patches = [{"series": n, "file": p.name, "sha256": _sha(p)}
                for n in spec.patches for p in sorted(series_dir(n).glob("*.patch"))]
     frags = [{"file": f.name, "sha256": _sha(f)} for f in _fragments(spec)]
-    return {"recipe": RECIPE, "source": spec.source, "source_tree": src.tree, "patches": patches,
+    return {"recipe": RECIPE, "configure": "allnoconfig+tiny", "source": spec.source, "source_tree": src.tree,
+            "patches": patches,
             "fragments": frags, "kasan": spec.kasan, "cc": CC, "compiler": _compiler_version(), "target": "bzImage"}
 
 
@@ -180,15 +190,20 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _make(tree: Path, log: Path, *args: str, jobs: int = 1) -> None:
+def _make(tree: Path, log: Path, *args: str, jobs: int = 1, env: dict[str, str] | None = None) -> None:
     with open(log, "a") as fh:
         fh.write(f"\n$ make {' '.join(args)}\n")
         fh.flush()
         p = subprocess.run(["make", f"-j{jobs}", f"CC={CC}", *args], cwd=tree, stdout=fh, stderr=subprocess.STDOUT,
-                           env=_env())
+                           env={**_env(), **(env or {})})
     if p.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
         raise BuildError(f"make {' '.join(args)} failed (full log: {log}):\n{tail}")
+
+
+def workspace_key(description: dict) -> str:
+    """The object tree a build compiles in: everything in the key except the patches themselves."""
+    return key_of({k: v for k, v in description.items() if k != "patches"})
 
 
 def ensure_built(spec: BuildSpec, jobs: int | None = None, say=lambda msg: None) -> KernelBuild:
@@ -198,50 +213,146 @@ def ensure_built(spec: BuildSpec, jobs: int | None = None, say=lambda msg: None)
     d = cachedirs.builds() / key
     if (kb := _load(d)) is not None:
         return kb
-    with lock(d):
+    ws = cachedirs.workspaces() / workspace_key(desc)
+    with lock(ws):  # one build at a time per tree; the build we waited for may be ours
         if (kb := _load(d)) is not None:
             return kb
-        return _build(spec, desc, key, d, jobs or os.cpu_count() or 1, say)
+        return _build(spec, desc, key, d, ws, jobs or os.cpu_count() or 1, say)
 
 
-def _build(spec: BuildSpec, desc: dict, key: str, d: Path, jobs: int, say) -> KernelBuild:
+def _patch_files(spec: BuildSpec) -> list[tuple[str, Path]]:
+    return [(name, patch) for name in spec.patches for patch in sorted(series_dir(name).glob("*.patch"))]
+
+
+def _subject(patch: Path) -> str:
+    for line in patch.read_text(errors="replace").splitlines():
+        if line.startswith("Subject:"):
+            return line[8:].strip()
+    return patch.name
+
+
+def patched_commit(tree: Path, base: str, patches: list[tuple[str, Path]], source_name: str) -> str:
+    """The commit `base` + `patches`, made in a scratch index without touching the work tree.
+
+    `git apply` is what `git am` runs on each mail; doing it off to the side means the later checkout rewrites
+    only files whose content differs from the last build, so make's timestamps stay meaningful.
+    """
+    index = tree / ".git" / "kvds-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+
+    def run(*args: str) -> str:
+        p = subprocess.run(["git", *GIT_IDENTITY, *args], cwd=tree, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr.strip()[-300:])
+        return p.stdout.strip()
+
+    index.unlink(missing_ok=True)
+    run("read-tree", base)
+    commit = base
+    for name, patch in patches:
+        try:
+            run("apply", "--cached", str(patch))
+        except RuntimeError as exc:
+            raise UserError(f"patch {name}/{patch.name} does not apply to {source_name}: {exc}") from None
+        commit = run("commit-tree", run("write-tree"), "-p", commit, "-m", _subject(patch))
+    index.unlink(missing_ok=True)
+    return commit
+
+
+def _allconfig(tree: Path, frags: list[Path], out: Path) -> None:
+    """tinyconfig's fragments then ours, concatenated: Kconfig lets a later line override an earlier one."""
+    parts = [(tree / f).read_text() for f in TINY_FRAGMENTS if (tree / f).exists()]
+    parts += [f"# --- {f}\n{f.read_text()}" for f in frags]
+    out.write_text("\n".join(parts))
+
+
+def _build(spec: BuildSpec, desc: dict, key: str, d: Path, ws: Path, jobs: int, say) -> KernelBuild:
     started = time.monotonic()
+    phases: dict[str, float] = {}
     d.mkdir(parents=True, exist_ok=True)
-    tree, log = d / "linux", d / "build.log"
+    ws.mkdir(parents=True, exist_ok=True)
+    tree, log = ws / "linux", d / "build.log"
     label = label_of(spec)
-    say(f"building kernel {label} ({key}); log: {log}")
-    if not (d / "tree.ok").exists():
+    src = resolve(spec.source)
+    incremental = (ws / "tree.ok").exists()
+    say(f"building kernel {label} ({key}) in {'its' if incremental else 'a new'} workspace {ws.name}; log: {log}")
+    if not incremental:
         shutil.rmtree(tree, ignore_errors=True)
-        src = resolve(spec.source)
         git("clone", "-q", "--shared", "--no-checkout", str(src.repo), str(tree))
-        git("checkout", "-q", "--detach", src.commit, cwd=tree)
-        for name in spec.patches:
-            for patch in sorted(series_dir(name).glob("*.patch")):
-                try:
-                    git("am", "-q", "--committer-date-is-author-date", str(patch), cwd=tree)
-                except RuntimeError as exc:
-                    git("am", "--abort", cwd=tree, check=False)
-                    raise UserError(f"patch {name}/{patch.name} does not apply to {spec.source}: {exc}") from None
-        (d / "tree.ok").write_text("")
-    _make(tree, log, "tinyconfig", jobs=1)
+        (ws / "tree.ok").write_text("")
+    commit = patched_commit(tree, src.commit, _patch_files(spec), spec.source)
+    git("checkout", "-q", "-f", "--detach", commit, cwd=tree)
+    phases["tree"] = time.monotonic() - started
+
+    t = time.monotonic()
     frags = _fragments(spec)
-    merge = subprocess.run(["scripts/kconfig/merge_config.sh", "-m", ".config", *map(str, frags)], cwd=tree,
-                           capture_output=True, text=True, env=_env())
-    if merge.returncode != 0:
-        raise BuildError(f"merge_config.sh failed: {merge.stderr.strip()[-300:]}")
-    _make(tree, log, "olddefconfig", jobs=1)
+    _allconfig(tree, frags, ws / "allconfig")
+    _make(tree, log, "allnoconfig", jobs=1, env={"KCONFIG_ALLCONFIG": str(ws / "allconfig")})
     wanted: dict[str, str] = {}
     for f in frags:
         wanted.update(kconfig_fragments.load(f))
     lost = kconfig_fragments.missing(wanted, (tree / ".config").read_text())
     if lost:
         raise UserError(f"Kconfig dropped requested options (unmet dependencies?): {', '.join(lost)}")
+    phases["configure"] = time.monotonic() - t
+
+    t = time.monotonic()
     _make(tree, log, "bzImage", jobs=jobs)
+    phases["compile"] = time.monotonic() - t
     shutil.copy2(tree / "arch/x86/boot/bzImage", d / "bzImage")
     shutil.copy2(tree / ".config", d / "config")
     release = (tree / "include/config/kernel.release").read_text().strip()
     info = {"id": key, "label": label, "built_at": time.time(), "build_seconds": round(time.monotonic() - started, 1),
-            "kernel_release": release, "jobs": jobs, **desc}
+            "phases": {k: round(v, 1) for k, v in phases.items()}, "incremental": incremental,
+            "workspace": ws.name, "commit": commit, "kernel_release": release, "jobs": jobs, **desc}
     atomic.write_json(d / "build.json", info)
-    say(f"built {label} ({key}) in {info['build_seconds']:.0f} s")
+    timing = ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
+    say(f"built {label} ({key}) in {info['build_seconds']:.0f} s ({'incremental' if incremental else 'new tree'}: {timing})")
     return KernelBuild(key, label, d, info)
+
+
+def _du(path: Path) -> int:
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def prune(dry_run: bool = False) -> dict:
+    """Free the disk that old builds hold: builds of an older recipe (each kept a multi-GB tree) and workspaces
+    no remaining build came from. Finished builds of the current recipe (a bzImage each) stay."""
+    removed: list[dict] = []
+    keep_ws: set[str] = set()
+    root = cachedirs.builds()
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if not d.is_dir():
+            continue
+        kb = _load(d)
+        if kb is not None and kb.info.get("recipe") == RECIPE:
+            keep_ws.add(kb.info.get("workspace", ""))
+            continue
+        if kb is None and (d / "build.log").exists() and not (d / "linux").exists():
+            continue  # an unfinished build of this recipe, perhaps in progress: leave it
+        removed.append({"path": str(d), "what": f"build {kb.label if kb else d.name} (recipe "
+                        f"{kb.info.get('recipe') if kb else '?'})", "bytes": _du(d)})
+    wroot = cachedirs.workspaces()
+    for w in sorted(wroot.iterdir()) if wroot.is_dir() else []:
+        if w.is_dir() and w.name not in keep_ws:
+            removed.append({"path": str(w), "what": f"workspace {w.name} (no build uses it)", "bytes": _du(w)})
+    if not dry_run:
+        for r in list(removed):
+            path = Path(r["path"])
+            with lock(path):  # waits for a build in progress in that tree
+                if path.parent == wroot and path.name in _workspaces_in_use():
+                    removed.remove(r)  # a build finished in it meanwhile
+                    continue
+                shutil.rmtree(path, ignore_errors=True)
+    return {"removed": removed, "freed_bytes": sum(r["bytes"] for r in removed), "dry_run": dry_run}
+
+
+def _workspaces_in_use() -> set[str]:
+    return {b.info.get("workspace", "") for b in all_builds() if b.info.get("recipe") == RECIPE}

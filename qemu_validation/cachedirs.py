@@ -22,6 +22,11 @@ def builds() -> Path:
     return root() / "builds"
 
 
+def workspaces() -> Path:
+    """Object trees, one per kernel configuration (multi-GB each; `kvds qemu build --prune` frees old ones)."""
+    return root() / "workspaces"
+
+
 def ccache() -> Path:
     return root() / "ccache"
 

@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli import add_json_flag, positive_float, positive_int
+from harness.cli import add_json_flag, nonneg_int, positive_float, positive_int
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import build, guest, runner, validate
+from qemu_validation import build, guest, rebuild_bench, runner, validate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--kasan", action="store_true", help="debug kernel: KASAN + lockdep (what validate uses)")
     b.add_argument("--jobs", type=positive_int, default=None, help="make -j (default: all CPUs)")
     b.add_argument("--list", action="store_true", help="list cached builds instead of building")
+    b.add_argument("--prune", action="store_true",
+                   help="delete builds of older recipes and object trees no build uses, instead of building")
+    b.add_argument("--dry-run", action="store_true", help="with --prune: say what would go, delete nothing")
     add_json_flag(b)
     b.set_defaults(func=cmd_build)
 
@@ -42,11 +45,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                         "under KASAN + lockdep; KTAP summarized")
     v.add_argument("--kernel", metavar="ID", help="validate this build instead of building the debug kernel")
     _spec_args(v)
-    v.add_argument("--fuzz", type=int, default=validate.MIN_MALFORMED, help="random malformed writes")
+    v.add_argument("--fuzz", type=nonneg_int, default=validate.MIN_MALFORMED, help="random malformed writes")
     v.add_argument("--seed", type=positive_int, default=1)
     v.add_argument("--timeout", type=positive_float, default=600.0)
     add_json_flag(v)
     v.set_defaults(func=cmd_validate)
+
+    bn = sub.add_parser("bench", help="time edit -> rebuild -> boot -> validate: a one-line change to the mm_intent "
+                                      "series, rebuilt in the warm tree and validated (goal: 90 s)")
+    bn.add_argument("--reps", type=positive_int, default=3)
+    bn.add_argument("--fuzz", type=nonneg_int, default=validate.MIN_MALFORMED,
+                    help="random malformed writes per validate")
+    bn.add_argument("--timeout", type=positive_float, default=600.0)
+    add_json_flag(bn)
+    bn.set_defaults(func=cmd_bench)
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -68,13 +80,28 @@ def _fail(msg: str) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    if args.dry_run and not args.prune:
+        raise UserError("--dry-run goes with --prune")
+    if args.prune:
+        out = build.prune(dry_run=args.dry_run)
+        if args.json:
+            print(json.dumps(out, indent=2))
+            return 0
+        for r in out["removed"]:
+            verb = "would remove" if args.dry_run else "removed"
+            print(f"{verb} {r['what']}: {r['bytes'] / 2**30:.2f} GiB  {r['path']}")
+        print(f"{'would free' if args.dry_run else 'freed'} {out['freed_bytes'] / 2**30:.2f} GiB")
+        return 0
     if args.list:
         rows = [{"id": b.id, "label": b.label, "release": b.info.get("kernel_release"),
-                 "build_seconds": b.info.get("build_seconds"), "bzImage": str(b.bzimage)} for b in build.all_builds()]
+                 "build_seconds": b.info.get("build_seconds"), "phases": b.info.get("phases"),
+                 "incremental": b.info.get("incremental"), "bzImage": str(b.bzimage)} for b in build.all_builds()]
         if args.json:
             print(json.dumps(rows, indent=2))
         for r in rows if not args.json else []:
-            print(f"{r['id']}  {r['label']:<36} {r['release']}  built in {r['build_seconds']} s")
+            phases = ", ".join(f"{k} {v} s" for k, v in (r["phases"] or {}).items())
+            print(f"{r['id']}  {r['label']:<36} {r['release']}  built in {r['build_seconds']} s"
+                  + (f" ({phases})" if phases else ""))
         return 0
     spec = _spec(args, args.kasan)
     was_cached = build.cached(spec) is not None
@@ -83,7 +110,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     except build.BuildError as exc:
         return _fail(str(exc))
     out = {"id": kb.id, "label": kb.label, "cached": was_cached, "bzImage": str(kb.bzimage),
-           "config": str(kb.config), "build_seconds": kb.info.get("build_seconds"),
+           "config": str(kb.config), "build_seconds": kb.info.get("build_seconds"), "phases": kb.info.get("phases"),
+           "incremental": kb.info.get("incremental"),
            "release": kb.info.get("kernel_release")}
     if args.json:
         print(json.dumps(out, indent=2))
@@ -125,8 +153,6 @@ def _run_status(res: runner.BootResult) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    if args.fuzz < 0:
-        raise UserError("--fuzz must be >= 0")
     try:
         summary, run = validate.validate(args.kernel, _spec(args, True), fuzz=args.fuzz, seed=args.seed,
                                          timeout=args.timeout)
@@ -137,6 +163,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         _print_summary(summary, run.path)
     return 0 if summary["ok"] else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    try:
+        out, run = rebuild_bench.bench(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout)
+    except build.BuildError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0 if out["all_validated"] else 1
+    print(f"edit -> rebuild -> boot -> validate on {out['base_kernel']['label']} "
+          f"(one line of {rebuild_bench.TARGET_FILE} changed per rep, {args.fuzz} random malformed writes)")
+    print(f"  {'rep':>3}  {'build s':>8}  {'boot+validate s':>15}  {'total s':>8}  validate")
+    for r in out["reps"]:
+        print(f"  {r['rep']:>3}  {r['build_seconds']:>8.1f}  {r['boot_validate_seconds']:>15.1f}  "
+              f"{r['total_seconds']:>8.1f}  {'PASS' if r['validate_ok'] else 'FAIL'} ({r['splats']} splats)")
+    print(f"  median {out['median_total_seconds']} s (build {out['median_build_seconds']} s, boot+validate "
+          f"{out['median_boot_validate_seconds']} s); goal <= {out['goal_seconds']:.0f} s: "
+          f"{'met' if out['goal_met'] else 'NOT met'}; results: {run.path}")
+    return 0 if out["all_validated"] else 1
 
 
 def _print_summary(s: dict, path: Path) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -95,22 +97,93 @@ def test_shipped_fragments_parse() -> None:
 
 
 def test_patches_apply_to_debian_source_and_pass_checkpatch(tmp_path: Path) -> None:
-    """The series applies in order to the cached Debian tree (a scratch index: no checkout), and checkpatch
-    --strict reports no errors. `kvds qemu build` applies the same files with `git am`."""
-    import os
-
+    """Each series applies in order to the cached Debian tree, the way `kvds qemu build` applies it (a scratch
+    index, no checkout), and checkpatch --strict reports no errors on the mm_intent series."""
     from harness.paths import cache_dir
     repos = sorted((cache_dir() / "qemu" / "sources").glob("debian-6.12-*/.git"))
     if not repos:
         pytest.skip("Debian linux-source-6.12 not imported yet (run `kvds qemu build` once)")
     repo = repos[0].parent
-    patches = [str(p) for n in ("mm_intent", "broken-uaf") for p in sorted(build.series_dir(n).glob("*.patch"))]
-    env = dict(os.environ, GIT_INDEX_FILE=str(tmp_path / "index"))
-    commit = source._pristine(repo, "x").commit
-    subprocess.run(["git", "read-tree", commit], cwd=repo, env=env, check=True)
-    for p in patches:
-        r = subprocess.run(["git", "apply", "--cached", p], cwd=repo, env=env, capture_output=True, text=True)
-        assert r.returncode == 0, f"{Path(p).name}: {r.stderr}"
-    check = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict", "--terse", "--no-summary", *patches[:2]],
+    base = source._pristine(repo, "x").commit
+    for variant in (("mm_intent",), ("mm_intent", "broken-uaf"), ("mm_intent", "broken-lockdep")):
+        files = [(n, p) for n in variant for p in sorted(build.series_dir(n).glob("*.patch"))]
+        commit = build.patched_commit(repo, base, files, "debian-6.12")
+        assert source.git("rev-list", "--count", f"{base}..{commit}", cwd=repo) == str(len(files))
+    patches = [str(p) for p in sorted(build.series_dir("mm_intent").glob("*.patch"))]
+    check = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict", "--terse", "--no-summary", *patches],
                            cwd=repo, capture_output=True, text=True)
     assert "ERROR:" not in check.stdout, check.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    r = tmp_path / "repo"
+    (r / "mm").mkdir(parents=True)
+    (r / "mm" / "mm_intent.c").write_text("// SPDX-License-Identifier: GPL-2.0\n#include <x.h>\nint a;\nint b;\n")
+    (r / "mm" / "other.c").write_text("int c;\n")
+    source.git("init", "-q", cwd=r)
+    source.git("add", ".", cwd=r)
+    source.git("commit", "-q", "-m", "base", cwd=r)
+    return r, source.git("rev-parse", "HEAD", cwd=r)
+
+
+def test_patched_commit_touches_nothing_until_checkout(repo: tuple[Path, str], tmp_path: Path) -> None:
+    """The build's patch step: commits made off to the side, then a checkout that rewrites only changed files,
+    so make's timestamps say exactly what a patch changed."""
+    from qemu_validation import rebuild_bench
+    r, base = repo
+    target = r / "mm" / "mm_intent.c"
+    original = target.read_text()
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "0001-n.patch").write_text(rebuild_bench.nonce_patch(original, "abc123"))
+    before = {p: p.stat().st_mtime_ns for p in (target, r / "mm" / "other.c")}
+    commit = build.patched_commit(r, base, [("s", series / "0001-n.patch")], "src")
+    assert {p: p.stat().st_mtime_ns for p in before} == before and target.read_text() == original
+    assert "kvds qemu bench: abc123" in source.git("show", f"{commit}:mm/mm_intent.c", cwd=r)
+    assert source.git("log", "-1", "--format=%s", commit, cwd=r).startswith("[PATCH] kvds bench: touch mm/mm_intent.c")
+    time.sleep(0.01)
+    source.git("checkout", "-q", "-f", "--detach", commit, cwd=r)
+    assert (r / "mm" / "other.c").stat().st_mtime_ns == before[r / "mm" / "other.c"]
+    assert target.stat().st_mtime_ns != before[target] and "abc123" in target.read_text()
+    # the same patch again does not apply on top of itself, and the error names it
+    with pytest.raises(UserError, match=r"patch s/0001-n.patch does not apply to src"):
+        build.patched_commit(r, commit, [("s", series / "0001-n.patch")], "src")
+
+
+def _fake_build(d: Path, recipe: int, workspace: str) -> None:
+    d.mkdir(parents=True)
+    (d / "bzImage").write_bytes(b"x" * 4096)
+    (d / "build.json").write_text(json.dumps({"id": d.name, "label": "l", "recipe": recipe, "workspace": workspace}))
+
+
+def test_prune_removes_old_builds_and_unused_trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qemu_validation import cachedirs
+    monkeypatch.setenv("KVDS_CACHE_DIR", str(tmp_path / "cache"))
+    b, w = cachedirs.builds(), cachedirs.workspaces()
+    _fake_build(b / "new", build.RECIPE, "w-used")
+    _fake_build(b / "old", build.RECIPE - 1, "")
+    (b / "old" / "linux" / "mm").mkdir(parents=True)          # the old layout kept its tree in the build
+    (b / "old" / "linux" / "mm" / "x.o").write_bytes(b"y" * 8192)
+    for name in ("w-used", "w-orphan"):
+        (w / name / "linux").mkdir(parents=True)
+        (w / name / "linux" / "vmlinux").write_bytes(b"z" * 8192)
+    dry = build.prune(dry_run=True)
+    assert sorted(Path(r["path"]).name for r in dry["removed"]) == ["old", "w-orphan"] and dry["freed_bytes"] > 0
+    assert (b / "old").exists() and (w / "w-orphan").exists()
+    done = build.prune()
+    assert done["freed_bytes"] == dry["freed_bytes"]
+    assert not (b / "old").exists() and not (w / "w-orphan").exists()
+    assert (b / "new" / "bzImage").exists() and (w / "w-used" / "linux" / "vmlinux").exists()
+    assert build.prune()["removed"] == []
+
+
+def test_prune_cli_and_bad_flags(tmp_path: Path) -> None:
+    import os
+    import sys
+    env = dict(os.environ, KVDS_CACHE_DIR=str(tmp_path / "cache"))
+    kvds = [sys.executable, "-m", "harness.cli", "qemu", "build"]
+    bad = subprocess.run([*kvds, "--dry-run"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["kvds: error: --dry-run goes with --prune"]
+    ok = subprocess.run([*kvds, "--prune", "--dry-run", "--json"], capture_output=True, text=True, env=env)
+    assert ok.returncode == 0 and json.loads(ok.stdout) == {"removed": [], "freed_bytes": 0, "dry_run": True}

@@ -65,3 +65,11 @@ def test_kasan_report_from_the_broken_variant() -> None:
     found = _scan("broken-uaf-kasan.log")
     assert [f.kind for f in found] == ["kasan"]
     assert "slab-use-after-free in mm_intent_drop_space" in found[0].line
+
+
+def test_lockdep_report_from_the_inverted_locks_variant() -> None:
+    """Captured from `kvds qemu validate` on mm_intent + kernel_patches/broken-lockdep: one report, one finding."""
+    found = _scan("broken-lockdep.log")
+    assert [f.kind for f in found] == ["lockdep"]
+    assert found[0].line == "WARNING: possible circular locking dependency detected"
+    assert "mm_intent_dump_lock" in found[0].context and "mm_intent_register_write" in found[0].context

@@ -76,6 +76,26 @@ def test_broken_variant_fails_validate(tmp_path: Path) -> None:
     assert "kasan" in {f["kind"] for f in summary["findings"]}, summary["failure"]
 
 
+def _compiled(build_log: Path) -> list[str]:
+    return [line.split()[-1] for line in build_log.read_text().splitlines() if line.startswith("  CC ")]
+
+
+def test_lockdep_variant_fails_validate_after_an_incremental_rebuild(kernel: build.KernelBuild,
+                                                                     tmp_path: Path) -> None:
+    """A series that takes two mutexes in both orders: lockdep must report it and validate must fail. Built in
+    the debug kernel's own tree, so only the patched file recompiles."""
+    from harness.results import ResultStore
+    broken = build.ensure_built(build.BuildSpec(patches=("mm_intent", "broken-lockdep"), kasan=True))
+    assert broken.info["workspace"] == kernel.info["workspace"] and broken.info["incremental"]
+    compiled = _compiled(broken.dir / "build.log")
+    assert "mm/mm_intent.o" in compiled and all(not c.startswith(("kernel/", "fs/", "drivers/")) for c in compiled), \
+        compiled
+    summary, _ = validate.validate(broken.id, fuzz=100, store=ResultStore(tmp_path))
+    assert not summary["ok"]
+    lockdep = [f for f in summary["findings"] if f["kind"] == "lockdep"]
+    assert lockdep and "circular locking dependency" in lockdep[0]["line"], summary["failure"]
+
+
 CLIENT = '''
 import ctypes, json, mmap, os, sys
 from harness.intent import KVBlock, Phase

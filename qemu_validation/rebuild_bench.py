@@ -1,0 +1,87 @@
+"""`kvds qemu bench`: what a kernel developer waits for after editing a patch: rebuild, boot and validate.
+
+Each repetition appends a one-line patch (a comment carrying a fresh nonce, inserted near the top of
+mm/mm_intent.c so every later line moves and the object really recompiles, not a ccache hit) to the mm_intent
+series, builds that new key in the warm workspace, and runs the full `validate` on it. Phases are timed
+separately; the bench's own kernels are removed afterwards, so the cache holds only real builds.
+"""
+
+from __future__ import annotations
+
+import difflib
+import secrets
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from harness.progress import say
+from harness.results import ResultStore, Run
+from qemu_validation import build, cachedirs, guest, validate
+from qemu_validation.source import git
+
+TARGET_FILE = "mm/mm_intent.c"
+GOAL_SECONDS = 90.0
+
+
+def nonce_patch(original: str, nonce: str) -> str:
+    """A `git am`-style mail adding one comment line after the first line of mm/mm_intent.c."""
+    old = original.splitlines(keepends=True)
+    new = old[:1] + [f"/* kvds qemu bench: {nonce} */\n"] + old[1:]
+    diff = "".join(difflib.unified_diff(old, new, f"a/{TARGET_FILE}", f"b/{TARGET_FILE}", n=3))
+    return (f"From: kvds <kvds@example.invalid>\nSubject: [PATCH] kvds bench: touch {TARGET_FILE} ({nonce})\n\n"
+            f"---\ndiff --git a/{TARGET_FILE} b/{TARGET_FILE}\n{diff}")
+
+
+def _file_at(kb: build.KernelBuild, path: str) -> str:
+    tree = cachedirs.workspaces() / kb.info["workspace"] / "linux"
+    return git("show", f"{kb.info['commit']}:{path}", cwd=tree) + "\n"
+
+
+def bench(reps: int = 3, fuzz: int = validate.MIN_MALFORMED, timeout: float = 600.0,
+          store: ResultStore | None = None) -> tuple[dict, Run]:
+    """Time `reps` edit -> rebuild -> boot -> validate cycles on top of the (built) default debug kernel."""
+    base_spec = guest.DEFAULT_SPEC
+    say("making sure the unmodified debug kernel and the validator are built (not timed)")
+    base = build.ensure_built(base_spec, say=say)
+    validate.validator_binary()
+    store = store or ResultStore()
+    run = store.new_run("qemu-bench", {"reps": reps, "fuzz": fuzz, "base_kernel": base.id,
+                                       "patches": list(base_spec.patches), "touched": TARGET_FILE})
+    original = _file_at(base, TARGET_FILE)
+    rows = []
+    for rep in range(reps):
+        with tempfile.TemporaryDirectory(prefix="kvds-bench-series-") as tmp:
+            series = Path(tmp)
+            nonce = secrets.token_hex(6)
+            (series / "0001-kvds-bench.patch").write_text(nonce_patch(original, nonce))
+            spec = build.BuildSpec(source=base_spec.source, patches=(*base_spec.patches, str(series)),
+                                   kasan=base_spec.kasan, fragments=base_spec.fragments)
+            say(f"rep {rep + 1}/{reps}: rebuild with {TARGET_FILE} touched ({nonce}), boot, validate")
+            t0 = time.monotonic()
+            kb = build.ensure_built(spec, say=say)
+            t_build = time.monotonic() - t0
+            try:
+                summary, vrun = validate.validate(kb.id, fuzz=fuzz, timeout=timeout, store=store)
+                t_total = time.monotonic() - t0
+            finally:
+                shutil.rmtree(kb.dir, ignore_errors=True)
+                kb.dir.with_name(kb.dir.name + ".lock").unlink(missing_ok=True)
+        rows.append({"rep": rep + 1, "nonce": nonce, "kernel": kb.id, "incremental": kb.info.get("incremental"),
+                     "build_seconds": round(t_build, 1), "build_phases": kb.info.get("phases"),
+                     "boot_validate_seconds": round(t_total - t_build, 1), "total_seconds": round(t_total, 1),
+                     "guest_seconds": summary["boot"]["seconds"], "validate_ok": summary["ok"],
+                     "malformed_writes": summary["malformed_writes"], "splats": summary["splats"],
+                     "validate_run": vrun.run_id})
+        say(f"  build {t_build:.1f} s + boot/validate {t_total - t_build:.1f} s = {t_total:.1f} s "
+            f"({'PASS' if summary['ok'] else 'FAIL'})")
+    totals = [r["total_seconds"] for r in rows]
+    out = {"reps": rows, "median_total_seconds": round(statistics.median(totals), 1),
+           "max_total_seconds": max(totals), "goal_seconds": GOAL_SECONDS,
+           "median_build_seconds": round(statistics.median(r["build_seconds"] for r in rows), 1),
+           "median_boot_validate_seconds": round(statistics.median(r["boot_validate_seconds"] for r in rows), 1),
+           "goal_met": statistics.median(totals) <= GOAL_SECONDS, "all_validated": all(r["validate_ok"] for r in rows),
+           "base_kernel": {"id": base.id, "label": base.label}}
+    run.write_summary(out)
+    return out, run
