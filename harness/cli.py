@@ -49,44 +49,31 @@ def add_json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, cast: type, kind: str, valid, rule: str):
+    """One argparse type for every numeric option: `kind` names what a non-number is not, `rule` what it must be."""
     try:
-        v = int(text)
+        v = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+    if not valid(v):
+        raise argparse.ArgumentTypeError(f"{text!r} must be {rule}")
     return v
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, "a whole number", lambda v: v > 0, "positive")
 
 
 def positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive finite number")
-    return v
+    return _number(text, float, "a number", lambda v: 0 < v < float("inf"), "a positive finite number")
 
 
 def nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be zero or positive")
-    return v
+    return _number(text, int, "an integer", lambda v: v >= 0, "zero or positive")
 
 
 def nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be zero or a positive finite number")
-    return v
+    return _number(text, float, "a number", lambda v: 0 <= v < float("inf"), "zero or a positive finite number")
 
 
 def percent(text: str) -> float:

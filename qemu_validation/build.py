@@ -137,7 +137,7 @@ def key_of(description: dict) -> str:
 
 
 def label_of(spec: BuildSpec) -> str:
-    parts = [spec.source.rsplit("/", 1)[-1], *(spec.patches or ("vanilla",))]
+    parts = [spec.source.rsplit("/", 1)[-1], *(Path(n).name for n in spec.patches or ("vanilla",))]
     if spec.kasan:
         parts.append("kasan")
     if spec.fragments:

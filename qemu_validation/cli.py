@@ -175,9 +175,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 0 if out["all_validated"] else 1
     print(f"edit -> rebuild -> boot -> validate on {out['base_kernel']['label']} "
           f"(one line of {rebuild_bench.TARGET_FILE} changed per rep, {args.fuzz} random malformed writes)")
-    print(f"  {'rep':>3}  {'build s':>8}  {'boot+validate s':>15}  {'total s':>8}  validate")
+    print(f"  {'rep':>3}  {'build s':>8}  {'compiled':>8}  {'boot+validate s':>15}  {'total s':>8}  validate")
     for r in out["reps"]:
-        print(f"  {r['rep']:>3}  {r['build_seconds']:>8.1f}  {r['boot_validate_seconds']:>15.1f}  "
+        print(f"  {r['rep']:>3}  {r['build_seconds']:>8.1f}  {len(r['compiled']):>8}  {r['boot_validate_seconds']:>15.1f}  "
               f"{r['total_seconds']:>8.1f}  {'PASS' if r['validate_ok'] else 'FAIL'} ({r['splats']} splats)")
     print(f"  median {out['median_total_seconds']} s (build {out['median_build_seconds']} s, boot+validate "
           f"{out['median_boot_validate_seconds']} s); goal <= {out['goal_seconds']:.0f} s: "

@@ -62,6 +62,8 @@ def bench(reps: int = 3, fuzz: int = validate.MIN_MALFORMED, timeout: float = 60
             t0 = time.monotonic()
             kb = build.ensure_built(spec, say=say)
             t_build = time.monotonic() - t0
+            compiled = [line.split()[-1] for line in (kb.dir / "build.log").read_text().splitlines()
+                        if line.startswith("  CC ")]
             try:
                 summary, vrun = validate.validate(kb.id, fuzz=fuzz, timeout=timeout, store=store)
                 t_total = time.monotonic() - t0
@@ -69,7 +71,7 @@ def bench(reps: int = 3, fuzz: int = validate.MIN_MALFORMED, timeout: float = 60
                 shutil.rmtree(kb.dir, ignore_errors=True)
                 kb.dir.with_name(kb.dir.name + ".lock").unlink(missing_ok=True)
         rows.append({"rep": rep + 1, "nonce": nonce, "kernel": kb.id, "incremental": kb.info.get("incremental"),
-                     "build_seconds": round(t_build, 1), "build_phases": kb.info.get("phases"),
+                     "build_seconds": round(t_build, 1), "build_phases": kb.info.get("phases"), "compiled": compiled,
                      "boot_validate_seconds": round(t_total - t_build, 1), "total_seconds": round(t_total, 1),
                      "guest_seconds": summary["boot"]["seconds"], "validate_ok": summary["ok"],
                      "malformed_writes": summary["malformed_writes"], "splats": summary["splats"],

@@ -2,39 +2,19 @@
 
 from __future__ import annotations
 
-import mmap
 import os
-import random
 import threading
 
 import pytest
 
 from harness import doctor, journal
-from harness.ioprio import parse_ioprio, set_ioprio
 from harness.knobs import create_file, loop_attach
 from harness.paths import work_dir
+from tests.blk_workload import DEVICE_BYTES, direct_io
 
 pytestmark = [doctor.skip_unless("ebpf.probe.blk"), pytest.mark.timeout(120)]
 
-N_READS, N_WRITES, BLOCK = 1500, 1000, 4096
-DEVICE_BYTES = 64 << 20
-
-
-def _io(dev: str, prio: str, write: bool, n: int, seed: int, errors: list[BaseException]) -> None:
-    """n O_DIRECT 4 KiB requests at distinct random offsets, from a thread whose I/O priority is `prio`."""
-    try:
-        set_ioprio(parse_ioprio(prio))  # per thread: the block layer tags this thread's requests
-        offsets = random.Random(seed).sample(range(DEVICE_BYTES // BLOCK), n)
-        buf = mmap.mmap(-1, BLOCK)
-        buf.write(b"w" * BLOCK)
-        fd = os.open(dev, (os.O_WRONLY if write else os.O_RDONLY) | os.O_DIRECT)
-        try:
-            for off in offsets:
-                (os.pwritev if write else os.preadv)(fd, [buf], off * BLOCK)
-        finally:
-            os.close(fd)
-    except BaseException as exc:  # surfaced by the test, not lost in the thread
-        errors.append(exc)
+N_READS, N_WRITES = 1500, 1000
 
 
 @pytest.mark.parametrize("filtering", ["device", "pid"])
@@ -47,8 +27,8 @@ def test_class_counts_match_issued(filtering: str) -> None:
         pids = [os.getpid()] if filtering == "pid" else None
         errors: list[BaseException] = []
         with session(probes=("blk",), devices=[dev], pids=pids) as rec:
-            readers = threading.Thread(target=_io, args=(dev, "rt/0", False, N_READS, 1, errors))
-            writers = threading.Thread(target=_io, args=(dev, "idle", True, N_WRITES, 2, errors))
+            readers = threading.Thread(target=direct_io, args=(dev, "rt/0", False, N_READS, 1, errors))
+            writers = threading.Thread(target=direct_io, args=(dev, "idle", True, N_WRITES, 2, errors))
             readers.start(), writers.start()
             readers.join(), writers.join()
         assert not errors, errors

@@ -4,9 +4,7 @@ sched_process_fork, and bcc and libbpf give results() of the same shape for the 
 
 from __future__ import annotations
 
-import mmap
 import os
-import random
 import subprocess
 import sys
 import threading
@@ -16,36 +14,18 @@ import pytest
 
 from harness import doctor, journal
 from harness.errors import UserError
-from harness.ioprio import parse_ioprio, set_ioprio
 from harness.knobs import create_cgroup, create_file, loop_attach, zram_swap
 from harness.paths import work_dir
+from tests.blk_workload import DEVICE_BYTES, direct_io
 
-N_READS, N_WRITES, BLOCK = 1500, 1000, 4096
-DEVICE_BYTES = 64 << 20
+N_READS, N_WRITES = 1500, 1000
 MiB = 1 << 20
-
-
-def _io(dev: str, prio: str, write: bool, n: int, seed: int, errors: list[BaseException]) -> None:
-    """n O_DIRECT 4 KiB requests at distinct random offsets, from a thread whose I/O priority is `prio`."""
-    try:
-        set_ioprio(parse_ioprio(prio))
-        offsets = random.Random(seed).sample(range(DEVICE_BYTES // BLOCK), n)
-        buf = mmap.mmap(-1, BLOCK)
-        buf.write(b"w" * BLOCK)
-        fd = os.open(dev, (os.O_WRONLY if write else os.O_RDONLY) | os.O_DIRECT)
-        try:
-            for off in offsets:
-                (os.pwritev if write else os.preadv)(fd, [buf], off * BLOCK)
-        finally:
-            os.close(fd)
-    except BaseException as exc:
-        errors.append(exc)
 
 
 def _rt_reads_idle_writes(dev: str, n_reads: int, n_writes: int) -> None:
     errors: list[BaseException] = []
-    readers = threading.Thread(target=_io, args=(dev, "rt/0", False, n_reads, 1, errors))
-    writers = threading.Thread(target=_io, args=(dev, "idle", True, n_writes, 2, errors))
+    readers = threading.Thread(target=direct_io, args=(dev, "rt/0", False, n_reads, 1, errors))
+    writers = threading.Thread(target=direct_io, args=(dev, "idle", True, n_writes, 2, errors))
     readers.start(), writers.start()
     readers.join(), writers.join()
     assert not errors, errors

@@ -96,6 +96,19 @@ def test_lockdep_variant_fails_validate_after_an_incremental_rebuild(kernel: bui
     assert lockdep and "circular locking dependency" in lockdep[0]["line"], summary["failure"]
 
 
+def test_bench_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    """`kvds qemu bench`: the touched file really recompiles in the debug kernel's tree, the rebuilt kernel
+    validates, and the bench's kernels do not stay in the cache. (Its figures are quoted, not asserted.)"""
+    from harness.results import ResultStore
+    from qemu_validation import rebuild_bench
+    before = {b.id for b in build.all_builds()}
+    out, run = rebuild_bench.bench(reps=1, fuzz=100, store=ResultStore(tmp_path))
+    (rep,) = out["reps"]
+    assert rep["incremental"] and "mm/mm_intent.o" in rep["compiled"] and rep["validate_ok"], rep
+    assert rep["kernel"] not in {b.id for b in build.all_builds()} and {b.id for b in build.all_builds()} == before
+    assert json.loads((run.path / "summary.json").read_text())["reps"][0]["nonce"] == rep["nonce"]
+
+
 CLIENT = '''
 import ctypes, json, mmap, os, sys
 from harness.intent import KVBlock, Phase
