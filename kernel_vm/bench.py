@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness import journal, progress, stats
+from harness import figures, journal, progress, stats
 from harness.errors import UserError
 from harness.mapping import load_mapping
 from harness.results import ResultStore, Run
@@ -241,9 +241,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
                 if f"intent_{k}" in hd:
                     summary["headline"][f"intent_damos_{k}"] = hd[f"intent_{k}"]
     run.write_summary(summary)
-    from kernel_vm.plot import plot_summary
-
-    plot_summary(summary, run.path / "vm-bench.png")
+    figures.draw(run, "vm-bench.png", "kernel_vm.plot:plot_summary", summary)
     return run, summary
 
 

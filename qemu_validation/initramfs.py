@@ -49,6 +49,8 @@ def init_script(argv: list[str], share: Path | None, host_root: bool, cwd: str =
             f"mkdir -p /host && mount -t 9p $NINEP,ro {qemu_cmd.ROOT_TAG} /host || echo 'kvds: cannot mount host root'",
             "for d in proc sys dev tmp; do mount --bind /$d /host/$d; done",
             "mount --bind /sys/kernel/debug /host/sys/kernel/debug",
+            # /run is a tmpfs on a booted system; the read-only host copy would refuse kvds's machine-wide state.
+            "mount -t tmpfs run /host/run",
         ]
         if share is not None:
             # After the /tmp bind: a share under /tmp must be re-created inside the guest's tmpfs.

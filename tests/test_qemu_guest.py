@@ -34,6 +34,14 @@ def test_exit_status_and_share(kernel: build.KernelBuild, tmp_path: Path) -> Non
     assert guest.run_in_guest(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200   # beyond debug-exit's 7 bits
 
 
+def test_host_root_has_a_writable_run(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    """Under --host-root the host's / is read-only over 9p; /run must be the guest's own tmpfs (kvds keeps its
+    machine-wide state there), while the host's files stay untouchable."""
+    script = f"touch /run/kvds-probe && ! touch /etc/kvds-probe 2>/dev/null && echo ok > {tmp_path}/out"
+    assert guest.run_in_guest(kernel.id, ["sh", "-c", script], tmp_path, host_root=True, timeout=300) == 0
+    assert (tmp_path / "out").read_text() == "ok\n" and not Path("/etc/kvds-probe").exists()
+
+
 def test_hang_is_killed(kernel: build.KernelBuild) -> None:
     res = guest.run_guest(kernel.id, ["sleep", "100000"], timeout=20)
     assert res.timed_out and res.status is None

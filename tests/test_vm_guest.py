@@ -33,6 +33,8 @@ def test_guest_bench_applies_damos_per_class_and_compares_mglru(kvds_env: dict[s
     run = Path(kvds_env["KVDS_RESULTS_DIR"]) / guest["runs"][0]
     s = json.loads((run / "summary.json").read_text())
     assert json.loads((run / "meta.json").read_text())["remote"]["host"] == "guest"
+    # the figure the guest owed was drawn by the host when it filed the run
+    assert (run / "vm-bench.png").stat().st_size > 0 and not (run / "figures-owed.json").exists()
 
     # MGLRU: both states ran, min_ttl_ms in the on variant
     assert s["mglru"]["status"] == "compared"
