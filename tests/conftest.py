@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +36,10 @@ def run_kvds(args: list[str], env: dict[str, str], timeout: float = 300, **kw) -
 
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="kvds doctor: root needs-root: test changes kernel state")
+
+
+def foreground_signals() -> None:
+    """preexec_fn for a child a test interrupts the way a terminal's Ctrl-C would: a foreground process starts with
+    SIGINT at its default. A test run started in the background (nohup, `&` without job control) inherits SIGINT
+    ignored, and Python then leaves it ignored, so the child would never see the interrupt the test is about."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

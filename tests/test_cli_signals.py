@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import doctor
-from tests.conftest import KVDS, REPO, needs_root
+from tests.conftest import KVDS, REPO, foreground_signals, needs_root
 
 pytestmark = [needs_root, doctor.skip_unless("loop", "ioprio")]
 
@@ -24,7 +24,8 @@ def _loops_over(path: Path) -> list[str]:
 def test_signal_mid_run_restores_and_exits(tmp_path, kvds_env, signum: int, status: int) -> None:
     proc = subprocess.Popen([*KVDS, "io", "bench", "--mode", "unloaded,baseline", "--duration", "30", "--reps", "1",
                              "--kv-mib", "16", "--spill-mib", "32"], cwd=REPO, env=kvds_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=foreground_signals)
     deadline = time.monotonic() + 120
     while not _loops_over(tmp_path) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)

@@ -12,7 +12,7 @@ import pytest
 
 from harness import doctor, journal, knobs
 from harness.errors import KnobRefused
-from tests.conftest import REPO, needs_root, run_kvds
+from tests.conftest import REPO, foreground_signals, needs_root, run_kvds
 from tests.journal_child import SYSFS_KNOB
 
 pytestmark = [needs_root, doctor.skip_unless("loop", "swap.zram", "memcg")]
@@ -49,7 +49,7 @@ def object_gone(kind: str, value: str) -> bool:
 
 def start_child(scratch: Path, env: dict, mode: str = "--wait") -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tests.journal_child", str(scratch), mode], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=foreground_signals)
 
 
 @pytest.mark.parametrize("kill_after", [1, 2, 3, 4, 5])
