@@ -11,7 +11,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.errors import Unavailable, UserError
 
@@ -123,12 +123,7 @@ def program_stats(bpf: Any) -> dict[str, tuple[int, int]]:
     """{tracepoint: (runs, ns inside the program)} since load; counted only while kernel.bpf_stats_enabled=1."""
     from ebpf import libbpf_loader
 
-    out = {}
-    for tp, fd in sorted(program_fds(bpf).items()):
-        st = libbpf_loader.run_stats(fd)
-        if st is not None:
-            out[tp] = st
-    return out
+    return _per_program(bpf, libbpf_loader.run_stats)
 
 
 def missed_events(bpf: Any) -> dict[str, int]:
@@ -136,9 +131,10 @@ def missed_events(bpf: Any) -> dict[str, int]:
     for either backend. Read before the programs are unloaded; over all devices and tasks, not just the filtered."""
     from ebpf import libbpf_loader
 
-    out = {}
-    for tp, fd in sorted(program_fds(bpf).items()):
-        n = libbpf_loader.recursion_misses(fd)
-        if n is not None:
-            out[tp] = n
-    return out
+    return _per_program(bpf, libbpf_loader.recursion_misses)
+
+
+def _per_program(bpf: Any, read: Callable[[int], Any]) -> dict[str, Any]:
+    """{tracepoint: read(program fd)} for every loaded program whose reading is known (not None)."""
+    readings = {tp: read(fd) for tp, fd in sorted(program_fds(bpf).items())}
+    return {tp: v for tp, v in readings.items() if v is not None}
