@@ -130,3 +130,116 @@ def run_alternating(variants: dict[str, Callable[[int], T]], reps: int,
             on_step(r, name)
         out[name].append(variants[name](r))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What an interval may claim. One rule for every goal kvds judges: a goal is *met* only when the whole interval is
+# on its side, *missed* when the whole interval is on the other side, otherwise *inconclusive*. A verdict always
+# carries the interval it was decided from, so nothing prints a verdict without its evidence.
+
+MIN_BEYOND = 10       # samples that must lie beyond a percentile before it is printed (p99.9 needs ~10,000)
+MIN_REPS = 3          # repetitions before an interval over repetitions is printed
+
+MET, MISSED, INCONCLUSIVE = "met", "missed", "inconclusive"
+
+
+def tail_supported(n: int, q: float, min_beyond: int = MIN_BEYOND) -> bool:
+    """True when n samples put at least `min_beyond` of them above the q-th percentile."""
+    return round(n * (1.0 - q / 100.0), 6) >= min_beyond
+
+
+def min_samples_for(q: float, min_beyond: int = MIN_BEYOND) -> int:
+    """The smallest sample count that supports the q-th percentile (p99: 1,000; p99.9: 10,000)."""
+    return int(math.ceil(round(min_beyond / (1.0 - q / 100.0), 6)))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A goal judged from an interval. `goal` says the rule in words (for example "<= 1.5", "within +-10% of 1"),
+    `estimate` is the point and interval it was judged from, `reason` says why when the verdict is inconclusive
+    for want of an interval."""
+    status: str
+    goal: str
+    estimate: Estimate
+    reason: str = ""
+
+    @property
+    def met(self) -> bool:
+        return self.status == MET
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "goal": self.goal, "value": _finite(self.estimate.value),
+                               "lo": _finite(self.estimate.lo), "hi": _finite(self.estimate.hi),
+                               "conf": self.estimate.conf}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+    def __str__(self) -> str:
+        e = self.estimate
+        if math.isfinite(e.lo) and math.isfinite(e.hi):
+            ev = f"{e.value:.3g} [{e.lo:.3g}, {e.hi:.3g}]"
+        else:
+            ev = f"{e.value:.3g} (no interval{': ' + self.reason if self.reason else ''})"
+        return f"{self.status} (goal {self.goal}: {ev})"
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def _interval_missing(e: Estimate) -> str:
+    if e.lo is None or e.hi is None or not (math.isfinite(e.lo) and math.isfinite(e.hi)):
+        return "no interval"
+    return ""
+
+
+def judge_at_most(e: Estimate, limit: float, label: str = "") -> Verdict:
+    """Goal: the quantity is at most `limit` (an interference factor, a time budget)."""
+    goal = f"{label}<= {limit:g}".strip()
+    why = _interval_missing(e)
+    if why:
+        return Verdict(INCONCLUSIVE, goal, e, why)
+    if e.hi <= limit:
+        return Verdict(MET, goal, e)
+    if e.lo > limit:
+        return Verdict(MISSED, goal, e)
+    return Verdict(INCONCLUSIVE, goal, e)
+
+
+def judge_at_least(e: Estimate, limit: float, label: str = "") -> Verdict:
+    """Goal: the quantity is at least `limit` (a share of throughput kept, a miss reduction)."""
+    goal = f"{label}>= {limit:g}".strip()
+    why = _interval_missing(e)
+    if why:
+        return Verdict(INCONCLUSIVE, goal, e, why)
+    if e.lo >= limit:
+        return Verdict(MET, goal, e)
+    if e.hi < limit:
+        return Verdict(MISSED, goal, e)
+    return Verdict(INCONCLUSIVE, goal, e)
+
+
+def judge_within(e: Estimate, target: float, rel_tol: float, label: str = "") -> Verdict:
+    """Two-sided goal: the quantity lies within target*(1 +- rel_tol) (a ratio to a reference tool: 1 +- 10%).
+    Met when the whole interval is inside the band, missed when the whole interval is outside it on one side."""
+    lo_b, hi_b = target * (1 - rel_tol), target * (1 + rel_tol)
+    goal = f"{label}within {target:g} +-{rel_tol * 100:g}%".strip()
+    why = _interval_missing(e)
+    if why:
+        return Verdict(INCONCLUSIVE, goal, e, why)
+    if lo_b <= e.lo and e.hi <= hi_b:
+        return Verdict(MET, goal, e)
+    if e.hi < lo_b or e.lo > hi_b:
+        return Verdict(MISSED, goal, e)
+    return Verdict(INCONCLUSIVE, goal, e)
+
+
+def judge_all(verdicts: Sequence[Verdict]) -> str:
+    """Several goals that must all hold (a spill kept AND an interference bound): missed if any is missed, met
+    if all are met, inconclusive otherwise."""
+    if any(v.status == MISSED for v in verdicts):
+        return MISSED
+    if verdicts and all(v.status == MET for v in verdicts):
+        return MET
+    return INCONCLUSIVE

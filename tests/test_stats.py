@@ -53,3 +53,32 @@ def test_alternating_order_is_abba() -> None:
     seen = []
     out = run_alternating({"a": lambda r: ("a", r), "b": lambda r: ("b", r)}, 2, lambda r, n: seen.append(n))
     assert seen == ["a", "b", "b", "a"] and out["a"] == [("a", 0), ("a", 1)]
+
+
+def test_verdict_rule_uses_the_whole_interval() -> None:
+    from harness.stats import Estimate, judge_at_least, judge_at_most, judge_within, judge_all
+    assert judge_at_most(Estimate(0.73, 0.2, 4.8), 1.5).status == "inconclusive"
+    assert judge_at_most(Estimate(1.0, 0.8, 1.2), 1.5).status == "met"
+    assert judge_at_most(Estimate(2.0, 1.6, 2.4), 1.5).status == "missed"
+    assert judge_at_least(Estimate(0.6, 0.55, 0.7), 0.5).status == "met"
+    assert judge_at_least(Estimate(0.3, 0.1, 0.4), 0.5).status == "missed"
+    assert judge_at_least(Estimate(0.6, 0.4, 0.7), 0.5).status == "inconclusive"
+    # two-sided: a reader that under-reports by half is outside +-10%, not "within"
+    assert judge_within(Estimate(0.5, 0.45, 0.55), 1.0, 0.10).status == "missed"
+    assert judge_within(Estimate(1.02, 0.95, 1.08), 1.0, 0.10).status == "met"
+    assert judge_within(Estimate(1.05, 0.95, 1.2), 1.0, 0.10).status == "inconclusive"
+    no_interval = judge_at_most(Estimate(0.5, math.nan, math.nan), 1.5)
+    assert no_interval.status == "inconclusive" and "no interval" in str(no_interval)
+    assert "[0.2, 4.8]" in str(judge_at_most(Estimate(0.73, 0.2, 4.8), 1.5))
+    met, missed, inc = (judge_at_most(Estimate(1, .9, 1.1), 2), judge_at_most(Estimate(3, 2.5, 3.5), 2),
+                        judge_at_most(Estimate(2, 1, 3), 2))
+    assert judge_all([met, met]) == "met" and judge_all([met, inc]) == "inconclusive"
+    assert judge_all([inc, missed]) == "missed"
+    assert judge_at_most(Estimate(1, 0.9, 1.1), 2).as_dict()["lo"] == 0.9
+    assert judge_at_most(Estimate(1, math.nan, math.nan), 2).as_dict()["lo"] is None
+
+
+def test_tail_needs_samples_beyond_it() -> None:
+    from harness.stats import min_samples_for, tail_supported
+    assert min_samples_for(99.0) == 1000 and min_samples_for(99.9) == 10000 and min_samples_for(50) == 20
+    assert not tail_supported(1200, 99.9) and tail_supported(10000, 99.9) and tail_supported(1000, 99)
