@@ -6,11 +6,16 @@ loop device's name). Restore undoes entries in reverse order; every undo is idem
 that never happened (the process died between journaling and acting). A live process restores on normal
 exit, on an exception, on SIGINT/SIGTERM (via the CLI) and at interpreter exit; `kvds restore` replays
 journals whose owner died.
+
+Worker processes (kind "worker", harness/knobs/workers.py) are ended before any other undo, in every journal
+being restored, and journals are restored newest first (a scoped journal's cgroups before the process-wide
+journal's swap device): a surviving worker or a still-limited cgroup would make swapoff fail with ENOMEM.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import json
 import os
 import threading
@@ -25,6 +30,7 @@ from harness.paths import journal_dir
 
 UndoFn = Callable[[dict[str, Any]], None]
 _UNDO: dict[str, UndoFn] = {}
+WORKER_KIND = "worker"
 
 
 def undo_handler(kind: str) -> Callable[[UndoFn], UndoFn]:
@@ -115,18 +121,24 @@ def _read_entries(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any
     return header, [entries[k] for k in sorted(entries)], undone
 
 
-def restore_file(path: Path, fh: Any = None) -> RestoreReport:
-    """Undo every not-yet-undone entry of a journal, newest first, marking each as undone."""
+def _pending(path: Path, kinds: set[str] | None) -> list[dict[str, Any]]:
+    """Not-yet-undone entries, newest first: workers first of all, then every other kind (kinds=None)."""
+    _, entries, undone = _read_entries(path)
+    todo = [e for e in reversed(entries) if e["seq"] not in undone and (kinds is None or e["kind"] in kinds)]
+    return sorted(todo, key=lambda e: e["kind"] != WORKER_KIND)  # stable: newest first within each group
+
+
+def restore_file(path: Path, fh: Any = None, kinds: set[str] | None = None) -> RestoreReport:
+    """Undo every not-yet-undone entry of a journal (only `kinds`, when given), workers first, then newest
+    first, marking each as undone. Holds an exclusive lock on the journal, so two restores never race."""
     import harness.knobs  # noqa: F401  (registers every undo handler)
 
     report = RestoreReport(path)
-    _, entries, undone = _read_entries(path)
     own = fh is None
     out = open(path, "a", encoding="utf-8") if own else fh
+    fcntl.flock(out.fileno(), fcntl.LOCK_EX)
     try:
-        for entry in reversed(entries):
-            if entry["seq"] in undone:
-                continue
+        for entry in _pending(path, kinds):
             args = {**entry["undo"], **entry["facts"]}
             try:
                 _UNDO[entry["kind"]](args)
@@ -137,9 +149,42 @@ def restore_file(path: Path, fh: Any = None) -> RestoreReport:
             except Exception as exc:  # keep going: one stuck knob must not leave the others changed
                 report.failed.append(f"{entry['desc']}: {exc}")
     finally:
+        fcntl.flock(out.fileno(), fcntl.LOCK_UN)
         if own:
             out.close()
     return report
+
+
+def _created(path: Path) -> float:
+    header, _, _ = _read_entries(path)
+    return float(header.get("time") or 0.0) if header else path.stat().st_mtime
+
+
+def restore_orphans(include_live: bool = False) -> list[RestoreReport]:
+    """What `kvds restore` does: end the workers of every orphaned journal, then restore the journals newest
+    first; a journal that restored cleanly is deleted. One call leaves the host clean."""
+    paths = sorted(orphaned_journals(include_live), key=_created, reverse=True)
+    reports = []
+    for path in paths:
+        try:
+            reports.append(restore_file(path, kinds={WORKER_KIND}))
+        except FileNotFoundError:
+            continue  # a concurrent restore finished it
+    by_path = {r.journal: r for r in reports}
+    out = []
+    for path in paths:
+        try:
+            rep = restore_file(path)
+        except FileNotFoundError:
+            continue
+        first = by_path.get(path)
+        if first is not None:
+            rep.undone[:0] = first.undone
+            rep.failed[:0] = first.failed
+        if not rep.failed:
+            path.unlink(missing_ok=True)
+        out.append(rep)
+    return out
 
 
 def orphaned_journals(include_live: bool = False) -> Iterator[Path]:
@@ -148,7 +193,13 @@ def orphaned_journals(include_live: bool = False) -> Iterator[Path]:
     if not d.is_dir():
         return
     for path in sorted(d.glob("*.jsonl")):
-        header, _, _ = _read_entries(path)
+        try:
+            header, _, _ = _read_entries(path)
+            age = time.time() - path.stat().st_mtime
+        except FileNotFoundError:
+            continue  # restored and removed meanwhile
+        if header is None and age < 10 and not include_live:
+            continue  # being created right now: its owner has not written the header yet
         if include_live or header is None:
             yield path
             continue

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import Unavailable
+from harness.knobs import workers
 from harness.paths import cache_dir
 
 SOURCE = Path(__file__).with_name("ioload.c")
@@ -80,8 +81,9 @@ class Role:
 
 def start(role: str, args: list[str]) -> Role:
     """Start ioload and wait until it has opened the device and prints "ready"."""
-    proc = subprocess.Popen([str(build()), role, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    # a worker: dies with kvds (PR_SET_PDEATHSIG) and `kvds restore` ends a survivor before detaching the device
+    proc = workers.popen([str(build()), role, *args], f"ioload {role}", stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     if line != "ready":

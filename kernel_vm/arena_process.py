@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.knobs import workers
 from kernel_vm.arena import Arena
 
 CALL_TIMEOUT_S = 600.0
@@ -52,13 +53,13 @@ def _serve(conn: Connection, n_bytes: int, block_bytes: int) -> None:
 
 
 class ArenaProcess:
-    """Parent-side handle of the arena child (forked, so nothing is re-imported)."""
+    """Parent-side handle of the arena child (forked, so nothing is re-imported; a journaled worker)."""
 
     def __init__(self, n_bytes: int, block_bytes: int) -> None:
-        ctx = mp.get_context("fork")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, n_bytes, block_bytes), daemon=True)
-        self._proc.start()
+        self._conn, child = mp.get_context("fork").Pipe()
+        # dies with kvds (a SIGKILLed bench must not leave it holding swapped pages in kvds's cgroups) and is
+        # journaled, so `kvds restore` ends it before swapoff and cgroup removal
+        self._proc = workers.fork(_serve, (child, n_bytes, block_bytes), f"arena process ({n_bytes >> 20} MiB)")
         child.close()
         info = self._reply()
         self.pid: int = info["pid"]

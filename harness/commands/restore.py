@@ -19,12 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     require_root("kvds restore")
-    reports = []
-    for path in journal.orphaned_journals(include_live=args.include_live):
-        rep = journal.restore_file(path)
-        if not rep.failed:
-            path.unlink(missing_ok=True)
-        reports.append(rep)
+    reports = journal.restore_orphans(include_live=args.include_live)
     failed = any(r.failed for r in reports)
     if args.json:
         print(json.dumps([{"journal": str(r.journal), "undone": r.undone, "failed": r.failed} for r in reports], indent=2))

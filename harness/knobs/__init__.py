@@ -12,6 +12,7 @@ from harness.knobs.swap import swapfile, swapon, zram_device, zram_swap
 from harness.knobs.cgroups import Cgroup, create_cgroup, hierarchy_for
 from harness.knobs.mounts import ensure_debugfs, ensure_tracefs, is_mounted, mount
 from harness.knobs.netns import create_netns, create_veth  # remote-hosts lab (harness/remote)
+from harness.knobs import workers  # worker processes: die with kvds, ended first by restore
 
 __all__ = [
     "create_dir", "create_file", "read_knob", "sysctl", "write_knob", "set_scheduler", "scheduler_of",
