@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from harness import doctor
+
 REPO = Path(__file__).resolve().parent.parent
 KVDS = [sys.executable, "-m", "harness.cli"]
-SEED_TRACE = REPO.parent / "shared" / "data" / "seed_trace_deadline_pressure.jsonl"
+SEED_TRACE = REPO / "tests" / "data" / "seed_trace_deadline_pressure_sample.jsonl"  # origin: tests/data/README.md
 
 
 @pytest.fixture
@@ -35,7 +37,16 @@ def run_kvds(args: list[str], env: dict[str, str], timeout: float = 300, **kw) -
     return subprocess.run(KVDS + args, env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO, **kw)
 
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="kvds doctor: root needs-root: test changes kernel state")
+needs_root = doctor.skip_unless("root")  # the test changes kernel state
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{doctor.MARK}(*names): capabilities the test needs (doctor.skip_unless)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip with the doctor's reason, or fail: a kvds error, or CI=true and the host kind must have it."""
+    doctor.apply_gate(item)
 
 
 def foreground_signals() -> None:

@@ -12,18 +12,13 @@ from harness.policy.importers import import_prototype, import_requests, read_req
 from harness.policy.profiles import get_profile
 from tests.conftest import SEED_TRACE, run_kvds
 
-needs_seed = pytest.mark.skipif(not SEED_TRACE.exists(), reason=f"seed trace {SEED_TRACE} is absent")
-
-
-@needs_seed
 def test_seed_prototype_trace_imports() -> None:
     t = import_prototype(SEED_TRACE)
     c = t.counts()
-    assert (c["blocks"], c["alloc"], c["access"], c["critical_access"]) == (704, 704, 1200, 1200)
-    assert len(t) == 3584 and np.all(t.block_size == 65536)
+    assert (c["blocks"], c["alloc"], c["access"], c["critical_access"]) == (96, 96, 153, 153)  # tests/data/README.md
+    assert len(t) == 463 and np.all(t.block_size == 65536)
 
 
-@needs_seed
 def test_bad_prototype_line_names_the_line(tmp_path: Path) -> None:
     lines = SEED_TRACE.read_text().splitlines()[:10]
     lines[6] = lines[6].replace('"size_bytes": 65536', '"size_bytes": "big"')
@@ -33,7 +28,6 @@ def test_bad_prototype_line_names_the_line(tmp_path: Path) -> None:
         import_prototype(bad)
 
 
-@needs_seed
 def test_cli_bad_trace_line_is_one_line_exit_2(tmp_path: Path, kvds_env: dict) -> None:
     lines = SEED_TRACE.read_text().splitlines()[:5]
     lines[3] = "{not json"

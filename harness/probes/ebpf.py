@@ -3,6 +3,10 @@
 The `ebpf.*` capabilities are found by trying: bcc compiles and loads a trivial tracepoint program (not
 attached), libbpf loads kvds's compiled object with every program (compiling it first when not cached), the TASKSTATS genetlink family answers a query, and the tracepoints of each probe set exist in
 tracefs (mounted for the look in a scoped journal when it is not mounted).
+
+Only the host's answers are "unavailable": a missing library, toolchain, header tree, kernel feature or genetlink
+family. The ebpf package failing to import, or kvds's own BPF object failing to compile or load once libbpf and
+the toolchain are there, is a kvds error (status "error", traceback kept), never a reason to skip.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import os
 from pathlib import Path
 
 from harness import journal
-from harness.capability import Capability, available, unavailable
+from harness.capability import Capability, available, kvds_error, unavailable
+from harness.errors import Unavailable
 from harness.kconfig import config_state
 from harness.knobs.mounts import TRACEFS, is_mounted, mount
 
@@ -27,11 +32,9 @@ TRACEPOINTS = (
 
 def _look(names: tuple[str, ...]) -> tuple[dict[str, bool], str | None]:
     """(which tracepoints exist, why kvds.bpf.c's page-fault record would not match or None)."""
+    from ebpf.objects import check_fault_format
+
     present = {tp: (Path(TRACEFS) / "events" / tp).is_dir() for tp in names}
-    try:
-        from ebpf.objects import check_fault_format
-    except ImportError:
-        return present, None
     return present, check_fault_format(Path(TRACEFS))
 
 
@@ -46,7 +49,7 @@ def _present_tracepoints(names: tuple[str, ...]) -> tuple[dict[str, bool] | None
         with journal.scoped():
             mount("tracefs", TRACEFS)
             return _look(names)
-    except (OSError, RuntimeError):
+    except OSError:  # mount(8) refused: the host's answer
         return None, None
 
 
@@ -54,8 +57,8 @@ def _bcc_probe() -> Capability:
     """A real compile + verifier load of a tracepoint program, without attaching it."""
     try:
         from ebpf.bcc_loader import headers_status, load_bcc
-    except ImportError:
-        return unavailable("ebpf.bcc", "the ebpf package is not in this checkout", AREA)
+    except Exception as exc:  # kvds's own package: a broken install, not a missing mechanism
+        return kvds_error("ebpf.bcc", "importing ebpf.bcc_loader", AREA, exc)
     ok, reason = headers_status()
     if not ok:
         return unavailable("ebpf.bcc", reason, AREA)
@@ -63,25 +66,33 @@ def _bcc_probe() -> Capability:
         return Capability("ebpf.bcc", "needs-root", f"loading BPF programs needs root ({reason})", AREA)
     try:
         bcc = load_bcc()
+    except Unavailable as exc:  # python3-bpfcc not importable
+        return unavailable("ebpf.bcc", str(exc), AREA)
+    try:
         b = bcc.BPF(text=b"int kvds_probe(void *ctx) { return 0; }", cflags=["-w"])
         try:
             b.load_func(b"kvds_probe", bcc.BPF.TRACEPOINT)
         finally:
             b.cleanup()
-    except Exception as exc:  # bcc raises Exception with the compiler's or verifier's message
+    except Exception as exc:
+        if type(exc) is not Exception:  # bcc reports compiler/verifier refusals as a bare Exception
+            return kvds_error("ebpf.bcc", "loading a trivial program through bcc", AREA, exc)
         msg = str(exc).strip().splitlines()
-        return unavailable("ebpf.bcc", f"bcc compile/load failed: {msg[-1] if msg else type(exc).__name__}", AREA)
+        return unavailable("ebpf.bcc", f"bcc compile/load failed: {msg[-1] if msg else 'no message'}", AREA)
     return available("ebpf.bcc", f"bcc compiles and loads tracepoint programs ({reason})", AREA)
 
 
 def _libbpf_probe() -> Capability:
     """The compile-once route: libbpf.so.1 loads, kvds.bpf.c compiles (or is cached) and passes the verifier
-    with every program (loaded, not attached)."""
+    with every program (loaded, not attached).
+
+    The host's part (libbpf.so, clang/bpftool/libbpf-dev, kernel BTF) is checked first without compiling; once
+    that is there, a failure to build or load kvds's own object is kvds's error."""
     try:
         from ebpf import libbpf_loader, objects
         from ebpf.backends import libbpf_status
-    except ImportError:
-        return unavailable("ebpf.libbpf", "the ebpf package is not in this checkout", AREA)
+    except Exception as exc:
+        return kvds_error("ebpf.libbpf", "importing the ebpf package", AREA, exc)
     ok, reason = libbpf_status()
     if not ok:
         return unavailable("ebpf.libbpf", reason, AREA)
@@ -89,23 +100,39 @@ def _libbpf_probe() -> Capability:
         return Capability("ebpf.libbpf", "needs-root", f"loading BPF programs needs root ({reason})", AREA)
     try:
         path, secs = objects.build()
+    except Exception as exc:
+        return kvds_error("ebpf.libbpf", "compiling kvds's BPF object (the toolchain is present)", AREA, exc)
+    try:
         obj = libbpf_loader.LibbpfObject(path, tuple(libbpf_loader.PROGRAMS), filter_tasks=True,
                                          filter_devices=True, follow_children=True, attach=False)
         obj.cleanup()
-    except Exception as exc:  # Unavailable from clang/libbpf with the message, or an OSError
-        return unavailable("ebpf.libbpf", f"compile/load failed: {exc}", AREA)
+    except Exception as exc:
+        return kvds_error("ebpf.libbpf", f"loading kvds's own BPF object {path.name}", AREA, exc)
     how = f"compiled now in {secs:.1f} s" if secs else "cached"
     return available("ebpf.libbpf", f"libbpf {libbpf_loader.version()} loads {path.name} ({how}; every program "
                                     f"passes the verifier)", AREA)
 
 
 def _taskstats_probe() -> Capability:
+    """One TGID query for this process over the TASKSTATS genetlink family."""
     try:
-        from ebpf.taskstats import family_status
-    except ImportError:
-        return unavailable("ebpf.taskstats", "the ebpf package is not in this checkout", AREA)
-    ok, reason = family_status()
-    return available("ebpf.taskstats", reason, AREA) if ok else unavailable("ebpf.taskstats", reason, AREA)
+        from pyroute2.netlink.exceptions import NetlinkError
+
+        from ebpf.taskstats import TaskstatsClient
+    except Exception as exc:
+        return kvds_error("ebpf.taskstats", "importing ebpf.taskstats", AREA, exc)
+    try:
+        with TaskstatsClient() as c:
+            d = c.query(os.getpid())
+    except Unavailable as exc:  # no family, or a version without the delays kvds reads
+        return unavailable("ebpf.taskstats", str(exc), AREA)
+    except (NetlinkError, OSError) as exc:  # the kernel refused the query
+        return unavailable("ebpf.taskstats", f"taskstats query refused: {exc}", AREA)
+    except Exception as exc:
+        return kvds_error("ebpf.taskstats", "querying taskstats", AREA, exc)
+    if d is None:
+        return unavailable("ebpf.taskstats", "taskstats returned no TGID record for this process", AREA)
+    return available("ebpf.taskstats", "TASKSTATS genetlink family answers TGID queries", AREA)
 
 
 def probes() -> list[Capability]:
@@ -114,10 +141,7 @@ def probes() -> list[Capability]:
     out.append(available("bpf", "CONFIG_BPF_SYSCALL on", AREA) if bpf in ("y", "unknown")
                else unavailable("bpf", "CONFIG_BPF_SYSCALL off", AREA))
     mounted = is_mounted(TRACEFS, "tracefs")
-    try:
-        from ebpf.programs import TRACEPOINTS as PROBE_TPS
-    except ImportError:
-        PROBE_TPS = {}
+    from ebpf.programs import TRACEPOINTS as PROBE_TPS  # kvds's own package: an import error is an error
     wanted = tuple(dict.fromkeys(TRACEPOINTS + tuple(tp for tps in PROBE_TPS.values() for tp in tps)))
     present, fault_format_problem = _present_tracepoints(wanted)
     if mounted:
@@ -153,7 +177,8 @@ def probes() -> list[Capability]:
         if probe == "faults" and "libbpf" in usable and fault_format_problem:
             usable.remove("libbpf")  # kvds.bpf.c's hand-declared page-fault record differs from tracefs
         if not usable:
-            status = "needs-root" if "needs-root" in (bcc_cap.status, libbpf_cap.status) else bcc_cap.status
+            statuses = (bcc_cap.status, libbpf_cap.status)
+            status = next((s for s in ("error", "needs-root") if s in statuses), bcc_cap.status)
             out.append(Capability(name, status, f"needs ebpf.libbpf ({libbpf_cap.reason}) or ebpf.bcc "
                                                 f"({bcc_cap.reason})", AREA))
         elif present is None:

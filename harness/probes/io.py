@@ -9,7 +9,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from harness.capability import Capability, available, unavailable
+from harness.capability import Capability, available, kvds_error, unavailable
 from harness.ioprio import CLASS_BE, CLASS_IDLE, CLASS_RT, IoPrio, get_ioprio, set_ioprio
 
 AREA = "io"
@@ -80,8 +80,8 @@ def _ioload() -> Capability:
     """The I/O track's C load generator (io_priority/ioload.c): built once per source hash, needs a compiler."""
     try:
         from io_priority import native
-    except ImportError:
-        return unavailable("io.ioload", "the io_priority package is not in this checkout", AREA)
+    except Exception as exc:  # kvds's own package: a broken install is kvds's error, not the host's
+        return kvds_error("io.ioload", "importing io_priority.native", AREA, exc)
     if native.binary_path().exists():
         return available("io.ioload", f"built at {native.binary_path()}", AREA)
     cc = shutil.which("cc") or shutil.which("gcc")

@@ -64,11 +64,12 @@ def _memcg() -> list[Capability]:
     try:
         version, root = hierarchy_for("memory")
         out.append(available("memcg", f"memory controller on cgroup v{version} at {root}", AREA))
+        out.append(available("memcg.v1", f"memory controller on cgroup v1 at {root}", AREA) if version == 1
+                   else unavailable("memcg.v1", f"memory controller is on cgroup v2 at {root}", AREA))
         out.append(available("memcg.v2", f"memory controller on cgroup v2 at {root}", AREA) if version == 2
                    else unavailable("memcg.v2", "memory controller is on v1 only: no memory.min/zswap.max/reclaim", AREA))
     except Unavailable as exc:
-        out.append(unavailable("memcg", str(exc), AREA))
-        out.append(unavailable("memcg.v2", str(exc), AREA))
+        out += [unavailable(n, str(exc), AREA) for n in ("memcg", "memcg.v1", "memcg.v2")]
     return out
 
 
