@@ -172,3 +172,19 @@ def test_ci_with_a_hidden_capability_fails_a_gated_test_naming_it(kvds_env) -> N
     assert "CI=true and python.toml says this kind of host has ebpf.taskstats" in runs["ci-hidden"].stdout
     assert runs["hidden"].returncode == 0 and "1 skipped" in runs["hidden"].stdout
     assert runs["ci"].returncode == 0 and "1 passed" in runs["ci"].stdout
+
+
+def test_setup_fails_when_bpf_provisioning_fails(tmp_path: Path) -> None:
+    """provision-bpf-objects.sh with a clang that fails: set-up stops (exit 1) instead of falling back quietly."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "clang").write_text("#!/bin/sh\necho 'clang: error: injected by the test' >&2\nexit 1\n")
+    (fake / "clang").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "KVDS_BPF_OBJECTS": str(tmp_path / "objects")}
+    res = subprocess.run(["bash", str(REPO / "harness/setup/provision-bpf-objects.sh"), str(REPO)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    if not doctor.capability("ebpf.libbpf").ok and "not installed" in res.stderr:
+        pytest.skip(f"kvds doctor: ebpf.libbpf {doctor.capability('ebpf.libbpf').reason}")
+    assert res.returncode == 1, res.stderr
+    assert "injected by the test" in res.stderr and "FAILED to build" in res.stderr
+    assert not list((tmp_path / "objects").glob("*.o"))

@@ -49,8 +49,12 @@ mkdir -p .venv/debian-bcc
 ln -sfn /usr/lib/python3/dist-packages/bcc .venv/debian-bcc/bcc
 echo "$top/.venv/debian-bcc" > "$site/kvds-debian-bcc.pth"
 
+.venv/bin/python -c 'import bcc' || { echo "kvds setup: bcc does not import from .venv (python3-bpfcc)" >&2; exit 1; }
+
 for step in "$here"/provision-*.sh; do
   [ -e "$step" ] || continue
-  bash "$step" "$top"
+  bash "$step" "$top" || { echo "kvds setup: $(basename "$step") failed" >&2; exit 1; }
 done
+# A probe that raises is a kvds error (doctor exit 1, traceback on stderr): set-up is not done.
+.venv/bin/python -m harness.cli doctor --json >/dev/null || { echo "kvds setup: kvds doctor reports a kvds error" >&2; exit 1; }
 echo "kvds setup: ready"
