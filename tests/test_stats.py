@@ -82,3 +82,75 @@ def test_tail_needs_samples_beyond_it() -> None:
     from harness.stats import min_samples_for, tail_supported
     assert min_samples_for(99.0) == 1000 and min_samples_for(99.9) == 10000 and min_samples_for(50) == 20
     assert not tail_supported(1200, 99.9) and tail_supported(10000, 99.9) and tail_supported(1000, 99)
+
+
+# --- coverage: does a nominal 95% interval over repetitions contain the truth 95% of the time? -------------------
+# Synthetic reads: log-normal within a repetition (median 100 us, sigma 0.6), each repetition scaled by its own
+# drift drawn uniformly from +-25% (another tenant, writeback, thermal state). The true percentile is that of the
+# whole process (drift included), computed by quadrature; a second "suite" is the same process 1.3x slower, so the
+# true cross-suite p99 ratio is exactly 1.3. 200 trials of 5 repetitions x 1,000 reads.
+MU, SIGMA, DRIFT, SLOWER = math.log(100.0), 0.6, 0.25, 1.3
+
+
+def _true_percentile(q: float, scale: float = 1.0) -> float:
+    drifts = np.linspace(1 - DRIFT, 1 + DRIFT, 201)
+
+    def cdf(x: float) -> float:
+        z = (np.log(x / (drifts * scale)) - MU) / (SIGMA * math.sqrt(2))
+        return float(np.mean(0.5 * (1 + np.vectorize(math.erf)(z))))
+
+    lo, hi = 1.0, 1e5
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if cdf(mid) < q / 100 else (lo, mid)
+    return mid
+
+
+def _suite(rng: np.random.Generator, reps: int, n: int, scale: float = 1.0) -> list[np.ndarray]:
+    return [rng.lognormal(MU, SIGMA, n) * rng.uniform(1 - DRIFT, 1 + DRIFT) * scale for _ in range(reps)]
+
+
+def test_interval_over_repetitions_covers_with_drift() -> None:
+    from harness.stats import rep_percentiles, rep_ratio
+
+    p50, p99 = _true_percentile(50), _true_percentile(99)
+    ratio = _true_percentile(99, SLOWER) / p99
+    assert abs(ratio - SLOWER) < 1e-6
+    rng = np.random.default_rng(11)
+    hits = {"p50": 0, "p99": 0, "ratio": 0}
+    trials = 200
+    for t in range(trials):
+        a, b = _suite(rng, 5, 1000), _suite(rng, 5, 1000, SLOWER)
+        est = rep_percentiles(a, (50.0, 99.0), n_boot=200, seed=t)
+        r = rep_ratio(b, a, 99.0, n_boot=200, seed=t)
+        hits["p50"] += est[50.0].lo <= p50 <= est[50.0].hi
+        hits["p99"] += est[99.0].lo <= p99 <= est[99.0].hi
+        hits["ratio"] += r.lo <= ratio <= r.hi
+    coverage = {k: v / trials for k, v in hits.items()}
+    assert all(c >= 0.90 for c in coverage.values()), coverage
+
+
+def test_no_interval_below_min_reps_and_no_unsupported_tail() -> None:
+    from harness.stats import MIN_REPS, rep_mean_ratio, rep_percentiles, rep_ratio
+
+    rng = np.random.default_rng(5)
+    two = _suite(rng, MIN_REPS - 1, 2000)
+    est = rep_percentiles(two, (50.0, 99.0))
+    assert math.isfinite(est[50.0].value) and math.isnan(est[50.0].lo) and "n too small" in est[50.0].reason
+    assert "point estimate" in str(est[50.0])
+    r = rep_ratio(two, two, 99.0)
+    assert r.value == 1.0 and math.isnan(r.hi) and "n too small" in r.reason
+    few = rep_percentiles(_suite(rng, 5, 240), (50.0, 99.0, 99.9))  # 1,200 reads: p99 yes, p99.9 no
+    assert math.isfinite(few[99.0].lo) and math.isnan(few[99.9].value) and "10000" in few[99.9].reason
+    assert math.isnan(mean_ci([1.0, 2.0]).hi) and "n too small" in mean_ci([1.0, 2.0]).reason
+    kept = rep_mean_ratio([50.0, 55.0, 45.0], [100.0, 110.0, 90.0])
+    assert kept.value == 0.5 and kept.lo < 0.5 < kept.hi
+    assert math.isnan(rep_mean_ratio([50.0, 55.0], [100.0, 110.0]).lo)
+
+
+def test_verdict_from_too_few_reps_is_inconclusive_and_says_why() -> None:
+    from harness.stats import judge_at_most, rep_ratio
+
+    rng = np.random.default_rng(6)
+    v = judge_at_most(rep_ratio(_suite(rng, 2, 2000), _suite(rng, 2, 2000), 99.0), 1.5)
+    assert v.status == "inconclusive" and "n too small" in str(v)
