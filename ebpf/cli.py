@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
 from harness.cli import add_json_flag, positive_float, positive_int, require_root
 from harness.errors import UserError
 from harness.progress import progress, say
+from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -113,7 +113,7 @@ def run_record(args: argparse.Namespace) -> int:
                        "command_status": status if cmd else None,
                        "histograms": {name: h["count"] for name, h in rec.histograms()}})
     if args.json:
-        print(json.dumps({"run": str(run.path), **res}, indent=2))
+        print(strict_dumps({"run": str(run.path), **res}, indent=2))
     else:
         print(format_results(res))
         pngs = [p for p in paths if p.suffix == ".png"]
@@ -170,7 +170,7 @@ def run_overhead(args: argparse.Namespace) -> int:
     require_root("kvds ebpf overhead")
     res = measure_overhead(probes, reps=args.reps, seconds=args.seconds, size_mib=args.size_mib,
                            block_kib=args.block_kib, backend=args.backend, prog_stats=args.prog_stats)
-    print(json.dumps(res, indent=2) if args.json else format_overhead(res))
+    print(strict_dumps(res, indent=2) if args.json else format_overhead(res))
     return 0
 
 
@@ -187,5 +187,5 @@ def run_load_time(args: argparse.Namespace) -> int:
         raise UserError("--backends takes distinct concrete backends: libbpf, bcc or libbpf,bcc")
     require_root("kvds ebpf load-time")
     res = measure_load_times(sets, backends, runs=args.runs)
-    print(json.dumps(res, indent=2) if args.json else format_load_times(res))
+    print(strict_dumps(res, indent=2) if args.json else format_load_times(res))
     return 0

@@ -2,19 +2,26 @@
 
 Raw samples are kept as NumPy .npy arrays (compact, typed, readable anywhere NumPy is) so every
 percentile can be recomputed later; every file is written atomically, so a crash never leaves a torn one.
+
+Every JSON kvds writes or prints goes through `strict` / `dumps` / `print_json` here: NaN and infinities (no
+data, an interval from too few repetitions) become null, NumPy scalars and arrays become plain numbers and
+lists, so what a user pipes into `jq` or `json.loads` always parses.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import math
 import os
 import secrets
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -27,6 +34,41 @@ from harness.paths import results_dir
 PARENT_ENV = "KVDS_PARENT_RUN"
 
 
+def strict(obj: Any) -> Any:
+    """obj made strict-JSON-safe: non-finite floats -> None, NumPy values -> Python ones, tuples and sets ->
+    lists, dataclasses -> dicts, paths and anything else unknown -> str; dict keys -> str."""
+    if obj is None or isinstance(obj, (bool, str, int)) and not isinstance(obj, np.generic):
+        return obj
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.ndarray):
+        return [strict(v) for v in obj.tolist()]
+    if isinstance(obj, dict):
+        return {(k if isinstance(k, str) else str(strict(k))): strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [strict(v) for v in (sorted(obj, key=str) if isinstance(obj, (set, frozenset)) else obj)]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return strict(dataclasses.asdict(obj))
+    if hasattr(obj, "as_dict") and callable(obj.as_dict):
+        return strict(obj.as_dict())
+    return str(obj)
+
+
+def dumps(obj: Any, indent: int | None = 2, sort_keys: bool = False) -> str:
+    """Strict JSON text (allow_nan=False: a non-finite number that slipped past `strict` is a bug, not output)."""
+    return json.dumps(strict(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def print_json(obj: Any, file: TextIO | None = None, sort_keys: bool = False) -> None:
+    """What every `--json` prints: strict JSON on stdout."""
+    print(dumps(obj, sort_keys=sort_keys), file=file or sys.stdout)
+
+
 @dataclass
 class Run:
     path: Path
@@ -36,7 +78,7 @@ class Run:
         return self.path.name
 
     def write_json(self, name: str, obj: Any) -> Path:
-        return atomic.write_json(self.path / (name if name.endswith(".json") else f"{name}.json"), obj)
+        return atomic.write_json(self.path / (name if name.endswith(".json") else f"{name}.json"), strict(obj))
 
     def write_text(self, name: str, text: str) -> Path:
         return atomic.write_text(self.path / name, text)

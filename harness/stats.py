@@ -323,13 +323,13 @@ def t_quantile(df: float, conf: float = 0.95) -> float:
     return z + g1 / df + g2 / df ** 2 + g3 / df ** 3
 
 
-_GRID = 4000  # candidate values for the resampled pooled percentile (between the repetitions' own percentiles)
+_GRID = 1500  # candidate values for the resampled pooled percentile (between the repetitions' own percentiles)
 
 
 def _weights(k: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """n_boot x k multinomial counts: how often each repetition is drawn in one cluster resample."""
     picks = rng.integers(0, k, (n_boot, k))
-    return np.stack([np.bincount(row, minlength=k) for row in picks]).astype(float)
+    return (picks[:, :, None] == np.arange(k)).sum(axis=1).astype(float)
 
 
 def _boot_pooled_percentile(groups: list[np.ndarray], q: float, w: np.ndarray) -> np.ndarray:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from harness import doctor
@@ -15,6 +14,7 @@ from harness.progress import say
 from io_priority.device import CONSENT_FLAG, Layout, MiB
 from io_priority import sweep
 from io_priority.workload import ENGINES, SPILL_KINDS, Workload
+from harness.results import dumps as strict_dumps
 
 SCHEDULERS = ("mq-deadline", "bfq", "kyber", "none")
 KV_MIB, SPILL_MIB = 256, 512
@@ -133,7 +133,7 @@ def _require(args: argparse.Namespace, mappings: list[str]) -> None:
 
 
 def _print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, sort_keys=True))
+    print(strict_dumps(obj, indent=2, sort_keys=True))
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from harness.results import ResultStore, Run
+from harness.results import ResultStore, Run, strict
 from io_priority import bench, device as devmod
 from io_priority.bench import SCHEMA, Variant
 from io_priority.device import Layout
@@ -15,14 +14,9 @@ ENGINE_NOTE = "ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_se
 
 
 def finite(obj: Any) -> Any:
-    """NaN/inf (an interval from one repetition) -> None, so summary.json is strict JSON."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite(v) for v in obj]
-    return obj
+    """NaN/inf (an interval from too few repetitions) -> None, so summary.json is strict JSON (the one encoder
+    every kvds JSON goes through: harness.results.strict)."""
+    return strict(obj)
 
 
 def _config(workload: Workload, dev: devmod.Device, scheduler: str, reps: int, **extra: Any) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,7 @@ from harness.remote import add_target_args
 from kernel_vm.mix import DEFAULT_MIX, format_mix
 from kernel_vm.phases import PRESSURE_MODES
 from kernel_vm.swap_backend import BACKENDS
+from harness.results import dumps as strict_dumps
 
 def register(sub: argparse._SubParsersAction) -> None:
     vm = sub.add_parser("vm", help="the KV arena under memory pressure (madvise, memcg, swap, DAMON, MGLRU)")
@@ -58,7 +58,7 @@ def run_bench(args: argparse.Namespace) -> int:
     require_root("kvds vm bench")
     run, summary = bench(cfg, on_step=lambda s: None)
     if args.json:
-        print(json.dumps({"run": str(run.path), "summary": summary}, indent=2, default=str))
+        print(strict_dumps({"run": str(run.path), "summary": summary}, indent=2))
     else:
         print_summary(run.path, summary)
     return 0

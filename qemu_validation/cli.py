@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from harness.cli import add_json_flag, nonneg_int, positive_float, positive_int
 from harness.errors import UserError
 from harness.progress import say
 from qemu_validation import build, guest, rebuild_bench, runner, validate
+from harness.results import dumps as strict_dumps
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -85,7 +85,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.prune:
         out = build.prune(dry_run=args.dry_run)
         if args.json:
-            print(json.dumps(out, indent=2))
+            print(strict_dumps(out, indent=2))
             return 0
         for r in out["removed"]:
             verb = "would remove" if args.dry_run else "removed"
@@ -97,7 +97,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                  "build_seconds": b.info.get("build_seconds"), "phases": b.info.get("phases"),
                  "incremental": b.info.get("incremental"), "bzImage": str(b.bzimage)} for b in build.all_builds()]
         if args.json:
-            print(json.dumps(rows, indent=2))
+            print(strict_dumps(rows, indent=2))
         for r in rows if not args.json else []:
             phases = ", ".join(f"{k} {v} s" for k, v in (r["phases"] or {}).items())
             print(f"{r['id']}  {r['label']:<36} {r['release']}  built in {r['build_seconds']} s"
@@ -114,7 +114,7 @@ def cmd_build(args: argparse.Namespace) -> int:
            "incremental": kb.info.get("incremental"),
            "release": kb.info.get("kernel_release")}
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(strict_dumps(out, indent=2))
     else:
         print(f"{kb.id} {kb.label} {'(cached)' if was_cached else ''}\n  {kb.bzimage}")
     return 0
@@ -132,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except build.BuildError as exc:
         return _fail(str(exc))
     if args.json:
-        print(json.dumps(res.as_dict(), indent=2))
+        print(strict_dumps(res.as_dict(), indent=2))
         return _run_status(res)
     out = runner.command_output(res.console_log.read_text(errors="replace"))
     if out:
@@ -159,7 +159,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except build.BuildError as exc:
         return _fail(str(exc))
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(strict_dumps(summary, indent=2))
     else:
         _print_summary(summary, run.path)
     return 0 if summary["ok"] else 1
@@ -171,7 +171,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except build.BuildError as exc:
         return _fail(str(exc))
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(strict_dumps(out, indent=2))
         return 0 if out["all_validated"] else 1
     print(f"edit -> rebuild -> boot -> validate on {out['base_kernel']['label']} "
           f"(one line of {rebuild_bench.TARGET_FILE} changed per rep, {args.fuzz} random malformed writes)")

@@ -7,7 +7,6 @@ Exit status 0 when every probe ran (whatever the host lacks); 1 when kvds itself
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from rich.console import Console
@@ -17,6 +16,7 @@ from harness import doctor
 from harness.capability import Capability
 from harness.cli import add_json_flag
 from harness.errors import UserError
+from harness.results import dumps as strict_dumps
 
 STYLE = {"available": "green", "unavailable": "red", "needs-root": "yellow", "error": "bold magenta"}
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     for c in errors:
         print(f"kvds doctor: kvds error probing {c.name}:\n{c.traceback}", file=sys.stderr)
     if args.json:
-        print(json.dumps([c.as_dict() for c in caps], indent=2))
+        print(strict_dumps([c.as_dict() for c in caps], indent=2))
         return 1 if errors else 0
     table = Table(title="kvds doctor", show_lines=False)
     for col in ("area", "capability", "status", "reason"):

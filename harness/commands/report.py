@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from harness.cli import add_json_flag
 from harness.report.build import build_report
 from harness.report.context import load_suites
 from harness.results import ResultStore
+from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         out = store.root / f"report-{suites[0].runs[0].run_id}"
     paths = build_report(suites, out)
     if args.json:
-        print(json.dumps({k: str(v) for k, v in paths.items()}, indent=2))
+        print(strict_dumps({k: str(v) for k, v in paths.items()}, indent=2))
     else:
         for k, v in paths.items():
             print(f"{k:9s} {v}")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from harness import journal
 from harness.cli import add_json_flag, require_root
+from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     reports = journal.restore_orphans(include_live=args.include_live)
     failed = any(r.failed for r in reports)
     if args.json:
-        print(json.dumps([{"journal": str(r.journal), "undone": r.undone, "failed": r.failed} for r in reports], indent=2))
+        print(strict_dumps([{"journal": str(r.journal), "undone": r.undone, "failed": r.failed} for r in reports], indent=2))
     else:
         if not reports:
             print("nothing to restore: no journals left by dead kvds processes")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from harness.cli import add_json_flag
 from harness.results import ResultStore
+from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_list(args: argparse.Namespace) -> int:
     runs = ResultStore().runs(args.kind)
     if args.json:
-        print(json.dumps([{"run_id": r.run_id, "kind": r.meta.get("kind"), "path": str(r.path)} for r in runs], indent=2))
+        print(strict_dumps([{"run_id": r.run_id, "kind": r.meta.get("kind"), "path": str(r.path)} for r in runs], indent=2))
     else:
         for r in runs:
             print(f"{r.run_id}  {r.meta.get('kind')}")
@@ -36,5 +36,5 @@ def run_list(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     r = ResultStore().get(args.run)
     doc = {"run_id": r.run_id, "meta": r.meta, "summary": r.summary, "samples": r.sample_names()}
-    print(json.dumps(doc, indent=2, default=str))
+    print(strict_dumps(doc, indent=2))
     return 0

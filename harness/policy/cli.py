@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from harness.cli import add_json_flag, positive_int
@@ -13,6 +12,7 @@ from harness.policy.metrics import fmt
 from harness.policy.policies import parse_policies
 from harness.progress import say
 from harness.results import ResultStore
+from harness.results import dumps as strict_dumps
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -100,7 +100,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     run.write_json("per_seed", per_policy)
     run.write_summary({p: {k: e.as_dict() for k, e in est.items()} for p, est in summary.items()})
     if args.json:
-        print(json.dumps({"run": str(run.path), "summary": {p: {k: e.as_dict() for k, e in est.items()}
+        print(strict_dumps({"run": str(run.path), "summary": {p: {k: e.as_dict() for k, e in est.items()}
                                                             for p, est in summary.items()}}, indent=2))
         return 0
     source = f"requests {args.requests} batched as {profile.name}" if args.requests else f"profile {profile.name}"
@@ -135,7 +135,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = {str(f): {p: results[f][p][args.metric].as_dict() for p in policies} for f in fractions}
     run.write_summary(out)
     if args.json:
-        print(json.dumps({"run": str(run.path), "metric": args.metric, "by_fraction": out}, indent=2))
+        print(strict_dumps({"run": str(run.path), "metric": args.metric, "by_fraction": out}, indent=2))
         return 0
     print(f"{args.metric} on {profile.name}, {len(seeds)} seeds; columns: fast tier as a fraction of peak live KV")
     print(render(["policy"] + [f"{f:g}x" for f in fractions],
@@ -149,7 +149,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     out = bench(args.events, args.policy, args.profile, args.fast_fraction, args.repeat)
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(strict_dumps(out, indent=2))
         return 0
     print(f"generated {out['events']} events ({out['blocks']} blocks, peak {out['peak_live_blocks']} live) "
           f"in {out['generate_cpu_s']:.2f} CPU s")
@@ -190,7 +190,7 @@ def _report_trace(args: argparse.Namespace, trace: "Trace", path: "Path") -> int
     counts = trace.counts()
     counts["peak_live_bytes"] = trace.peak_live_bytes()
     if args.json:
-        print(json.dumps({"path": str(path), **counts}, indent=2))
+        print(strict_dumps({"path": str(path), **counts}, indent=2))
     else:
         say(f"wrote {path}")
         print(", ".join(f"{k} {v}" for k, v in counts.items()))

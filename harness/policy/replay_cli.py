@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,7 @@ from harness.results import ResultStore
 from harness.policy.replay_fit import as_flags
 from harness.policy.trace import Trace
 from harness.stats import Estimate, bootstrap_percentiles
+from harness.results import dumps as strict_dumps
 
 if TYPE_CHECKING:
     from harness.policy.replay import Setup
@@ -80,7 +80,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     run.write_summary({"rows": rows, "memcg": memcg,
                        "real_ci": {n: {str(q): e.as_dict() for q, e in c.items()} for n, c in cis.items()}})
     if args.json:
-        print(json.dumps({"run": str(run.path), "rows": rows, "memcg": memcg}, indent=2))
+        print(strict_dumps({"run": str(run.path), "rows": rows, "memcg": memcg}, indent=2))
         return 0
     _print_table(args, trace, st, io, rows, cis, memcg, cap.label())
     print(f"fitted to this host's medians (sim fit columns): {as_flags(ffast, fslow)}")

@@ -7,12 +7,12 @@ Every experiment command that called harness.remote.add_target_args also takes -
 from __future__ import annotations
 
 import argparse
-import json
 
 from harness.cli import add_json_flag, positive_float, positive_int
 from harness.errors import UserError
 from harness.remote.args import add_target_args, add_target_options, resolve_targets, ssh_options
 from harness.remote.targets import GuestTarget, LocalTarget, SshTarget, Target
+from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +64,7 @@ def run_hosts(args: argparse.Namespace) -> int:
             row.update(_check(t, args))
         rows.append(row)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(strict_dumps(rows, indent=2))
     else:
         for r in rows:
             extra = "" if not args.check else f"  {r['status']}: {r['detail']}"
@@ -132,7 +132,7 @@ def run_baseline(args: argparse.Namespace) -> int:
 
     run = measure(args.duration, args.file_mib, args.seed)
     if args.json:
-        print(json.dumps({"run_id": run.run_id, "path": str(run.path), "summary": run.summary}, indent=2))
+        print(strict_dumps({"run_id": run.run_id, "path": str(run.path), "summary": run.summary}, indent=2))
     else:
         s = run.summary
         print(f"host baseline {run.run_id}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator, Sequence
 
 from rich.console import Console
@@ -11,6 +10,7 @@ from rich.table import Table
 
 from harness.remote.execute import HostOutcome
 from harness.results import ResultStore
+from harness.results import dumps as strict_dumps
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "unavailable": "yellow", "pending": "yellow"}
 MAX_METRIC_ROWS = 40
@@ -116,5 +116,5 @@ def print_summary(outcomes: Sequence[HostOutcome], store: ResultStore, record_pa
 
 
 def as_json(outcomes: Sequence[HostOutcome], record_path: str) -> str:
-    return json.dumps({"record": record_path, "hosts": {o.tag: {**o.as_dict(), "doctor": o.doctor}
-                                                        for o in outcomes}}, indent=2, default=str)
+    return strict_dumps({"record": record_path, "hosts": {o.tag: {**o.as_dict(), "doctor": o.doctor}
+                                                        for o in outcomes}}, indent=2)
