@@ -1,9 +1,13 @@
 """The main job's stages: which kvds commands `kvds run` chains, and how each one's outcome is recorded.
 
 Each stage runs the real command as a child process (`kvds <argv> --json`), so a stage that crashes or is
-killed cannot take the suite down with it and its journal is restored by its own process. A stage is
-skipped, with the doctor's reason, when a capability it needs is missing; exit status 3 (Unavailable) from
-the command also counts as skipped, with the command's own reason.
+killed cannot take the suite down with it and its journal is restored by its own process.
+
+A stage is *skipped* only when `kvds doctor` reports a capability it needs missing (the doctor's reason is the
+stage's reason) or on request (`--skip`). Everything else that did not run is *failed*: a capability in error
+(a kvds bug), a capability CI=true expects of this kind of host, exit 3 (Unavailable) from a command whose
+capabilities the doctor reports available (the doctor and the command disagree: one of them is wrong), any
+other non-zero exit, and exit 0 from a command that should have filed a result and filed none.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ class Stage:
     full: tuple[str, ...]
     needs: tuple[str, ...] = ()
     timeout_s: float = 1800
+    files_run: bool = True  # the command files a result directory; exit 0 without one means it did not run
 
 
 @dataclass
@@ -43,14 +48,6 @@ class StageOutcome:
         return asdict(self)
 
 
-def missing_capability(stage: Stage) -> str | None:
-    for name in stage.needs:
-        c = doctor.capability(name)
-        if not c.ok:
-            return f"{name} {c.status}: {c.reason}"
-    return None
-
-
 def _tail(text: str, n: int = 3) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return " | ".join(lines[-n:])
@@ -58,10 +55,12 @@ def _tail(text: str, n: int = 3) -> str:
 
 def run_stage(stage: Stage, quick: bool, suite: Run, store: ResultStore) -> StageOutcome:
     """Run one stage as `kvds ...` and record its new result directories."""
-    why = missing_capability(stage)
     argv = list(stage.quick if quick else stage.full)
-    if why:
+    action, why = doctor.gate(*stage.needs)
+    if action == "skip":
         return StageOutcome(stage.name, "skipped", why, argv=argv)
+    if action == "fail":
+        return StageOutcome(stage.name, "failed", why.splitlines()[0], argv=argv)
     tag = f"{suite.run_id}/{stage.name}"
     env = dict(os.environ, KVDS_RESULTS_DIR=str(store.root.resolve()), **{PARENT_ENV: tag})
     cmd = [sys.executable, "-m", "harness.cli", *argv]
@@ -76,11 +75,20 @@ def run_stage(stage: Stage, quick: bool, suite: Run, store: ResultStore) -> Stag
     suite.write_text(f"logs/{stage.name}.stdout", out)
     suite.write_text(f"logs/{stage.name}.stderr", err if isinstance(err, str) else str(err))
     new = sorted(r.run_id for r in store.runs() if r.meta.get("parent") == tag)
+    return StageOutcome(stage.name, *_judge(stage, rc, _tail(err), new), new, seconds, argv)
+
+
+def _judge(stage: Stage, rc: int, tail: str, new: list[str]) -> tuple[str, str]:
+    """(status, reason) of a stage the doctor said could run, from its exit status and what it filed."""
+    needs = ", ".join(stage.needs) or "none"
+    if rc == 0 and stage.files_run and not new:
+        return "failed", f"exit 0 but filed no result: {tail}"
     if rc == 0:
-        return StageOutcome(stage.name, "ok", "", new, seconds, argv)
+        return "ok", ""
     if rc == 3:
-        return StageOutcome(stage.name, "skipped", _tail(err), new, seconds, argv)
-    return StageOutcome(stage.name, "failed", f"exit {rc}: {_tail(err)}", new, seconds, argv)
+        return "failed", (f"exit 3 (unavailable) although kvds doctor reports the capabilities this stage needs "
+                          f"({needs}) available: {tail}")
+    return "failed", f"exit {rc}: {tail}"
 
 
 def stage_names(stages: list[Stage]) -> list[str]:
