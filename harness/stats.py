@@ -202,7 +202,7 @@ class Verdict:
     def __str__(self) -> str:
         e = self.estimate
         if math.isfinite(e.lo) and math.isfinite(e.hi):
-            ev = f"{e.value:.3g} [{e.lo:.3g}, {e.hi:.3g}]"
+            ev = f"{e.value:.3g} [{e.lo:.3g}, {e.hi:.3g}]" + (f"; {self.reason}" if self.reason else "")
         elif not math.isfinite(e.value):
             ev = f"no estimate: {self.reason or 'no data'}"
         else:

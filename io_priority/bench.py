@@ -122,8 +122,26 @@ def _merge_ebpf(reps: list[RepResult], device_name: str) -> dict[str, dict[str, 
     return out
 
 
-def _est(e: stats.Estimate, scale: float = 1.0) -> dict[str, float]:
-    return {"value": e.value * scale, "lo": e.lo * scale, "hi": e.hi * scale, "conf": e.conf}
+def _est(e: stats.Estimate, scale: float = 1.0) -> dict[str, Any]:
+    """An estimate as summary.json stores it; "reason" says why the value or the interval is missing."""
+    out: dict[str, Any] = {"value": e.value * scale, "lo": e.lo * scale, "hi": e.hi * scale, "conf": e.conf}
+    if e.reason:
+        out["reason"] = e.reason
+    if e.n is not None:
+        out["n"] = e.n
+    return out
+
+
+def estimate_of(d: dict[str, Any] | None) -> stats.Estimate:
+    """A stored estimate dict back as a stats.Estimate (null -> NaN), for judging stored runs."""
+    if not d:
+        return stats.Estimate(math.nan, math.nan, math.nan, reason="no data")
+
+    def num(x: Any) -> float:
+        return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
+
+    return stats.Estimate(num(d.get("value")), num(d.get("lo")), num(d.get("hi")), d.get("conf", 0.95),
+                          d.get("reason", ""), d.get("n"))
 
 
 def _merge_block(reps: list[RepResult]) -> dict[str, Any] | None:
@@ -179,7 +197,7 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
                       unloaded: list[RepResult] | None, n_boot: int = 1000,
                       device_name: str | None = None, buffered: bool = False) -> dict[str, Any]:
     groups = [r.latencies_ns for r in reps]
-    boot = stats.bootstrap_percentiles(groups, QS, n_boot=n_boot)
+    boot = stats.rep_percentiles(groups, QS, n_boot=n_boot)
     allv = np.concatenate(groups) if groups else np.array([], dtype=np.int64)
     out: dict[str, Any] = {
         "mapping": v.mapping.name if v.mapping else None,
@@ -190,7 +208,8 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
         "late_reads": int(sum(r.reader["late"] for r in reps)),
         "latency_us": {QNAMES[q]: _est(boot[q], 1e-3) for q in QS},
         "max_us": float(allv.max()) / 1e3 if allv.size else math.nan,
-        "per_rep_p99_us": [float(np.percentile(g, 99)) / 1e3 if g.size else math.nan for g in groups],
+        "per_rep_p99_us": [float(np.percentile(g, 99)) / 1e3 if stats.tail_supported(g.size, 99.0) else math.nan
+                           for g in groups],
         "interference_factor": None,
         "spill_mb_s": None,
         "spill_mb_s_per_rep": None,
@@ -205,8 +224,8 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
     out["write_priority"] = write_priority_check(str(plan.write_prio) if plan and plan.write_prio else None,
                                                  out["block_layer"], buffered)
     if unloaded and v.mapping is not None:
-        out["interference_factor"] = _est(stats.bootstrap_ratio(groups, [r.latencies_ns for r in unloaded],
-                                                                q=99.0, n_boot=n_boot))
+        out["interference_factor"] = _est(stats.rep_ratio(groups, [r.latencies_ns for r in unloaded],
+                                                          q=99.0, n_boot=n_boot))
     writers = [r for r in reps if r.writer]
     if writers:
         mbs = [r.spill_mb_s or 0.0 for r in writers]
@@ -242,15 +261,20 @@ def _overlap(reps: list[RepResult], unloaded: list[RepResult] | None, n_boot: in
                            "unloaded_service_p99_us": None, "clean_interference_factor": None}
     ref = [r.service_ns for r in unloaded or [] if r.service_ns is not None and r.service_ns.size]
     if ref:
-        out["unloaded_service_p99_us"] = float(np.percentile(np.concatenate(ref), 99)) / 1e3
+        out["unloaded_service_p99_us"] = _tail_p99_us(np.concatenate(ref))
     clean = [c for c in clean if c.size]
     if clean:
-        out["clean_service_p99_us"] = _est(stats.bootstrap_percentiles(clean, (99.0,), n_boot=n_boot)[99.0], 1e-3)
+        out["clean_service_p99_us"] = _est(stats.rep_percentiles(clean, (99.0,), n_boot=n_boot)[99.0], 1e-3)
         if ref:
-            out["clean_interference_factor"] = _est(stats.bootstrap_ratio(clean, ref, q=99.0, n_boot=n_boot))
+            out["clean_interference_factor"] = _est(stats.rep_ratio(clean, ref, q=99.0, n_boot=n_boot))
     if n_all - n_clean:
-        out["overlapped_service_p99_us"] = float(np.percentile(np.concatenate(dirty), 99)) / 1e3
+        out["overlapped_service_p99_us"] = _tail_p99_us(np.concatenate(dirty))
     return out
+
+
+def _tail_p99_us(ns: np.ndarray) -> float | None:
+    """p99 in us, or None when fewer than stats.MIN_BEYOND reads lie beyond it."""
+    return float(np.percentile(ns, 99)) / 1e3 if stats.tail_supported(ns.size, 99.0) else None
 
 
 def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engine: str,
@@ -259,11 +283,15 @@ def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engi
     modes = {v.label: summarize_variant(v, results[v.label], engine, unloaded, n_boot, device_name, buffered)
              for v in variants}
     base = modes.get("baseline", {}).get("spill_mb_s")
+    base_reps = modes.get("baseline", {}).get("spill_mb_s_per_rep")
     for m in modes.values():
         if base and m["spill_mb_s"] and base["value"] > 0:
             m["spill_retained"] = m["spill_mb_s"]["value"] / base["value"]
+            # the share kept with its interval over repetitions (what the sweep's goal is judged from)
+            m["spill_retained_est"] = _est(stats.rep_mean_ratio(m["spill_mb_s_per_rep"], base_reps, n_boot=n_boot))
         else:
             m["spill_retained"] = None
+            m["spill_retained_est"] = None
     return modes
 
 
@@ -290,20 +318,45 @@ def with_scheduler(device: Device, scheduler: str | None) -> str:
     return scheduler_of(device.path)
 
 
-def fmt_est(e: dict[str, float] | None, unit: str = "", digits: int = 0) -> str:
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def fmt_est(e: dict[str, Any] | None, unit: str = "", digits: int = 0) -> str:
+    """"v [lo, hi]"; "v (point estimate)" without an interval; "- (reason)" when there is no value (a percentile
+    with too few samples beyond it is not printed)."""
     if not e:
         return "-"
     f = f"{{:.{digits}f}}"
-    if e.get("lo") is None or e.get("hi") is None or e["lo"] != e["lo"]:
-        return f"{f.format(e['value'])}{unit} [no interval]"
+    if not _num(e.get("value")):
+        return "- (" + _short(e.get("reason") or "no data") + ")"
+    if not (_num(e.get("lo")) and _num(e.get("hi"))):
+        return f"{f.format(e['value'])}{unit} (point estimate)"
     return f"{f.format(e['value'])}{unit} [{f.format(e['lo'])}, {f.format(e['hi'])}]"
+
+
+def _short(reason: str) -> str:
+    """"n too small: 400 samples, p99 needs >= 1000" -> "n too small: 400 < 1000" (table cells stay narrow)."""
+    if reason.startswith("n too small") and "needs >=" in reason:
+        n = reason.split(":")[1].split()[0]
+        return f"n too small: {n} < {reason.rsplit('>=', 1)[1].split()[0]}"
+    return reason
+
+
+def fmt_value(e: dict[str, Any] | None, digits: int = 0) -> str:
+    """A percentile's value alone, or "-" with the reason it is not printed."""
+    if not e:
+        return "-"
+    if not _num(e.get("value")):
+        return "- (" + _short(e.get("reason") or "no data") + ")"
+    return f"{e['value']:.{digits}f}"
 
 
 def _clean_cell(ov: dict[str, Any] | None) -> str:
     if not ov or ov.get("clean_fraction") is None:
         return "-"
     f = ov.get("clean_interference_factor")
-    return f"{ov['clean_fraction']:.0%} / " + (f"{f['value']:.1f}x" if f else "-")
+    return f"{ov['clean_fraction']:.0%} / " + (fmt_est(f, "x", 1) if f else "- (no unloaded reads)")
 
 
 def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] = print) -> None:
@@ -317,8 +370,9 @@ def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] =
     for label, m in modes.items():
         bl = m["block_layer"]["by_op"] if m["block_layer"] else {}
         classes = "; ".join(f"{op} " + ",".join(f"{p}:{n}" for p, n in sorted(c.items())) for op, c in bl.items())
-        t.add_row(label, m["mapping"] or "-", f"{m['latency_us']['p50']['value']:.0f}",
-                  fmt_est(m["latency_us"]["p99"]), f"{m['latency_us']['p99.9']['value']:.0f}", f"{m['max_us']:.0f}",
+        t.add_row(label, m["mapping"] or "-", fmt_value(m["latency_us"]["p50"]),
+                  fmt_est(m["latency_us"]["p99"]), fmt_value(m["latency_us"]["p99.9"]),
+                  f"{m['max_us']:.0f}" if _num(m.get("max_us")) else "- (no reads)",
                   fmt_est(m["interference_factor"], "x", 1), fmt_est(m["spill_mb_s"]),
                   f"{m['spill_retained']:.0%}" if m.get("spill_retained") is not None else "-",
                   _clean_cell(m.get("overlap")), str(m["reads"]), classes or "-")

@@ -7,8 +7,11 @@ factor (p99 / unloaded p99 under the same scheduler) <= 1.5 while the spill keep
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
+
+from harness import stats
 
 SCHEMA = "kvds.io-sweep/1"
 DEFAULT_MAPPINGS = ("ioprio-only", "throttle-only", "paced-only", "intent-paced", "paced-weighted")
@@ -24,48 +27,125 @@ def points(per_sched: dict[str, Any]) -> list[dict[str, Any]]:
         for label, m in doc["modes"].items():
             if label == "unloaded":
                 continue
-            inter = m["interference_factor"]
             out.append({
                 "scheduler": sched, "variant": label, "mapping": m["mapping"],
                 "p99_us": m["latency_us"]["p99"], "p50_us": m["latency_us"]["p50"],
-                "interference_factor": inter, "spill_mb_s": m["spill_mb_s"], "spill_retained": m["spill_retained"],
+                "interference_factor": m["interference_factor"], "spill_mb_s": m["spill_mb_s"],
+                "spill_retained": m["spill_retained"], "spill_retained_est": m.get("spill_retained_est"),
                 "overlap": m.get("overlap"),
-                "meets_goal": bool(inter and m["spill_retained"] is not None
-                                   and inter["value"] <= GOAL_INTERFERENCE and m["spill_retained"] >= GOAL_RETAINED),
             })
     for p in out:
-        p["pareto"] = not any(_dominates(q, p) for q in out if q is not p)
+        p["pareto"] = (None if _p99(p) is None or _mbs(p) is None
+                       else not any(_dominates(q, p) for q in out if q is not p and _p99(q) is not None
+                                    and _mbs(q) is not None))
+    judge(out, per_sched)
     return out
 
 
+def _p99(p: dict[str, Any]) -> float | None:
+    v = (p.get("p99_us") or {}).get("value")
+    return v if _finite(v) else None
+
+
+def _mbs(p: dict[str, Any]) -> float | None:
+    v = (p.get("spill_mb_s") or {}).get("value")
+    return v if _finite(v) else None
+
+
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    ap, bp = a["p99_us"]["value"], b["p99_us"]["value"]
-    am, bm = a["spill_mb_s"]["value"], b["spill_mb_s"]["value"]
+    ap, bp = _p99(a), _p99(b)
+    am, bm = _mbs(a), _mbs(b)
     return ap <= bp and am >= bm and (ap < bp or am > bm)
 
 
-def goal_summary(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Who met the goal; and the two yardsticks that say whether it was reachable: the unloaded reference's
-    own spread (max / min of its per-repetition p99: above 1.5, the reference cannot even match itself) and
-    the best clean-read interference among separated points keeping >= 50% of the spill (reads no write
-    touched; the baseline's clean reads are mostly the backlog read after its writer stopped)."""
-    spread = {}
+def reference_stability(per_sched: dict[str, Any] | None) -> dict[str, stats.Verdict]:
+    """Per scheduler: does the unloaded reference reproduce itself within the goal (max / min of its
+    per-repetition p99 <= 1.5)? With fewer than MIN_REPS repetitions whose p99 is supported the test cannot
+    pass: inconclusive, n too small. The spread is what these repetitions showed (an observed range, so its
+    "interval" is the value itself)."""
+    out = {}
     for sched, doc in (per_sched or {}).items():
-        per_rep = [x for x in doc["modes"].get("unloaded", {}).get("per_rep_p99_us", []) if x]
-        spread[sched] = max(per_rep) / min(per_rep) if len(per_rep) > 1 else None
-    # A point "meets" the goal against a reference that does not reproduce itself within the goal (one slow
-    # unloaded repetition inflates the denominator): listed apart, not claimed.
-    unstable = {s for s, sp in spread.items() if sp is not None and sp > GOAL_INTERFERENCE}
-    met = [f"{p['scheduler']}/{p['variant']}" for p in pts if p["meets_goal"] and p["scheduler"] not in unstable]
-    met_unstable = [f"{p['scheduler']}/{p['variant']}" for p in pts if p["meets_goal"] and p["scheduler"] in unstable]
-    clean = [(p["overlap"]["clean_interference_factor"]["value"], f"{p['scheduler']}/{p['variant']}")
-             for p in pts if p["variant"] != "baseline" and p.get("overlap")
-             and p["overlap"].get("clean_interference_factor")
+        per_rep = [x for x in doc["modes"].get("unloaded", {}).get("per_rep_p99_us", []) if _finite(x) and x > 0]
+        goal = f"unloaded p99 spread (max/min over repetitions) <= {GOAL_INTERFERENCE:g}"
+        if len(per_rep) < stats.MIN_REPS:
+            n_reps = len(doc["modes"].get("unloaded", {}).get("per_rep_p99_us", []))
+            why = (stats.too_few_reps(n_reps) if n_reps < stats.MIN_REPS
+                   else f"n too small: {len(per_rep)} of {n_reps} repetitions have a supported p99")
+            out[sched] = stats.verdict_of(stats.INCONCLUSIVE, goal, stats.Estimate(math.nan, math.nan, math.nan), why)
+            continue
+        sp = max(per_rep) / min(per_rep)
+        status = stats.MET if sp <= GOAL_INTERFERENCE else stats.MISSED
+        out[sched] = stats.verdict_of(status, goal, stats.Estimate(sp, sp, sp), "")
+    return out
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def judge(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None) -> None:
+    """Each point's verdict (p["goal"]): interference <= 1.5 AND spill kept >= 50%, both from their intervals,
+    AND a reference that reproduces itself. The baseline is what the goal is measured against: not judged."""
+    from io_priority.bench import estimate_of
+
+    ref = reference_stability(per_sched)
+    for p in pts:
+        if p["variant"] == "baseline":
+            p["goal"] = {"status": "reference", "reason": "the baseline (no mapping) is what the goal is measured against"}
+            p["meets_goal"] = False
+            continue
+        parts = [stats.judge_at_most(estimate_of(p.get("interference_factor")), GOAL_INTERFERENCE, "interference "),
+                 stats.judge_at_least(estimate_of(p.get("spill_retained_est")), GOAL_RETAINED, "spill kept ")]
+        if p["scheduler"] in ref:
+            parts.append(ref[p["scheduler"]])
+        status = stats.judge_all(parts)
+        p["goal"] = {"status": status, "parts": [v.as_dict() for v in parts], "text": [str(v) for v in parts]}
+        p["meets_goal"] = status == stats.MET
+
+
+def goal_summary(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Who met, missed, and could not be judged, from the same per-point verdicts the table prints; and the
+    yardsticks that say whether the goal was reachable: the unloaded reference's own spread and the best
+    clean-read interference among separated points keeping >= 50% of the spill (reads no write touched)."""
+    if any("goal" not in p for p in pts):
+        judge(pts, per_sched)
+    ref = reference_stability(per_sched)
+    spread = {s: (v.estimate.value if math.isfinite(v.estimate.value) else None) for s, v in ref.items()}
+    judged = [p for p in pts if p["goal"]["status"] != "reference"]
+    name = lambda p: f"{p['scheduler']}/{p['variant']}"  # noqa: E731
+    met = [name(p) for p in judged if p["goal"]["status"] == stats.MET]
+    missed = [name(p) for p in judged if p["goal"]["status"] == stats.MISSED]
+    inconclusive = [name(p) for p in judged if p["goal"]["status"] == stats.INCONCLUSIVE]
+    # within the goal's numbers but against a reference that does not reproduce itself: listed apart
+    unstable = [name(p) for p in judged if p["scheduler"] in ref and ref[p["scheduler"]].status == stats.MISSED
+                and all(d["status"] == stats.MET for d in p["goal"]["parts"][:2])]
+    clean = [(p["overlap"]["clean_interference_factor"]["value"], name(p))
+             for p in judged if p.get("overlap") and p["overlap"].get("clean_interference_factor")
+             and _finite(p["overlap"]["clean_interference_factor"].get("value"))
              and p["spill_retained"] is not None and p["spill_retained"] >= GOAL_RETAINED]
     best = min(clean) if clean else None
     return {"interference_max": GOAL_INTERFERENCE, "spill_retained_min": GOAL_RETAINED, "met_by": met,
-            "met_against_unstable_reference": met_unstable, "unloaded_p99_spread": spread,
+            "missed_by": missed, "inconclusive": inconclusive,
+            "met_against_unstable_reference": unstable, "unloaded_p99_spread": spread,
+            "reference_stable": {s: v.as_dict() for s, v in ref.items()},
             "best_clean_interference": {"value": best[0], "point": best[1]} if best else None}
+
+
+def goal_line(goal: dict[str, Any]) -> str:
+    """The one line under every sweep table (terminal and report): met / missed / inconclusive, never a
+    claim the rows do not make."""
+    met, missed, inc = goal.get("met_by") or [], goal.get("missed_by") or [], goal.get("inconclusive") or []
+    return (f"goal (interference <= {goal.get('interference_max')} with spill kept >= "
+            f"{goal.get('spill_retained_min')}, judged from 95% intervals): met by "
+            f"{', '.join(met) or 'no point of this sweep'}; missed by {', '.join(missed) or 'none'}; "
+            f"inconclusive: {', '.join(inc) or 'none'}")
+
+
+def verdict_cell(p: dict[str, Any]) -> str:
+    g = p.get("goal") or {}
+    if g.get("status") == "reference":
+        return "reference"
+    return g.get("status", "-")
 
 
 def print_points(summary: dict[str, Any]) -> None:
@@ -75,21 +155,23 @@ def print_points(summary: dict[str, Any]) -> None:
     from io_priority.bench import fmt_est
 
     t = Table(title="kvds io sweep: critical-read p99 vs spill MB/s (* = Pareto frontier, goal: IF <= 1.5 and "
-                    "spill >= 50% of baseline)")
+                    "spill >= 50% of baseline, judged from the whole 95% interval)")
     for col in ("scheduler", "variant", "p99 us [95% CI]", "interference", "spill MB/s [95% CI]", "retained",
                 "clean reads", "clean-read interference", "Pareto", "goal"):
         t.add_column(col)
-    for p in sorted(summary["points"], key=lambda p: (p["scheduler"], p["p99_us"]["value"])):
+    key = lambda p: (p["scheduler"], _p99(p) if _p99(p) is not None else math.inf)  # noqa: E731
+    for p in sorted(summary["points"], key=key):
         ov = p.get("overlap") or {}
         t.add_row(p["scheduler"], p["variant"], fmt_est(p["p99_us"]), fmt_est(p["interference_factor"], "x", 1),
-                  fmt_est(p["spill_mb_s"]), f"{p['spill_retained']:.0%}" if p["spill_retained"] is not None else "-",
+                  fmt_est(p["spill_mb_s"]), fmt_est(p.get("spill_retained_est"), "", 2)
+                  if p.get("spill_retained_est") else "-",
                   f"{ov['clean_fraction']:.0%}" if ov.get("clean_fraction") is not None else "-",
                   fmt_est(ov.get("clean_interference_factor"), "x", 1),
-                  "*" if p["pareto"] else "", "yes" if p["meets_goal"] else "")
-    Console(width=200).print(t)
+                  {True: "*", False: "", None: "- (no p99)"}[p["pareto"]], verdict_cell(p))
+    Console(width=220).print(t)
     for sched, doc in summary["schedulers"].items():
         u = doc["modes"]["unloaded"]["latency_us"]
-        print(f"unloaded reference under {sched}: p50 {u['p50']['value']:.0f} us, p99 {fmt_est(u['p99'], ' us')}")
+        print(f"unloaded reference under {sched}: p50 {fmt_est(u['p50'], ' us')}, p99 {fmt_est(u['p99'], ' us')}")
     for sched, doc in summary["schedulers"].items():
         for label, m in doc["modes"].items():
             wp = m.get("write_priority")
@@ -97,16 +179,15 @@ def print_points(summary: dict[str, Any]) -> None:
                 print(f"{sched}/{label}: {wp['note']}")
     print("clean reads: no spill write in flight at issue nor submitted during the read (ioload --ctx-out); "
           "their interference is what pacing cannot remove")
+    for p in summary["points"]:
+        g = p.get("goal") or {}
+        if g.get("status") in (stats.MET, stats.MISSED, stats.INCONCLUSIVE):
+            print(f"{p['scheduler']}/{p['variant']}: {g['status']}: " + "; ".join(g.get("text", [])))
     goal = summary["goal"]
-    met = goal["met_by"]
-    print("goal met by: " + (", ".join(met) if met else "no point of this sweep"))
+    print(goal_line(goal))
     if goal.get("met_against_unstable_reference"):
-        print("within the goal's numbers but against an unloaded reference that varied by more than 1.5x between "
+        print("within the goal's intervals but against an unloaded reference that varied by more than 1.5x between "
               "repetitions (not claimed): " + ", ".join(goal["met_against_unstable_reference"]))
-    for sched, sp in goal.get("unloaded_p99_spread", {}).items():
-        if sp:
-            print(f"unloaded reference under {sched}: per-repetition p99 spread (max/min) {sp:.2f}"
-                  + (" > 1.5: the reference does not reproduce itself within the goal" if sp > GOAL_INTERFERENCE else ""))
     best = goal.get("best_clean_interference")
     if best:
         print(f"best clean-read interference with >= 50% spill kept: {best['value']:.2f}x ({best['point']})"
@@ -116,7 +197,7 @@ def print_points(summary: dict[str, Any]) -> None:
 def _err(e: dict[str, Any], scale: float = 1.0) -> list[list[float]] | None:
     """matplotlib's asymmetric error bar from an interval; None when the interval is missing."""
     lo, hi = e.get("lo"), e.get("hi")
-    if lo is None or hi is None or lo != lo or hi != hi:
+    if not (_finite(lo) and _finite(hi)):
         return None
     return [[max(0.0, (e["value"] - lo) / scale)], [max(0.0, (hi - e["value"]) / scale)]]
 
@@ -131,6 +212,11 @@ def plot(pts: list[dict[str, Any]], path: Path, title: str) -> Path:
     markers = {"mq-deadline": "o", "bfq": "s", "kyber": "^", "none": "D"}
     variants = sorted({p["variant"] for p in pts})
     colors = {v: plt.cm.tab10(i % 10) for i, v in enumerate(variants)}
+    left_out = [f"{p['scheduler']}/{p['variant']}" for p in pts if _p99(p) is None or _mbs(p) is None]
+    pts = [p for p in pts if _p99(p) is not None and _mbs(p) is not None]  # no p99 (n too small): no point
+    if left_out:
+        ax.text(0.01, 0.01, "not plotted (p99 n too small or no spill): " + ", ".join(left_out),
+                transform=ax.transAxes, fontsize=7, va="bottom")
     for p in pts:
         x, y = p["spill_mb_s"], p["p99_us"]
         ax.errorbar(x["value"], y["value"] / 1e3, xerr=_err(x), yerr=_err(y, 1e3),
@@ -138,7 +224,7 @@ def plot(pts: list[dict[str, Any]], path: Path, title: str) -> Path:
                     mec="black" if p["pareto"] else colors[p["variant"]], mew=2 if p["pareto"] else 1)
         ax.annotate(f"{p['scheduler']}/{p['variant']}", (x["value"], y["value"] / 1e3), fontsize=7,
                     xytext=(5, 4), textcoords="offset points")
-    front = sorted((p for p in pts if p["pareto"]), key=lambda p: p["spill_mb_s"]["value"])
+    front = sorted((p for p in pts if p["pareto"]), key=lambda p: _mbs(p))
     if front:
         ax.plot([p["spill_mb_s"]["value"] for p in front], [p["p99_us"]["value"] / 1e3 for p in front], "k--",
                 lw=1, label="Pareto frontier")

@@ -24,37 +24,76 @@ def test_parse_trace_counts_priorities_and_losses() -> None:
     assert blocktrace.kernel_dev_t(7, 3) == (7 << 20) | 3
 
 
-def _pt(sched: str, var: str, p99: float, mbs: float, inter: float, kept: float) -> dict:
-    return {"scheduler": sched, "variant": var, "p99_us": {"value": p99}, "spill_mb_s": {"value": mbs},
-            "interference_factor": {"value": inter}, "spill_retained": kept}
+def _e(v: float, lo: float | None = None, hi: float | None = None) -> dict:
+    return {"value": v, "lo": v if lo is None else lo, "hi": v if hi is None else hi, "conf": 0.95}
 
 
-def test_pareto_and_goal() -> None:
-    per = {"s": {"modes": {
-        "unloaded": {"interference_factor": None, "latency_us": {"p99": {"value": 100}, "p50": {"value": 50}},
-                     "spill_mb_s": None, "spill_retained": None, "mapping": None},
-        "baseline": {"interference_factor": {"value": 50.0}, "latency_us": {"p99": {"value": 5000}, "p50": {"value": 9}},
-                     "spill_mb_s": {"value": 400.0}, "spill_retained": 1.0, "mapping": "none"},
-        "a": {"interference_factor": {"value": 1.2}, "latency_us": {"p99": {"value": 120}, "p50": {"value": 9}},
-              "spill_mb_s": {"value": 250.0}, "spill_retained": 0.625, "mapping": "a"},
-        "b": {"interference_factor": {"value": 3.0}, "latency_us": {"p99": {"value": 300}, "p50": {"value": 9}},
-              "spill_mb_s": {"value": 100.0}, "spill_retained": 0.25, "mapping": "b"},
-    }}}
+def _modes() -> dict:
+    return {
+        "unloaded": {"interference_factor": None, "latency_us": {"p99": _e(100), "p50": _e(50)},
+                     "spill_mb_s": None, "spill_retained": None, "mapping": None,
+                     "per_rep_p99_us": [100.0, 110.0, 120.0]},
+        "baseline": {"interference_factor": _e(50.0, 40, 60), "latency_us": {"p99": _e(5000), "p50": _e(9)},
+                     "spill_mb_s": _e(400.0), "spill_retained": 1.0, "spill_retained_est": _e(1.0), "mapping": "none"},
+        "a": {"interference_factor": _e(1.2, 1.1, 1.3), "latency_us": {"p99": _e(120), "p50": _e(9)},
+              "spill_mb_s": _e(250.0), "spill_retained": 0.625, "spill_retained_est": _e(0.625, 0.55, 0.7),
+              "mapping": "a"},
+        "b": {"interference_factor": _e(3.0, 2.0, 4.0), "latency_us": {"p99": _e(300), "p50": _e(9)},
+              "spill_mb_s": _e(100.0), "spill_retained": 0.25, "spill_retained_est": _e(0.25, 0.2, 0.3),
+              "mapping": "b"},
+        # 0.73x as a point, but its interval reaches 4.8x: not met (the old point-estimate rule said met)
+        "c": {"interference_factor": _e(0.73, 0.2, 4.8), "latency_us": {"p99": _e(90), "p50": _e(9)},
+              "spill_mb_s": _e(50.0), "spill_retained": 0.9, "spill_retained_est": _e(0.9, 0.6, 1.2), "mapping": "c"},
+    }
+
+
+def test_pareto_and_goal_from_intervals() -> None:
+    per = {"s": {"modes": _modes()}}
     pts = {p["variant"]: p for p in sweep.points(per)}
     assert "unloaded" not in pts
     assert pts["baseline"]["pareto"] and pts["a"]["pareto"] and not pts["b"]["pareto"]  # b: worse on both
-    assert pts["a"]["meets_goal"] and not pts["b"]["meets_goal"] and not pts["baseline"]["meets_goal"]
-    assert sweep.goal_summary(list(pts.values()))["met_by"] == ["s/a"]
-    per["s"]["modes"]["unloaded"]["per_rep_p99_us"] = [100.0, 120.0]
+    status = {v: p["goal"]["status"] for v, p in pts.items()}
+    assert status == {"baseline": "reference", "a": "met", "b": "missed", "c": "inconclusive"}
+    assert [p["meets_goal"] for p in pts.values()] == [False, True, False, False]
+    g = sweep.goal_summary(list(pts.values()), per)
+    assert g["met_by"] == ["s/a"] and g["missed_by"] == ["s/b"] and g["inconclusive"] == ["s/c"]
+    assert "s/baseline" not in g["met_by"] + g["missed_by"] + g["inconclusive"]
+    assert abs(g["unloaded_p99_spread"]["s"] - 1.2) < 1e-9
+    line = sweep.goal_line(g)
+    assert "met by s/a;" in line and "missed by s/b;" in line and "inconclusive: s/c" in line
+    assert "[0.2, 4.8]" in " ".join(pts["c"]["goal"]["text"])
+
+
+def test_baseline_never_meets_even_when_its_numbers_would() -> None:
+    modes = _modes()
+    modes["baseline"]["interference_factor"] = _e(1.0, 0.9, 1.1)
+    pts = {p["variant"]: p for p in sweep.points({"s": {"modes": modes}})}
+    g = sweep.goal_summary(list(pts.values()), {"s": {"modes": modes}})
+    assert pts["baseline"]["meets_goal"] is False and "s/baseline" not in g["met_by"]
+
+
+def test_reference_stability_needs_repetitions() -> None:
+    modes = _modes()
+    modes["unloaded"]["per_rep_p99_us"] = [100.0]  # one repetition: the stability test cannot pass
+    per = {"s": {"modes": modes}}
+    pts = {p["variant"]: p for p in sweep.points(per)}
+    assert pts["a"]["goal"]["status"] == "inconclusive"
+    assert any("n too small" in t for t in pts["a"]["goal"]["text"])
+    assert sweep.goal_summary(list(pts.values()), per)["met_by"] == []
+    modes["unloaded"]["per_rep_p99_us"] = [100.0, 400.0, 110.0]  # the reference itself moved 4x
+    pts = {p["variant"]: p for p in sweep.points(per)}
+    g = sweep.goal_summary(list(pts.values()), per)
+    assert pts["a"]["goal"]["status"] == "missed" and g["met_by"] == []
+    assert g["met_against_unstable_reference"] == ["s/a"]
+
+
+def test_best_clean_interference() -> None:
+    per = {"s": {"modes": _modes()}}
+    pts = {p["variant"]: p for p in sweep.points(per)}
     pts["a"]["overlap"] = {"clean_interference_factor": {"value": 1.1}}
     pts["b"]["overlap"] = {"clean_interference_factor": {"value": 0.9}}  # keeps only 25%: not a candidate
     g = sweep.goal_summary(list(pts.values()), per)
-    assert abs(g["unloaded_p99_spread"]["s"] - 1.2) < 1e-9
     assert g["best_clean_interference"] == {"value": 1.1, "point": "s/a"}
-    assert g["met_by"] == ["s/a"] and g["met_against_unstable_reference"] == []
-    per["s"]["modes"]["unloaded"]["per_rep_p99_us"] = [100.0, 400.0]  # the reference itself moved 4x
-    g = sweep.goal_summary(list(pts.values()), per)
-    assert g["met_by"] == [] and g["met_against_unstable_reference"] == ["s/a"]
 
 
 def test_finite_makes_strict_json() -> None:
@@ -86,9 +125,11 @@ def test_overlap_splits_reads_by_spill_context() -> None:
         svc = np.array(service_us, dtype=np.int64) * 1000
         return RepResult(svc, {}, None, None, contexts=(svc << 2) | np.array(bits, dtype=np.int64))
 
-    loaded = [rep([100] * 90 + [5000] * 10, [0] * 90 + [1] * 10)]  # the slow reads all overlapped a write
-    unloaded = [rep([100] * 100, [0] * 100)]
+    loaded = [rep([100] * 900 + [5000] * 100, [0] * 900 + [1] * 100) for _ in range(3)]  # slow reads overlapped
+    unloaded = [rep([100] * 1000, [0] * 1000) for _ in range(3)]
     ov = _overlap(loaded, unloaded, n_boot=50)
-    assert ov["clean_reads"] == 90 and abs(ov["clean_fraction"] - 0.9) < 1e-9
-    assert ov["clean_service_p99_us"]["value"] == 100 and ov["overlapped_service_p99_us"] == 5000
+    assert ov["clean_reads"] == 2700 and abs(ov["clean_fraction"] - 0.9) < 1e-9
+    assert ov["clean_service_p99_us"]["value"] == 100 and ov["overlapped_service_p99_us"] is None  # 300 < 1000
     assert ov["clean_interference_factor"]["value"] == 1.0
+    one = _overlap([rep([100] * 90 + [5000] * 10, [0] * 90 + [1] * 10)], unloaded[:1], n_boot=50)
+    assert math.isnan(one["clean_service_p99_us"]["value"]) and "n too small" in one["clean_service_p99_us"]["reason"]
