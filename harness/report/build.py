@@ -7,6 +7,7 @@ import importlib.util
 from pathlib import Path
 
 from harness import atomic
+from harness.results import strict
 from harness.report.context import ReportContext, Suite
 from harness.report.document import Document
 from harness.report.sections import environment, summary
@@ -27,8 +28,12 @@ def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
     ctx = ReportContext(suites, doc, out_dir / "figures")
     title = "kvds report: " + ", ".join(s.label for s in suites)
     doc.heading(title, 1)
-    doc.para("Every figure below comes from raw samples stored with the runs; intervals are 95% bootstrap "
-             "confidence intervals unless a section says otherwise.")
+    doc.para("Every figure below comes from raw samples stored with the runs; intervals are 95% confidence "
+             "intervals over repetitions (cluster bootstrap, Student t) unless a section says otherwise. Fewer than "
+             "3 repetitions give point estimates, marked as such; a percentile with fewer than 10 samples beyond "
+             "it is not printed (\"n too small\"); \"-\" is missing data, with the reason beside it. A goal is "
+             "met only when its whole interval says so, missed when the whole interval says the opposite, and "
+             "inconclusive otherwise.")
     intro_end = len(doc.blocks)
     environment.render(ctx)
     environment.render_stages(ctx)
@@ -39,6 +44,6 @@ def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
     paths = {
         "markdown": atomic.write_text(out_dir / "report.md", doc.markdown()),
         "html": atomic.write_text(out_dir / "report.html", doc.html(title)),
-        "json": atomic.write_json(out_dir / "report.json", ctx.summary),
+        "json": atomic.write_json(out_dir / "report.json", strict(ctx.summary)),
     }
     return paths

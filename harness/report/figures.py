@@ -42,18 +42,26 @@ def latency_cdf(series: dict[str, np.ndarray], path: Path, title: str, unit: str
 
 def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float]], path: Path, title: str, ylabel: str,
                  errors: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None, log: bool = False) -> Path:
-    """Bars per group (e.g. intent class) and series (e.g. baseline vs intent), with optional CI whiskers."""
+    """Bars per group (e.g. intent class) and series (e.g. baseline vs intent), with optional CI whiskers. NaN is
+    missing data: no bar, an "n/a" mark at its place."""
     fig, ax = plt.subplots(figsize=(max(6.5, 1.2 * len(groups) + 2), 4.5))
     width = 0.8 / max(1, len(series))
     x = np.arange(len(groups))
+    missing = []
     for i, (label, values) in enumerate(series.items()):
         vals = np.asarray(values, dtype=float)
+        have = np.isfinite(vals)  # no data is no bar (and an "n/a" mark), never a zero-height bar
+        xs = x + (i - (len(series) - 1) / 2) * width
         yerr = None
         if errors and label in errors:
             lo, hi = (np.asarray(e, dtype=float) for e in errors[label])
-            yerr = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
-            yerr = np.nan_to_num(yerr)
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, vals, width, label=label, yerr=yerr, capsize=3)
+            yerr = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])[:, have]
+            yerr = np.nan_to_num(yerr)  # a bar without an interval: no whisker
+        ax.bar(xs[have], vals[have], width, label=label, yerr=yerr, capsize=3, color=f"C{i}")
+        missing += [(xs[j], f"C{i}") for j in np.flatnonzero(~have)]
+    for xm, color in missing:
+        ax.annotate("n/a", (xm, 0), xycoords=("data", "axes fraction"), xytext=(0, 3), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=7, color=color, rotation=90)
     ax.set_xticks(x)
     ax.set_xticklabels(groups, rotation=20, ha="right")
     ax.set_ylabel(ylabel)

@@ -1,28 +1,50 @@
-"""How reports print numbers: an estimate as "value [lo, hi]", tolerant of plain numbers and missing data."""
+"""How reports print numbers: an estimate as "value [lo, hi]", tolerant of plain numbers and missing data.
+
+Missing is missing: no value prints "-" with the reason stored beside it ("n too small: ..."), a value without an
+interval says it is a point estimate, and a NaN never turns into 0 or "nan".
+"""
 
 from __future__ import annotations
 
+import math
+
+
+def _num(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def missing(reason: str | None) -> str:
+    """A table cell for a figure that is not there, with why."""
+    return f"- ({reason})" if reason else "-"
+
 
 def estimate(d: object, scale: float = 1.0) -> str:
-    """{"value", "lo", "hi"} (or a bare number) as "v [lo, hi]"; "-" when absent."""
+    """{"value", "lo", "hi"} (or a bare number) as "v [lo, hi]"; "-" (with its reason) when absent."""
     if isinstance(d, bool):
         return str(d)
     if isinstance(d, (int, float)):
-        return f"{d * scale:.4g}"
-    if not isinstance(d, dict) or d.get("value") is None:
+        return f"{d * scale:.4g}" if _num(d) else "-"
+    if not isinstance(d, dict):
         return "-"
     v, lo, hi = d.get("value"), d.get("lo"), d.get("hi")
-    if lo is None or hi is None or lo != lo or hi != hi:
-        return f"{v * scale:.4g}"
+    if not _num(v):
+        return missing(d.get("reason") or ("no data" if d else None))
+    if not (_num(lo) and _num(hi)):
+        return f"{v * scale:.4g} (point estimate)"
     return f"{v * scale:.4g} [{lo * scale:.3g}, {hi * scale:.3g}]"
 
 
 def value(d: object, *path: str) -> float | None:
-    """A number at a path of dict keys, an estimate dict's value, or None."""
+    """A finite number at a path of dict keys, an estimate dict's value, or None (never NaN)."""
     for p in path:
         if not isinstance(d, dict):
             return None
         d = d.get(p)
     if isinstance(d, dict):
         d = d.get("value")
-    return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else None
+    return float(d) if _num(d) else None
+
+
+def number(v: object, digits: str = ".4g", unit: str = "", why: str = "no data") -> str:
+    """A plain number cell: "-" with a reason for None/NaN."""
+    return f"{v:{digits}}{unit}" if _num(v) else missing(why)

@@ -5,6 +5,17 @@ from __future__ import annotations
 from harness.report.context import ReportContext
 
 
+def _or_missing(v: object) -> object:
+    return "- (not reported)" if v is None else v
+
+
+def _ktap(t: dict, s: dict) -> str:
+    """"passed/planned", or "-" with why when the guest never reported a KTAP plan (no "0/0")."""
+    if t.get("planned") is None or t.get("passed") is None:
+        return "- (no KTAP plan reported" + (f": {s['failure']}" if s.get("failure") else "") + ")"
+    return f"{t['passed']}/{t['planned']}"
+
+
 def render(ctx: ReportContext) -> None:
     if not any(s.of_kind("qemu-validate") for s in ctx.suites):
         return
@@ -19,8 +30,9 @@ def render(ctx: ReportContext) -> None:
         k = s.get("kernel", {})
         boot = s.get("boot", {})
         rows.append([suite.label, "PASS" if s.get("ok") else "FAIL", k.get("release") or k.get("label"),
-                     "yes" if k.get("kasan_lockdep") else "no", f"{t.get('passed', 0)}/{t.get('planned', 0)}",
-                     s.get("malformed_writes"), s.get("errno_mismatches"), s.get("splats"), boot.get("seconds"),
+                     "yes" if k.get("kasan_lockdep") else "no", _ktap(t, s),
+                     _or_missing(s.get("malformed_writes")), _or_missing(s.get("errno_mismatches")),
+                     _or_missing(s.get("splats")), _or_missing(boot.get("seconds")),
                      s.get("failure") or ""])
         ctx.summary.setdefault("qemu", {})[suite.label] = {
             "ok": s.get("ok"), "passed": t.get("passed"), "planned": t.get("planned"),

@@ -5,6 +5,8 @@ Built last, from what the track sections recorded in ctx.summary, and placed rig
 
 from __future__ import annotations
 
+import math
+
 from harness.report.context import ReportContext
 from harness.report.document import Document
 
@@ -15,7 +17,7 @@ def _f(v: object, unit: str = "") -> str:
     if isinstance(v, bool):
         return "PASS" if v else "FAIL"
     if isinstance(v, (int, float)):
-        return f"{v:.4g}{unit}"
+        return f"{v:.4g}{unit}" if math.isfinite(v) else "-"
     return str(v)
 
 
@@ -37,7 +39,7 @@ def _rows(ctx: ReportContext) -> list[list[str]]:
     add("spill MB/s, baseline", lambda l: io.get(l, {}).get("baseline", {}).get("spill_mb_s"))
     add("spill MB/s, separated", lambda l: io.get(l, {}).get("separated", {}).get("spill_mb_s"))
     sweep = s.get("io_sweep", {})
-    add("sweep goal met by (interference <= 1.5, spill >= 50%)",
+    add("sweep goal met by (interference <= 1.5, spill >= 50%, whole 95% interval)",
         lambda l: (", ".join(sweep[l]) or "nothing") if l in sweep else None)
     vm = s.get("vm", {})
     for role in ("baseline", "intent"):
@@ -65,5 +67,8 @@ def render_into(ctx: ReportContext, position: int) -> None:
     part = Document(ctx.doc.base)
     part.heading("Summary")
     part.table(["figure", *[x.label for x in ctx.suites]], rows)
+    for label, verdicts in ctx.summary.get("verdicts", {}).items():  # the same lines the sections print
+        for what, line in verdicts.items():
+            part.para(f"{what} ({label}): {line}.")
     ctx.doc.blocks[position:position] = part.blocks
     ctx.summary["headline"] = {r[0]: r[1:] for r in rows}

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 from harness.intent import IntentClass
 from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
 
+NAN = math.nan
 
 
-
+def _faults(cd: dict) -> object:
+    per = cd.get("major_faults", {}).get("per_rep")
+    return sum(per) if per else "- (not recorded)"
 
 
 def _suite(ctx: ReportContext, suite: Suite) -> None:
@@ -33,27 +38,32 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
             rows.append([c, v, cd.get("pages"), fmt.estimate(cd.get("reaccess_us", {}).get("p50")),
                          fmt.estimate(cd.get("reaccess_us", {}).get("p99")), fmt.estimate(cd.get("swapped_out_pages", {}).get("mean")),
                          fmt.estimate(cd.get("dropped_pages", {}).get("mean")), fmt.estimate(cd.get("resident_pages", {}).get("mean")),
-                         sum(cd.get("major_faults", {}).get("per_rep", []) or [0])])
+                         _faults(cd)])
     ctx.doc.table(["class", "variant", "pages", "re-access p50 (us)", "re-access p99 (us)", "swapped out (pages)",
                    "dropped (pages)", "resident (pages)", "major faults (all reps)"], rows)
     share = [[v, fmt.estimate(s["variants"][v].get("reclaim_share_cold", {}).get("mean")),
               fmt.estimate(s["variants"][v].get("squeeze_share_cold", {}).get("mean"))] for v in variants]
     ctx.doc.para(f"Share of reclaim taken from the cold classes ({', '.join(s.get('cold_classes', []))}):")
     ctx.doc.table(["variant", "share of swapped-out pages", "share of pages the limit took"], share)
-    p99 = {v: [fmt.value(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "value") or 0.0 for c in classes]
-           for v in variants}
-    err = {v: ([fmt.value(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "lo") or 0.0 for c in classes],
-               [fmt.value(s["variants"][v]["classes"].get(c), "reaccess_us", "p99", "hi") or 0.0 for c in classes])
-           for v in variants}
+    # a class without a p99 (no pages of it, or too few re-accesses beyond p99) gets no bar and says why, never a
+    # zero-height bar
+    def get(v: str, c: str, *path: str) -> float:
+        x = fmt.value(s["variants"][v]["classes"].get(c), *path)
+        return NAN if x is None else x
+
+    p99 = {v: [get(v, c, "reaccess_us", "p99", "value") for c in classes] for v in variants}
+    err = {v: ([get(v, c, "reaccess_us", "p99", "lo") for c in classes],
+               [get(v, c, "reaccess_us", "p99", "hi") for c in classes]) for v in variants}
     path = figures.grouped_bars(classes, p99, ctx.fig(f"vm-p99-{run.run_id}.png"),
                                 "Re-access latency per page, p99, by intent class", "p99 latency (us, log scale)",
                                 errors=err, log=True)
-    ctx.doc.figure(path, f"Per-class re-access p99 with 95% CIs ({suite.label})")
-    swapped = {v: [100.0 * (fmt.value(s["variants"][v]["classes"].get(c), "swapped_out_pages", "mean", "value") or 0.0)
-                   / max(1, s["variants"][v]["classes"].get(c, {}).get("pages", 1)) for c in classes] for v in variants}
+    ctx.doc.figure(path, f"Per-class re-access p99 with 95% CIs ({suite.label}); 'n/a': no p99 for that class")
+    swapped = {v: [100.0 * get(v, c, "swapped_out_pages", "mean", "value")
+                   / s["variants"][v]["classes"][c]["pages"] if s["variants"][v]["classes"].get(c, {}).get("pages")
+                   else NAN for c in classes] for v in variants}
     path = figures.grouped_bars(classes, swapped, ctx.fig(f"vm-swapped-{run.run_id}.png"),
                                 "Pages swapped out after the squeeze, by intent class", "% of the class's pages")
-    ctx.doc.figure(path, f"Per-class share of pages swapped out ({suite.label})")
+    ctx.doc.figure(path, f"Per-class share of pages swapped out ({suite.label}); 'n/a': not measured")
     h = s.get("headline", {})
     for key in ("damon", "mglru"):
         st = s.get(key) or {}
