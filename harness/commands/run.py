@@ -9,7 +9,6 @@ stages are listed with their reasons at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from harness.report.build import build_report
 from harness.report.context import load_suites
 from harness.results import ResultStore, Run
 from harness.suite import Stage, StageOutcome, run_stage
+from harness.results import dumps as strict_dumps
 
 IO_NEEDS = ("root", "loop", "ioprio", "blk.schedulers", "io.ioload")  # what `kvds io` requires (io_priority/cli.py)
 
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
            "stages": [o.as_dict() for o in outcomes], "report": {k: str(v) for k, v in report_paths.items()}}
     suite.write_summary(doc)
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(strict_dumps(doc, indent=2))
     else:
         n_ok = sum(o.status == "ok" for o in outcomes)
         skipped = [o for o in outcomes if o.status == "skipped"]
