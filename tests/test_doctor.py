@@ -180,7 +180,8 @@ def test_setup_fails_when_bpf_provisioning_fails(tmp_path: Path) -> None:
     fake.mkdir()
     (fake / "clang").write_text("#!/bin/sh\necho 'clang: error: injected by the test' >&2\nexit 1\n")
     (fake / "clang").chmod(0o755)
-    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "KVDS_BPF_OBJECTS": str(tmp_path / "objects")}
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "KVDS_BPF_OBJECTS": str(tmp_path / "objects"),
+           "KVDS_PYTHON": sys.executable}
     res = subprocess.run(["bash", str(REPO / "harness/setup/provision-bpf-objects.sh"), str(REPO)], env=env,
                          capture_output=True, text=True, timeout=300)
     if not doctor.capability("ebpf.libbpf").ok and "not installed" in res.stderr:

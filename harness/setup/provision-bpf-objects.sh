@@ -4,15 +4,16 @@
 # KVDS_BPF_OBJECTS), named by a hash of source, flags and kernel build. Recordings then only open the object.
 # Idempotent: a cached object returns at once. setup.sh installs clang, bpftool and libbpf-dev first, so a build
 # that fails here is a failed set-up (exit 1 with the compiler's message), never a silent fall-back to bcc.
-# Usage: provision-bpf-objects.sh [checkout]
+# Usage: provision-bpf-objects.sh [checkout]   env: KVDS_PYTHON (default: the checkout's .venv/bin/python)
 set -euo pipefail
 top="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$top"
-if [ ! -x .venv/bin/python ]; then
-  echo "provision-bpf-objects: no .venv in $top (run harness/setup/setup.sh)" >&2
+py="${KVDS_PYTHON:-$top/.venv/bin/python}"
+if [ ! -x "$py" ]; then
+  echo "provision-bpf-objects: no Python with kvds at $py (run harness/setup/setup.sh, or set KVDS_PYTHON)" >&2
   exit 2
 fi
-if ! .venv/bin/python -m ebpf.objects --quiet; then
+if ! "$py" -m ebpf.objects --quiet; then
   echo "provision-bpf-objects: FAILED to build kvds's BPF object (message above); see kvds doctor ebpf.libbpf" >&2
   exit 1
 fi
