@@ -81,7 +81,7 @@ def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
         lat = [r.latency_ns[cls.value] for r in reps if cls.value in r.latency_ns]
         if not lat:
             continue
-        pct = stats.bootstrap_percentiles(lat, (50.0, 99.0), n_boot=CLASS_BOOTSTRAPS)
+        pct = stats.rep_percentiles(lat, (50.0, 99.0), n_boot=CLASS_BOOTSTRAPS)
         per = {k: [r.residency["after_pressure"][k][i] for r in reps] for k in ("resident", "swapped", "absent")}
         applied = [r.residency["after_apply"]["swapped"][i] for r in reps]
         taken = [r.residency["after_apply"]["resident"][i] - r.residency["after_pressure"]["resident"][i]
@@ -135,11 +135,11 @@ def headline(variants: dict[str, list[RepResult]], base: str, intent: str) -> di
         out[f"{role}_decode_critical_swapped_out"] = {"per_rep": swapped, "mean": stats.mean_ci(swapped).as_dict()}
         lat = [r.latency_ns[dc] for r in reps if dc in r.latency_ns]
         if lat:
-            out[f"{role}_decode_critical_p99_us"] = _us(stats.bootstrap_ci(lat, 99.0))
+            out[f"{role}_decode_critical_p99_us"] = _us(stats.rep_percentiles(lat, (99.0,))[99.0])
     a = [r.latency_ns[dc] for r in variants[intent] if dc in r.latency_ns]
     b = [r.latency_ns[dc] for r in variants[base] if dc in r.latency_ns]
     if a and b:
-        out["decode_critical_p99_ratio_intent_over_baseline"] = stats.bootstrap_ratio(a, b, 99.0).as_dict()
+        out["decode_critical_p99_ratio_intent_over_baseline"] = stats.rep_ratio(a, b, 99.0).as_dict()
     return out
 
 

@@ -64,10 +64,17 @@ def run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _est(d: dict[str, float], fmt: str = "{:.1f}") -> str:
+def _est(d: dict[str, Any] | None, fmt: str = "{:.1f}") -> str:
+    """"v [lo, hi]", "v (point estimate)" without an interval, "- (reason)" without a value."""
+    def ok(x: Any) -> bool:
+        return isinstance(x, (int, float)) and x == x and abs(x) != float("inf")
+
+    if not d or not ok(d.get("value")):
+        return f"- ({(d or {}).get('reason') or 'no data'})"
     lo, hi = d.get("lo"), d.get("hi")
-    ci = "" if lo is None or lo != lo else f" [{fmt.format(lo)}, {fmt.format(hi)}]"
-    return fmt.format(d["value"]) + ci
+    if not (ok(lo) and ok(hi)):
+        return fmt.format(d["value"]) + " (point estimate)"
+    return fmt.format(d["value"]) + f" [{fmt.format(lo)}, {fmt.format(hi)}]"
 
 
 def print_summary(path: Any, s: dict[str, Any]) -> None:
