@@ -106,14 +106,15 @@ def build_parser() -> Parser:
 
 
 def _register_broken(sub: argparse._SubParsersAction, module: str, exc: ImportError) -> None:
-    """A track whose module cannot be imported: its command reports why (exit 3) instead of breaking kvds."""
+    """A track whose module cannot be imported: its command fails with why (exit 1: kvds's own code is broken, which
+    is an error, never "unavailable") instead of breaking every other command."""
     command = module.split(".")[-2] if module.endswith(".cli") else module.split(".")[-1]
     command = {"io_priority": "io", "kernel_vm": "vm", "qemu_validation": "qemu"}.get(command, command)
 
     def fail(args: argparse.Namespace) -> int:
-        raise Unavailable(f"the {command!r} command cannot load: {module}: {exc}")
+        raise ImportError(f"the {command!r} command cannot load: {module}: {exc}")
 
-    p = sub.add_parser(command, help=f"(unavailable: {exc})", add_help=False)
+    p = sub.add_parser(command, help=f"(broken: {exc})", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=fail)
 
