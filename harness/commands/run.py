@@ -15,7 +15,7 @@ from pathlib import Path
 from harness import progress
 from harness.cli import add_json_flag, require_root
 from harness.errors import UserError
-from harness.report.build import build_report
+from harness.report.build import build_report, verdict_lines
 from harness.report.context import load_suites
 from harness.results import ResultStore, Run
 from harness.suite import Stage, StageOutcome, run_stage
@@ -104,8 +104,10 @@ def run(args: argparse.Namespace) -> int:
     if "report" not in skip:
         report_paths = build_report(load_suites([str(suite.path)], store), suite.path / "report")
     failed = [o for o in outcomes if o.status == "failed"]
+    verdicts = verdict_lines(report_paths["json"]) if report_paths else []  # the report's own verdict lines
     doc = {"suite": suite.run_id, "path": str(suite.path), "seconds": time.monotonic() - t0,
-           "stages": [o.as_dict() for o in outcomes], "report": {k: str(v) for k, v in report_paths.items()}}
+           "stages": [o.as_dict() for o in outcomes], "report": {k: str(v) for k, v in report_paths.items()},
+           "verdicts": verdicts}
     suite.write_summary(doc)
     if args.json:
         print(strict_dumps(doc, indent=2))
@@ -116,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
               f"stages, {time.monotonic() - t0:.0f} s")
         for o in skipped + failed:
             print(f"  {o.status} {o.name}: {o.reason}")
+        for line in verdicts:
+            print(f"  verdict: {line}")
         if report_paths:
             print(f"report: {report_paths['markdown']}")
     return 1 if failed else 0

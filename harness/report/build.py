@@ -19,6 +19,7 @@ TRACK_SECTIONS = (
     "harness.report.sections.vm",
     "harness.report.sections.qemu",
     "harness.report.sections.policy",
+    "harness.report.sections.goals",
 )
 
 
@@ -47,3 +48,12 @@ def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
         "json": atomic.write_json(out_dir / "report.json", strict(ctx.summary)),
     }
     return paths
+
+
+def verdict_lines(report_json: Path) -> list[str]:
+    """The goal verdicts a built report recorded ("<goal> (<suite>): <verdict with its interval>"), for the
+    summary `kvds run` prints: the same lines as the report's, never a second judgement."""
+    import json
+
+    doc = json.loads(Path(report_json).read_text()) if Path(report_json).exists() else {}
+    return [f"{what} ({label}): {line}" for label, v in (doc.get("verdicts") or {}).items() for what, line in v.items()]
