@@ -84,8 +84,9 @@ def _finite(x: Any) -> bool:
 
 
 def judge(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None) -> None:
-    """Each point's verdict (p["goal"]): interference <= 1.5 AND spill kept >= 50%, both from their intervals,
-    AND a reference that reproduces itself. The baseline is what the goal is measured against: not judged."""
+    """Each point's verdict (p["goal"]): interference <= 1.5 AND spill kept >= 50%, both from their intervals
+    (stats.judge_all); "met" also needs a reference that reproduced itself, else the point is inconclusive.
+    The baseline is what the goal is measured against: not judged."""
     from io_priority.bench import estimate_of
 
     ref = reference_stability(per_sched)
@@ -96,9 +97,13 @@ def judge(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None) -> None:
             continue
         parts = [stats.judge_at_most(estimate_of(p.get("interference_factor")), GOAL_INTERFERENCE, "interference "),
                  stats.judge_at_least(estimate_of(p.get("spill_retained_est")), GOAL_RETAINED, "spill kept ")]
-        if p["scheduler"] in ref:
-            parts.append(ref[p["scheduler"]])
         status = stats.judge_all(parts)
+        if p["scheduler"] in ref:
+            # a reference that does not reproduce itself (or has too few repetitions to tell) cannot carry a "met":
+            # the point is at best inconclusive; a goal its own intervals miss stays missed
+            parts.append(ref[p["scheduler"]])
+            if status == stats.MET and not ref[p["scheduler"]].met:
+                status = stats.INCONCLUSIVE
         p["goal"] = {"status": status, "parts": [v.as_dict() for v in parts], "text": [str(v) for v in parts]}
         p["meets_goal"] = status == stats.MET
 

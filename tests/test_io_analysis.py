@@ -83,7 +83,7 @@ def test_reference_stability_needs_repetitions() -> None:
     modes["unloaded"]["per_rep_p99_us"] = [100.0, 400.0, 110.0]  # the reference itself moved 4x
     pts = {p["variant"]: p for p in sweep.points(per)}
     g = sweep.goal_summary(list(pts.values()), per)
-    assert pts["a"]["goal"]["status"] == "missed" and g["met_by"] == []
+    assert pts["a"]["goal"]["status"] == "inconclusive" and g["met_by"] == []
     assert g["met_against_unstable_reference"] == ["s/a"]
 
 
