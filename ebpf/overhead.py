@@ -105,7 +105,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
     wo, wi = np.array(out["without"]), np.array(out["with"])
     ratios = wi / wo  # per repetition: the pair ran back to back
     ci = stats.mean_ci(list(ratios))
-    verdict = stats.judge_at_least(ci, GOAL_IOPS_KEPT, "IOPS with/without ")
+    v = verdict(ci)
     res = {
         "probes": list(probes), "backend": ",".join(sorted(used)), "loadavg": [round(x, 2) for x in os.getloadavg()],
         "device": dev, "scheduler": scheduler_of(dev), "reps": reps, "seconds": seconds,
@@ -114,7 +114,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         "median_iops_without": round(float(np.median(wo)), 1), "median_iops_with": round(float(np.median(wi)), 1),
         "ratio_mean": round(float(ci.value), 4), "ratio_ci95": [round(float(ci.lo), 4), round(float(ci.hi), 4)],
         "loss_pct": round(float(100 * (1 - ci.value)), 2),
-        "goal": verdict.as_dict(), "goal_text": str(verdict),
+        "goal": v.as_dict(), "goal_text": str(v),
         "load_attach_s": [round(x, 3) for x in load_s],
         "reads_vs_histogram_counts": counts, "missed_events_per_run": missed,
     }
@@ -131,6 +131,11 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
     run.write_summary(res)
     res["run"] = str(run.path)
     return res
+
+
+def verdict(ratio: stats.Estimate) -> stats.Verdict:
+    """IOPS with the probes / without, per repetition pair: at least GOAL_IOPS_KEPT over the whole interval."""
+    return stats.judge_at_least(ratio, GOAL_IOPS_KEPT, "IOPS with/without ")
 
 
 def format_overhead(res: dict[str, Any]) -> str:

@@ -90,16 +90,21 @@ def check(dev: Device, w: Workload, reps: int,
         tools[name] = {"reads": int(sum(x.size for x in g)), "latency_us": {QNAMES[q]: _est(boot[q], 1e-3) for q in QS},
                        "per_rep_p50_us": [float(np.percentile(x, 50)) / 1e3 for x in g]}
     ratio = stats.rep_ratio(groups["kvds"], groups["fio"], q=50.0)
-    verdict = stats.judge_within(ratio, 1.0, GOAL_TOLERANCE, "p50 kvds/fio ")
+    v = verdict(ratio)
     for name in extra:
         tools[name]["p50_ratio_over_fio"] = _est(stats.rep_ratio(groups[name], groups["fio"], q=50.0))
         tools[name]["ioload_options"] = " ".join(extra[name])
     summary = {"rep_order": [[r, n] for r, n in order], "tools": tools, "fio_runs": fio_meta,
                "p50_ratio_kvds_over_fio": _est(ratio), "goal_p50_ratio_max": GOAL_P50_RATIO,
                "fio_command": " ".join(fio_job(dev, closed, Path("<scratch>/fio"))),
-               "goal": verdict.as_dict(), "goal_text": str(verdict), "meets_goal": verdict.met}
+               "goal": v.as_dict(), "goal_text": str(v), "meets_goal": v.met}
     samples = {name: np.concatenate(g).astype(np.int64) for name, g in groups.items()}
     return summary, samples
+
+
+def verdict(ratio: stats.Estimate) -> stats.Verdict:
+    """kvds p50 / fio p50 within 1 +- 10%, from the whole interval (two-sided)."""
+    return stats.judge_within(ratio, 1.0, GOAL_TOLERANCE, "p50 kvds/fio ")
 
 
 def print_check(summary: dict[str, Any]) -> None:

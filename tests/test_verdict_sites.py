@@ -23,3 +23,35 @@ def test_rebuild_bench_judges_the_interval_not_the_median() -> None:
     assert v.status == "inconclusive" and "[" in str(v)
     assert rebuild_bench.verdict([_row(1, 60.0), _row(2, 61.0)]).status == "inconclusive"  # 2 reps: no interval
     assert rebuild_bench.verdict([_row(1, 200.0), _row(2, 205.0), _row(3, 199.0)]).status == "missed"
+
+
+def test_fio_check_is_two_sided() -> None:
+    from harness.stats import Estimate
+    from io_priority.fio import verdict
+
+    assert verdict(Estimate(0.5, 0.45, 0.55)).status == "missed"  # a reader that under-reports by half
+    assert verdict(Estimate(1.5, 1.4, 1.6)).status == "missed"
+    assert verdict(Estimate(1.02, 0.95, 1.08)).status == "met"
+    # the old rule (ratio <= 1.10) passed this one: a point of 0.945 whose interval spans 0.06-16
+    assert verdict(Estimate(0.945, 0.0559, 15.97)).status == "inconclusive"
+
+
+def test_ebpf_overhead_from_the_interval() -> None:
+    from harness.stats import mean_ci
+    from ebpf.overhead import verdict
+
+    assert verdict(mean_ci([0.98, 0.99, 0.985, 0.99])).status == "met"
+    assert verdict(mean_ci([0.80, 0.82, 0.79, 0.81])).status == "missed"
+    assert verdict(mean_ci([0.99, 0.98])).status == "inconclusive"  # 2 pairs: no interval
+    assert "n too small" in str(verdict(mean_ci([0.99, 0.98])))
+
+
+def test_report_rejudges_stored_runs_by_todays_rule() -> None:
+    from harness.report.sections import goals
+
+    old_fio = {"p50_ratio_kvds_over_fio": {"value": 0.945, "lo": 0.0559, "hi": 15.97}, "meets_goal": True}
+    assert goals.fio_verdict(old_fio).status == "inconclusive"
+    old_overhead = {"ratio_mean": 0.9, "ratio_ci95": [None, None], "reps": 2}
+    assert goals.overhead_verdict(old_overhead).status == "inconclusive"
+    old_qemu = {"reps": [_row(1, 40.0, ok=False), _row(2, 41.0), _row(3, 40.0)], "goal_met": True}
+    assert goals.rebuild_verdict(old_qemu).status == "missed"

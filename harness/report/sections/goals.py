@@ -20,18 +20,18 @@ def _est(d: dict | None) -> stats.Estimate:
 
 
 def fio_verdict(s: dict) -> stats.Verdict:
-    from io_priority.fio import GOAL_TOLERANCE
+    from io_priority.fio import verdict
 
-    return stats.judge_within(_est(s.get("p50_ratio_kvds_over_fio")), 1.0, GOAL_TOLERANCE, "p50 kvds/fio ")
+    return verdict(_est(s.get("p50_ratio_kvds_over_fio")))
 
 
 def overhead_verdict(s: dict) -> stats.Verdict:
-    from ebpf.overhead import GOAL_IOPS_KEPT
+    from ebpf.overhead import verdict
 
     lo, hi = (s.get("ratio_ci95") or [None, None])[:2]
     reason = "" if lo is not None else stats.too_few_reps(int(s.get("reps") or 0))
     e = _est({"value": s.get("ratio_mean"), "lo": lo, "hi": hi, "reason": reason})
-    return stats.judge_at_least(e, GOAL_IOPS_KEPT, "IOPS with/without ")
+    return verdict(e)
 
 
 def rebuild_verdict(s: dict) -> stats.Verdict:
