@@ -72,6 +72,9 @@ def _command(args: argparse.Namespace) -> list[str]:
         raise UserError("give either --duration or -- CMD, not both")
     if cmd and (args.pid or args.cgroup):
         raise UserError("-- CMD records CMD and its children; --pid/--cgroup apply to --duration recordings")
+    gone = [pid for pid in args.pid if not os.path.exists(f"/proc/{pid}")]
+    if gone:  # a filter on a process that does not exist would record nothing and look like an idle one
+        raise UserError(f"--pid {gone[0]}: no such process")
     return cmd
 
 

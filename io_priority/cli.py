@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from harness import doctor
@@ -11,7 +12,7 @@ from harness.errors import UserError
 from harness.mapping import available_mappings
 from harness.remote import add_target_args
 from harness.progress import say
-from io_priority.device import CONSENT_FLAG, Layout, MiB
+from io_priority.device import CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
 from io_priority import sweep
 from io_priority.workload import ENGINES, SPILL_KINDS, Workload
 from harness.results import dumps as strict_dumps
@@ -42,7 +43,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_target_args(p)  # --target/--hosts: harness/remote runs this same command on those hosts
     p.add_argument("--engine", choices=ENGINES, default="psync", help="how I/O is submitted (default psync)")
     p.add_argument("--device", default="loop",
-                   help="'loop' (default: a kvds loop device over a scratch file), a new file, or a free block device")
+                   help="'loop' (default: a kvds loop device over a scratch file in --work-dir), an existing regular "
+                        "file, or a free block device; a path that does not exist is refused")
+    p.add_argument("--work-dir", default=None,
+                   help="existing directory for kvds's scratch files (the loop device's backing file; default "
+                        "$KVDS_WORK_DIR or /var/tmp/kvds)")
     p.add_argument(CONSENT_FLAG, dest="destroy_data", action="store_true",
                    help="allow overwriting a file or a device that holds a filesystem signature")
     p.add_argument("--duration", type=positive_float, default=5.0, help="seconds per repetition (default 5)")
@@ -123,6 +128,10 @@ def layout_from(args: argparse.Namespace) -> Layout:
 
 
 def _require(args: argparse.Namespace, mappings: list[str]) -> None:
+    """Checks run where the command runs (on a --target host, not here): paths name that host's files."""
+    if args.work_dir:
+        os.environ["KVDS_WORK_DIR"] = str(scratch_dir(args.work_dir))  # paths.work_dir(): every scratch file
+    device_spec(args.device)
     require_root("kvds io")
     doctor.require("loop", "ioprio", "blk.schedulers", "io.ioload")
     if args.engine == "io_uring":

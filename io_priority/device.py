@@ -2,21 +2,23 @@
 
 The benchmark writes spill data over the device, so the check is strict: never the root disk (/dev/vda here)
 or anything on it, never a mounted or swap device (or one whose partition is mounted); a device or file that
-holds data (a filesystem signature, an existing file) only with the explicit destructive-consent flag.
+holds data (a filesystem signature, an existing file) only with the explicit destructive-consent flag; never a
+path that does not exist (kvds creates scratch files only in its work directory, --work-dir).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 import subprocess
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.journal import get_journal
 from harness.knobs import create_dir, create_file, loop_attach
+from harness.knobs.files import check_space
 from harness.knobs.guards import root_disks
 from harness.paths import work_dir
 
@@ -132,13 +134,51 @@ def check_block_device(path: str, destroy_data: bool = False) -> None:
             raise UserError(f"refusing {path}: it holds a {sig} signature; pass {CONSENT_FLAG} to overwrite it")
 
 
+SYSTEM_TREES = ("/dev", "/proc", "/sys")
+
+
+def _under(path: str, trees: tuple[str, ...]) -> bool:
+    return any(path == t or path.startswith(t + "/") for t in trees)
+
+
+def device_spec(text: str) -> str:
+    """What --device may name: 'loop', an existing block device or an existing regular file. Never a path
+    kvds would have to create: a typo in a device name must not turn into a scratch file under /dev (a
+    RAM-backed filesystem, so the "disk" benchmark would measure memory). New scratch files go only where the
+    user asks for them (--work-dir)."""
+    if text == "loop":
+        return text
+    if not text:
+        raise UserError("--device is empty: name 'loop', a block device or an existing regular file")
+    real = os.path.realpath(text)
+    if not os.path.exists(real):
+        if _under(os.path.abspath(text), SYSTEM_TREES) or _under(real, SYSTEM_TREES):
+            raise UserError(f"--device {text}: no such device")
+        raise UserError(f"--device {text} does not exist: name a block device or an existing regular file "
+                        "(a new scratch file: --device loop with --work-dir DIR)")
+    mode = os.stat(real).st_mode
+    if not (stat.S_ISBLK(mode) or stat.S_ISREG(mode)):
+        raise UserError(f"--device {text} is neither a block device nor a regular file")
+    return text
+
+
+def scratch_dir(text: str) -> Path:
+    """--work-dir: an existing directory for kvds's scratch files, never inside /dev, /proc or /sys."""
+    real = os.path.realpath(text)
+    if _under(real, SYSTEM_TREES) or _under(os.path.abspath(text), SYSTEM_TREES):
+        raise UserError(f"--work-dir {text}: scratch files do not belong under /dev, /proc or /sys")
+    if not os.path.isdir(real):
+        raise UserError(f"--work-dir {text} is not an existing directory")
+    return Path(real)
+
+
 def check_file(path: str, destroy_data: bool = False) -> None:
     p = Path(path)
     if p.exists() and not p.is_file():
         raise UserError(f"{path} is neither a block device nor a regular file")
     if p.exists() and not destroy_data:
         raise UserError(f"refusing {path}: the file exists and its contents would be overwritten; "
-                        f"pass {CONSENT_FLAG} or name a new file")
+                        f"pass {CONSENT_FLAG}, or use --device loop (a scratch file in --work-dir)")
 
 
 def _lay_down_kv(path: str, layout: Layout) -> None:
@@ -159,7 +199,9 @@ def _lay_down_kv(path: str, layout: Layout) -> None:
 def prepare(spec: str = "loop", layout: Layout = Layout(), destroy_data: bool = False) -> Device:
     """The benchmark device: a fresh kvds loop device (default), a loop over a user's file, or a user's
     block device after the safety check. Everything created is journaled (restore removes it)."""
+    device_spec(spec)
     if spec == "loop":
+        check_space(work_dir() / "kv-backing.img", layout.total)  # before any scratch directory is made
         d = create_dir(work_dir() / f"io-{os.getpid()}-{secrets.token_hex(3)}")
         backing = create_file(d / "kv-backing.img", layout.total, fill=os.urandom(MiB))
         return Device(loop_attach(backing, direct_io=True), "kvds-loop", str(backing), layout)
@@ -173,12 +215,8 @@ def prepare(spec: str = "loop", layout: Layout = Layout(), destroy_data: bool = 
         get_journal().owned_devices.add(Path(real).name)  # consented: its scheduler may be set for the run
         return Device(real, "block", None, layout)
     check_file(spec, destroy_data)
-    p = Path(spec)
-    if p.exists():
-        if p.stat().st_size < layout.total:
-            raise UserError(f"{spec} is smaller than the {layout.total // MiB} MiB the layout needs")
-        _lay_down_kv(str(p), layout)
-        backing = p
-    else:
-        backing = create_file(p, layout.total, fill=os.urandom(MiB))
-    return Device(loop_attach(backing, direct_io=True), "user-loop", str(backing.resolve()), layout)
+    p = Path(spec)  # exists: device_spec refused every path kvds would have to create
+    if p.stat().st_size < layout.total:
+        raise UserError(f"{spec} is smaller than the {layout.total // MiB} MiB the layout needs")
+    _lay_down_kv(str(p), layout)
+    return Device(loop_attach(p, direct_io=True), "user-loop", str(p.resolve()), layout)

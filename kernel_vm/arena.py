@@ -13,8 +13,11 @@ import mmap
 import os
 import time
 from array import array
+from pathlib import Path
 
 import numpy as np
+
+from harness.errors import UserError
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
@@ -31,6 +34,18 @@ def disable_thp() -> None:
     if _libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_THP_DISABLE): {os.strerror(err)}")
+
+
+def check_fits(n_bytes: int) -> None:
+    """Refuse an arena larger than the memory this host has available: populating it would push the whole
+    machine into reclaim (or the OOM killer) instead of squeezing kvds's own cgroup."""
+    avail = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            avail = int(line.split()[1]) << 10
+    if avail and n_bytes > avail:
+        raise UserError(f"--arena-mb {n_bytes >> 20} is more than the {avail >> 20} MiB of memory available "
+                        "on this host")
 
 
 def page_content(page_bytes: int, seed: int = 1) -> bytes:

@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    from kernel_vm.arena import check_fits
     from kernel_vm.bench import BenchConfig, bench, validate
 
     if args.swap not in BACKENDS:
@@ -55,6 +56,7 @@ def run_bench(args: argparse.Namespace) -> int:
                       mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos,
                       pressure_mode=args.pressure_mode, ebpf=args.ebpf)
     validate(cfg)
+    check_fits(cfg.arena_mb << 20)
     require_root("kvds vm bench")
     run, summary = bench(cfg, on_step=lambda s: None)
     if args.json:

@@ -6,9 +6,11 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from harness.results import ResultStore
 from tests.conftest import KVDS, REPO, run_kvds
 
 GOOD = {"request_id": "r", "block_id": 1, "size_bytes": 4096, "phase": "DECODE"}
@@ -64,6 +66,35 @@ ARG_CASES = {
 }
 
 
+# Bad input that would do harm if accepted: a device path kvds would create (under /dev, a RAM-backed filesystem,
+# so the "disk" benchmark would measure memory), scratch sizes that would fill the disk or memory, filters on
+# things that do not exist, output paths that cannot be written. Each must stop before any change: exit 2, one
+# line, and nothing created. (Root: the checks run where the command runs, after the arguments are parsed.)
+HUGE_MIB = str(1 << 40)  # one TiB of MiB: more than any disk or memory here
+HARM_CASES = {
+    "io-device-missing-under-dev": (["io", "bench", "--device", "/dev/does-not-exist"], "no such device"),
+    "io-device-missing-under-proc": (["io", "bench", "--device", "/proc/kvds-nope/x"], "no such device"),
+    "io-device-missing-under-sys": (["io", "bench", "--device", "/sys/block/kvds-nope"], "no such device"),
+    "io-device-new-file": (["io", "bench", "--device", "{tmp}/new.img"], "does not exist"),
+    "io-device-directory": (["io", "bench", "--device", "{tmp}"], "neither a block device nor a regular file"),
+    "io-device-char-device": (["io", "bench", "--device", "/dev/null"], "neither a block device nor a regular file"),
+    "io-sweep-device-missing": (["io", "sweep", "--quick", "--device", "/dev/does-not-exist"], "no such device"),
+    "io-fio-check-device-missing": (["io", "fio-check", "--device", "/dev/does-not-exist"], "no such device"),
+    "io-work-dir-under-dev": (["io", "bench", "--work-dir", "/dev/shm"], "do not belong under /dev"),
+    "io-work-dir-missing": (["io", "bench", "--work-dir", "{tmp}/nope"], "not an existing directory"),
+    "io-kv-larger-than-disk": (["io", "bench", "--kv-mib", HUGE_MIB], "MiB free"),
+    "vm-arena-larger-than-memory": (["vm", "bench", "--arena-mb", HUGE_MIB], "of memory available"),
+    "ebpf-overhead-larger-than-disk": (["ebpf", "overhead", "--size-mib", HUGE_MIB], "MiB free"),
+    "ebpf-record-missing-pid": (["ebpf", "record", "--pid", "4194304", "--duration", "1"], "no such process"),
+    "remote-baseline-larger-than-disk": (["remote", "baseline", "--file-mib", HUGE_MIB], "MiB free"),
+    "report-out-unwritable": (["report", "--out", "/proc/kvds-report", "latest"], "cannot create the directory"),
+}
+
+
+def _created_under(roots: tuple[str, ...]) -> set[str]:
+    return {str(p) for r in roots for p in Path(r).iterdir()}
+
+
 def assert_one_line_error(res: subprocess.CompletedProcess, needle: str) -> None:
     assert res.returncode == 2, (res.returncode, res.stderr)
     lines = res.stderr.strip().splitlines()
@@ -111,5 +142,18 @@ def test_root_only_command_as_non_root(kvds_env, tmp_path) -> None:
     assert_one_line_error(res, "needs root")
 
 
-def test_corpus_size() -> None:
-    assert len(ARG_CASES) + len(TRACE_CASES) + len(MAPPING_CASES) + 2 >= 30
+@pytest.mark.skipif(os.geteuid() != 0, reason="kvds doctor: root needs-root: these commands refuse non-root first")
+@pytest.mark.parametrize("name", sorted(HARM_CASES))
+def test_harmful_input_is_refused_before_any_change(name: str, tmp_path, kvds_env) -> None:
+    argv, needle = HARM_CASES[name]
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    work = Path(kvds_env["KVDS_WORK_DIR"])
+    if argv[0] == "report":  # a stored run to report on, so only --out is wrong
+        ResultStore().new_run("vm-bench", {}).write_summary({})
+    dev_before = _created_under(("/dev", "/dev/shm"))
+    res = run_kvds(argv, kvds_env, timeout=120)
+    assert_one_line_error(res, needle)
+    assert _created_under(("/dev", "/dev/shm")) - dev_before == set(), "a refused command created files under /dev"
+    assert not (tmp_path / "new.img").exists()
+    assert not work.exists() or not any(work.iterdir()), list(work.iterdir())
+    assert not Path("/proc/kvds-report").exists()

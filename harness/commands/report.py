@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.cli import add_json_flag
+from harness.errors import UserError
 from harness.report.build import build_report
 from harness.report.context import load_suites
 from harness.results import ResultStore
@@ -25,6 +26,10 @@ def run(args: argparse.Namespace) -> int:
     suites = load_suites(args.runs, store)
     if args.out:
         out = Path(args.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # /proc/x, a path under a file, a read-only tree: the user's path, not a bug
+            raise UserError(f"--out {args.out}: cannot create the directory: {exc.strerror}") from None
     elif suites[0].run is not None:
         out = suites[0].run.path / "report"
     else:

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from harness.errors import UserError
 from harness.journal import get_journal, undo_handler
 from harness.knobs import shared
 from harness.knobs.guards import check_write
@@ -79,12 +80,26 @@ def sysctl(name: str, value: str | int) -> str:
     return write_knob("/proc/sys/" + name.replace(".", "/"), value)
 
 
+def check_space(path: Path, size: int) -> None:
+    """Refuse a scratch file larger than the free space of the filesystem it would land on: a size typed with
+    one digit too many (--kv-mib, --size-mib, --file-mib) must not fill the machine's disk."""
+    d = path.parent
+    while not d.exists():
+        d = d.parent
+    free = shutil.disk_usage(d).free
+    if size > free:
+        raise UserError(f"{path} would need {size >> 20} MiB but {d} has {free >> 20} MiB free; ask for a "
+                        "smaller size or put kvds's scratch files elsewhere (KVDS_WORK_DIR / --work-dir)")
+
+
 def create_file(path: str | Path, size: int = 0, fill: bytes | None = None) -> Path:
     """Create a scratch file kvds owns (removed on restore); fill writes real data, not a sparse hole."""
     p = Path(path)
     j = get_journal()
     if p.exists():
         raise FileExistsError(errno.EEXIST, f"{p} already exists")
+    if size:
+        check_space(p, size)
     p.parent.mkdir(parents=True, exist_ok=True)
     seq = j.record("create_file", {"path": str(p)}, f"created {p}")
     with open(p, "wb") as fh:
