@@ -89,8 +89,12 @@ def _check_io_sweep(rj: dict, label: str, results: Path, st: dict) -> None:
     points = _summary(results, run)["points"]
     assert points and {p["variant"] for p in points} >= {"baseline"}
     for p in points:
-        _positive(p, "p99_us", "value")
-        assert isinstance(p["meets_goal"], bool), f"{p['scheduler']}/{p['variant']}"
+        name = f"{p['scheduler']}/{p['variant']}"
+        _positive(p, "p50_us", "value")
+        p99 = p["p99_us"]  # a quick sweep may have too few reads for a p99: then missing, with the reason
+        present = _finite(p99["value"]) and p99["value"] > 0
+        assert present or (p99["value"] is None and "n too small" in p99["reason"]), (name, p99)
+        assert isinstance(p["meets_goal"], bool), name
     assert isinstance(rj["io_sweep"][label], list)  # the goal's met_by, possibly empty
 
 
