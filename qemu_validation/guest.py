@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness import doctor
 from harness.errors import Unavailable, UserError
+from harness.paths import repo_root
 from harness.progress import say
 from qemu_validation import build, cachedirs, initramfs, qemu_cmd, runner
 
@@ -61,8 +62,10 @@ def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = N
     log_dir.mkdir(parents=True, exist_ok=True)
     if cwd is None:
         cwd = os.getcwd() if host_root else (initramfs.GUEST_SHARE if share_dir else "/")
+    # Under host_root the guest's /tmp is its own tmpfs: a checkout or venv under the host's /tmp is bound back.
+    keep = (str(repo_root()), sys.prefix, os.path.abspath(argv[0])) if host_root else ()
     image = initramfs.build(log_dir / "initramfs.cpio", list(argv), files, share=share_dir, host_root=host_root,
-                            cwd=cwd)
+                            cwd=cwd, keep=keep)
     machine = qemu_cmd.Machine(kernel=kb.bzimage, initramfs=image, console_log=log_dir / "console.log",
                                accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
                                host_root=host_root, extra_append=tuple(extra_append), cpu=cpu)

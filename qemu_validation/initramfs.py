@@ -29,8 +29,25 @@ def busybox_path() -> Path:
     return Path(found)
 
 
-def init_script(argv: list[str], share: Path | None, host_root: bool, cwd: str = "/") -> str:
-    """The /init shell script; `share` is the host directory shared at /share (and at its own path under host_root)."""
+def tmp_tops(paths: list[str] | tuple[str, ...]) -> list[str]:
+    """The top directories under /tmp that hold `paths` (a checkout, its venv): the guest mounts its own tmpfs
+    over the host's /tmp, so these are bound back in from the host, or the checkout would vanish in the guest."""
+    tops: list[str] = []
+    for p in paths:
+        parts = Path(p).parts
+        if len(parts) > 2 and parts[:2] == ("/", "tmp"):
+            top = "/tmp/" + parts[2]
+            if top not in tops:
+                tops.append(top)
+    return tops
+
+
+def init_script(argv: list[str], share: Path | None, host_root: bool, cwd: str = "/",
+                keep: tuple[str, ...] = ()) -> str:
+    """The /init shell script; `share` is the host directory shared at /share (and at its own path under host_root).
+
+    `keep`: host paths the command needs (its working directory, the checkout, the venv); under host_root any of
+    them below /tmp stays visible through the guest's own /tmp."""
     cmd = shlex.join(argv)
     lines = [
         "#!/bin/busybox sh",
@@ -47,11 +64,17 @@ def init_script(argv: list[str], share: Path | None, host_root: bool, cwd: str =
     if host_root:
         lines += [
             f"mkdir -p /host && mount -t 9p $NINEP,ro {qemu_cmd.ROOT_TAG} /host || echo 'kvds: cannot mount host root'",
+            # The host's /tmp, kept aside before the guest's tmpfs covers it (see tmp_tops).
+            "mkdir -p /.hosttmp && mount --bind /host/tmp /.hosttmp",
             "for d in proc sys dev tmp; do mount --bind /$d /host/$d; done",
             "mount --bind /sys/kernel/debug /host/sys/kernel/debug",
             # /run is a tmpfs on a booted system; the read-only host copy would refuse kvds's machine-wide state.
             "mount -t tmpfs run /host/run",
         ]
+        for top in tmp_tops([cwd, *keep]):
+            q = shlex.quote(top)
+            lines.append(f"mkdir -p /host{q} && mount --bind /.hosttmp{shlex.quote(top[4:])} /host{q}"
+                         f" || echo 'kvds: cannot keep {top} visible'")
         if share is not None:
             # After the /tmp bind: a share under /tmp must be re-created inside the guest's tmpfs.
             target = shlex.quote("/host" + str(share))
@@ -75,7 +98,7 @@ def init_script(argv: list[str], share: Path | None, host_root: bool, cwd: str =
 
 
 def build(out: Path, argv: list[str], files: dict[str, Path] | None = None, share: Path | None = None,
-          host_root: bool = False, cwd: str = "/") -> Path:
+          host_root: bool = False, cwd: str = "/", keep: tuple[str, ...] = ()) -> Path:
     """Write the initramfs for one boot to `out` (uncompressed newc; the kernel needs nothing else)."""
     a = cpio.Archive()
     for d in ("bin", "sbin", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "root", "etc"):
@@ -83,7 +106,7 @@ def build(out: Path, argv: list[str], files: dict[str, Path] | None = None, shar
     a.add_char_device("dev/console", 5, 1)
     a.add_char_device("dev/null", 1, 3, 0o666)
     a.add_file("bin/busybox", busybox_path().read_bytes(), 0o755)
-    a.add_file("init", init_script(argv, share, host_root, cwd).encode(), 0o755)
+    a.add_file("init", init_script(argv, share, host_root, cwd, keep).encode(), 0o755)
     a.add_file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
     for guest_path, host_path in (files or {}).items():
         a.add_file(guest_path, host_path.read_bytes(), 0o755)

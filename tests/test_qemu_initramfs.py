@@ -40,3 +40,21 @@ def test_exit_byte_encoding_in_busybox_sh(status: int, byte: int) -> None:
     bb = str(initramfs.busybox_path())
     out = subprocess.run([bb, "sh", "-c", f"st={status}; {clamp}; {emit}"], capture_output=True, check=True).stdout
     assert out == bytes([byte])
+
+
+def test_checkout_under_tmp_stays_visible_under_host_root(tmp_path: Path) -> None:
+    """The guest mounts its own tmpfs over the host's /tmp: a checkout or venv there is bound back from the host's
+    /tmp (kept aside first), before the share, so `kvds` run from a clone in /tmp still finds itself."""
+    assert initramfs.tmp_tops(["/tmp/c/x", "/tmp/c/.venv", "/tmp/d e/f", "/work/main", "/tmp", "/tmpx/y"]) == \
+        ["/tmp/c", "/tmp/d e"]
+    share = Path("/tmp/c/results/guest")
+    lines = initramfs.init_script(["python3", "-V"], share, host_root=True, cwd="/tmp/c",
+                                  keep=("/tmp/c/.venv", "/opt/v")).splitlines()
+    aside = lines.index("mkdir -p /.hosttmp && mount --bind /host/tmp /.hosttmp")
+    cover = next(i for i, l in enumerate(lines) if l.startswith("for d in proc sys dev tmp"))
+    back = next(i for i, l in enumerate(lines) if "mount --bind /.hosttmp/c /host/tmp/c" in l)
+    shared = next(i for i, l in enumerate(lines) if f"/host{share}" in l and "mount --bind /share" in l)
+    assert aside < cover < back < shared
+    assert not any("/opt/v" in l for l in lines)
+    plain = initramfs.init_script(["true"], None, host_root=True, cwd="/work/main")
+    assert ".hosttmp/" not in plain
