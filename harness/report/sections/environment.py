@@ -44,7 +44,8 @@ def render_stages(ctx: ReportContext) -> None:
     for s in ctx.suites:
         if not s.stages:
             continue
-        rows = [[st["name"], st["status"], f"{st.get('seconds', 0):.1f}", st.get("reason") or "",
+        rows = [[st["name"], st["status"], f"{st['seconds']:.1f}" if st.get("seconds") is not None else "- (not recorded)",
+                 st.get("reason") or "",
                  ", ".join(st.get("runs", []))] for st in s.stages]
         if len(ctx.suites) > 1:
             doc.para(f"Suite {s.label}:")
