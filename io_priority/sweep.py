@@ -187,7 +187,7 @@ def print_points(summary: dict[str, Any]) -> None:
     for p in summary["points"]:
         g = p.get("goal") or {}
         if g.get("status") in (stats.MET, stats.MISSED, stats.INCONCLUSIVE):
-            print(f"{p['scheduler']}/{p['variant']}: {g['status']}: " + "; ".join(g.get("text", [])))
+            print(f"{p['scheduler']}/{p['variant']}: {g['status'].upper()} from " + "; ".join(g.get("text", [])))
     goal = summary["goal"]
     print(goal_line(goal))
     if goal.get("met_against_unstable_reference"):
