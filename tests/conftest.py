@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated state/results directory per test and a way to run the real `kvds` CLI."""
+"""Shared fixtures: isolated results/scratch directories per test, journals where `kvds restore` finds them, and a
+way to run the real `kvds` CLI."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.paths import state_dir
+
 from harness import doctor
 
 REPO = Path(__file__).resolve().parent.parent
@@ -17,12 +20,37 @@ KVDS = [sys.executable, "-m", "harness.cli"]
 SEED_TRACE = REPO / "tests" / "data" / "seed_trace_deadline_pressure_sample.jsonl"  # origin: tests/data/README.md
 
 
+# Journals stay where `kvds restore` looks (pytest deletes tmp_path): a test run killed mid-test leaves them for
+# the next `kvds restore`, or for the next test session, which restores them at its start.
+STATE_DIR = state_dir()
+
+
+def journals_of(pid: int) -> list[Path]:
+    """The journals a kvds process (pid) left in the state directory (none once it restored everything)."""
+    return sorted((STATE_DIR / "journal").glob(f"{pid}-*.jsonl"))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Restore what an earlier, killed test run (or any dead kvds process) left changed, and say so."""
+    if os.geteuid() != 0:
+        return
+    from harness import journal
+
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    for rep in journal.restore_orphans():
+        lines = [f"kvds: restored orphaned journal {rep.journal}: {len(rep.undone)} change(s) undone, "
+                 f"{len(rep.failed)} failed"] + [f"  FAILED {f}" for f in rep.failed]
+        for line in lines:
+            tr.write_line(line) if tr else print(line, file=sys.stderr)
+
+
 @pytest.fixture
 def kvds_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Environment for kvds subprocesses (and this process) with journals and results under tmp_path."""
+    """Environment for kvds subprocesses (and this process): results and scratch files under tmp_path, journals in
+    the state directory `kvds restore` reads (STATE_DIR)."""
     env = dict(os.environ)
     env.update(
-        KVDS_STATE_DIR=str(tmp_path / "state"),
+        KVDS_STATE_DIR=str(STATE_DIR),
         KVDS_RESULTS_DIR=str(tmp_path / "results"),
         KVDS_WORK_DIR=str(tmp_path / "work"),
         KVDS_NO_PROGRESS="1",

@@ -1,16 +1,18 @@
 """A kvds-like process that changes five kinds of kernel knob, one step at a time, for the crash tests.
 
 It prints "STEP <n> <facts>" after each change and then sleeps, so the test can SIGKILL it after any step.
-Run as: python -m tests.journal_child <scratch-dir> [--exit-normally|--raise]
+Run as: python -m tests.journal_child <scratch-dir> [--wait|--exit-normally|--raise]; SIGTERM is handled as the
+`kvds` CLI handles it (harness/cli.py), so a terminated child restores itself and exits 143.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
 
-from harness import journal, knobs
+from harness import cli, journal, knobs
 
 SYSFS_KNOB = "/sys/kernel/mm/transparent_hugepage/khugepaged/pages_to_scan"
 
@@ -37,16 +39,22 @@ def steps(scratch: Path):
 def main() -> None:
     scratch = Path(sys.argv[1])
     mode = sys.argv[2] if len(sys.argv) > 2 else "--wait"
-    with journal.session():
-        for i, facts in enumerate(steps(scratch), 1):
-            print(f"STEP {i} {facts}", flush=True)
+    signal.signal(signal.SIGTERM, cli._on_sigterm)  # what `kvds` does: SIGTERM unwinds, the journal restores
+    try:
+        with journal.session():
+            for i, facts in enumerate(steps(scratch), 1):
+                print(f"STEP {i} {facts}", flush=True)
+                if mode == "--wait":
+                    time.sleep(0.05)
+            if mode == "--raise":
+                raise RuntimeError("deliberate failure after every change")
             if mode == "--wait":
-                time.sleep(0.05)
-        if mode == "--raise":
-            raise RuntimeError("deliberate failure after every change")
-        if mode == "--wait":
-            print("ALL", flush=True)
-            time.sleep(3600)
+                print("ALL", flush=True)
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        sys.exit(130)  # the CLI's statuses for SIGINT and SIGTERM, after the session restored every knob
+    except cli._Terminated:
+        sys.exit(143)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import doctor
-from tests.conftest import KVDS, REPO, foreground_signals, needs_root
+from tests.conftest import KVDS, REPO, foreground_signals, journals_of, needs_root
 
 pytestmark = [needs_root, doctor.skip_unless("loop", "ioprio")]
 
@@ -36,4 +36,4 @@ def test_signal_mid_run_restores_and_exits(tmp_path, kvds_env, signum: int, stat
     assert proc.returncode == status, err[-2000:]
     assert "restoring kernel state" in err
     assert _loops_over(tmp_path) == []
-    assert list((tmp_path / "state" / "journal").glob("*.jsonl")) == []
+    assert journals_of(proc.pid) == []

@@ -1,27 +1,22 @@
 """After `kvds io bench` the loop device, its scheduler and scratch files are gone: on a normal exit, and after
-SIGKILL followed by `kvds restore`."""
+SIGKILL of the kvds process (its ioload workers die with it) followed by one `kvds restore`."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness import doctor
+from tests.conftest import journals_of
 
 pytestmark = [doctor.skip_unless("loop", "ioprio"),
               pytest.mark.skipif(not doctor.is_root(), reason="needs root (loop devices)")]
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "KVDS_WORK_DIR": str(tmp_path / "work"), "KVDS_STATE_DIR": str(tmp_path / "state"),
-            "KVDS_RESULTS_DIR": str(tmp_path / "results"), "KVDS_NO_PROGRESS": "1"}
 
 
 def _loops_over(tmp_path: Path) -> list[str]:
@@ -33,25 +28,27 @@ def _kvds(*args: str) -> list[str]:
     return [sys.executable, "-m", "harness.cli", *args]
 
 
-def test_normal_run_leaves_nothing(tmp_path: Path) -> None:
-    res = subprocess.run(_kvds("io", "bench", "--mode", "unloaded,separated", "--scheduler", "bfq", "--duration",
-                               "0.5", "--reps", "1", "--kv-mib", "16", "--spill-mib", "32", "--json"),
-                         capture_output=True, text=True, env=_env(tmp_path), timeout=120)
-    assert res.returncode == 0, res.stderr
+def test_normal_run_leaves_nothing(tmp_path: Path, kvds_env: dict[str, str]) -> None:
+    proc = subprocess.Popen(_kvds("io", "bench", "--mode", "unloaded,separated", "--scheduler", "bfq", "--duration",
+                                  "0.5", "--reps", "1", "--kv-mib", "16", "--spill-mib", "32", "--json"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=kvds_env)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    res = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     doc = json.loads(res.stdout)
     assert doc["config"]["scheduler"] == "bfq"
     assert doc["modes"]["separated"]["reads"] > 0
     assert Path(doc["run"], "samples", "unloaded.npy").exists()
     assert _loops_over(tmp_path) == []
     assert not any((tmp_path / "work").glob("io-*"))
-    assert not any((tmp_path / "state" / "journal").glob("*.jsonl"))
+    assert journals_of(proc.pid) == []
 
 
-def test_sigkill_then_restore(tmp_path: Path) -> None:
-    env = _env(tmp_path)
+def test_sigkill_then_restore(tmp_path: Path, kvds_env: dict[str, str]) -> None:
+    """kill -9 of kvds alone (not its process group): its ioload workers die with it, one restore cleans up."""
     proc = subprocess.Popen(_kvds("io", "bench", "--mode", "baseline", "--duration", "30", "--reps", "1",
                                   "--kv-mib", "16", "--spill-mib", "32", "--scheduler", "kyber"),
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            env=kvds_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         loops: list[str] = []
@@ -62,12 +59,18 @@ def test_sigkill_then_restore(tmp_path: Path) -> None:
         sched = Path(f"/sys/block/{Path(loops[0]).name}/queue/scheduler")
         while time.monotonic() < deadline and "[kyber]" not in sched.read_text():
             time.sleep(0.1)
-        time.sleep(0.5)
+        while time.monotonic() < deadline and len(psutil.Process(proc.pid).children()) < 2:
+            time.sleep(0.1)  # the reader and the writer
+        workers = psutil.Process(proc.pid).children()
+        assert len(workers) == 2, workers
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the benchmark and its ioload children (its own session)
+        proc.kill()  # kvds only: its workers must follow by themselves
         proc.wait()
-    assert _loops_over(tmp_path), "the loop device should outlive a SIGKILLed benchmark until restore"
-    res = subprocess.run(_kvds("restore"), capture_output=True, text=True, env=env, timeout=60)
+    gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert alive == [], f"ioload workers outlived their kvds process: {alive}"
+    # (the loop device stays until a restore; another test session starting now may already have restored it)
+    res = subprocess.run(_kvds("restore"), capture_output=True, text=True, env=kvds_env, timeout=60)
     assert res.returncode == 0, res.stderr
     assert _loops_over(tmp_path) == []
     assert not any((tmp_path / "work").glob("io-*"))
+    assert journals_of(proc.pid) == []
