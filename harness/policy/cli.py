@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from harness.cli import add_json_flag, positive_int
 from harness.errors import UserError
 from harness.policy import options
-from harness.policy.compare import check_seeds, render, run_matrix, summarize, table
+from harness.policy.compare import build, check_seeds, render, run_matrix, summarize, table
 from harness.policy.metrics import fmt
-from harness.policy.policies import parse_policies
+from harness.policy.policies import is_reference, parse_policies
 from harness.progress import say
-from harness.results import ResultStore
+from harness.results import ResultStore, print_json
 from harness.results import dumps as strict_dumps
 
 if TYPE_CHECKING:
@@ -29,10 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     options.add_profile_args(c)
     options.add_tier_args(c)
     c.add_argument("--seeds", default="5", help="seed count (>= 5) or comma list")
-    c.add_argument("--policies", default="all", help="comma list or 'all'")
-    c.add_argument("--requests", help="request trace (CSV/JSONL) to batch with each seed instead of generating "
-                                      "the profile's requests (the profile still sets batching and attention)")
-    c.add_argument("--step-ms", type=float, default=20.0, help="decode step length for --requests arrivals")
+    c.add_argument("--policies", default="all",
+                   help="comma list or 'all'; a policy may carry parameters, e.g. ExpectedNextUse:priority_weight=1.5")
+    _add_trace_args(c)
     add_json_flag(c)
     c.set_defaults(func=cmd_compare)
 
@@ -43,12 +42,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--metric", default="dc_miss_ratio", help="metric to tabulate (see README.md)")
     s.add_argument("--seeds", default="5")
     s.add_argument("--policies", default="all")
+    _add_trace_args(s)
     add_json_flag(s)
     s.set_defaults(func=cmd_sweep)
 
+    o = verbs.add_parser("goals", help="issue 14's goals on all five profiles: verdicts with 95%% intervals")
+    o.add_argument("--seeds", default="5")
+    o.add_argument("--profiles", default="all", help="comma list or 'all'")
+    options.add_tier_args(o)
+    add_json_flag(o)
+    o.set_defaults(func=cmd_goals)
+
     b = verbs.add_parser("bench", help="events per second of the simulator on a generated trace")
     b.add_argument("--events", type=positive_int, default=1_000_000)
-    b.add_argument("--policy", default="DeadlineAware")
+    b.add_argument("--policy", default="ExpectedNextUse")
     b.add_argument("--profile", default="balanced")
     b.add_argument("--fast-fraction", type=float, default=0.5)
     b.add_argument("--repeat", type=positive_int, default=3, help="timed repetitions (median reported)")
@@ -78,34 +85,61 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay_cli.register(sub)
 
 
+def _add_trace_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace", help="simulate this trace file instead of generating the profile: .npz (kvds), "
+                                   "prototype JSONL, or a request CSV/JSONL (batched as --profile with each seed)")
+    p.add_argument("--requests", help="request trace (CSV/JSONL) to batch with each seed (same as --trace)")
+    p.add_argument("--step-ms", type=float, default=20.0, help="decode step length for request arrival times")
+
+
+def _source(args: argparse.Namespace, profile, seeds: list[int]):
+    """(trace_for_seed or None, seeds, description). A fixed trace file runs once: seeds cannot vary it."""
+    path = args.trace or args.requests
+    if not path:
+        check_seeds(seeds)
+        return None, seeds, f"profile {profile.name}"
+    from harness.policy.importers import load_trace
+
+    if not args.step_ms > 0:
+        raise UserError("--step-ms must be positive")
+    first = load_trace(path, profile, seeds[0], args.step_ms)  # a bad file fails (file:line) before any work
+    if first.meta.get("source") != "request-trace":
+        return (lambda seed: first), [seeds[0]], f"trace {path} (one fixed trace: no interval over seeds)"
+    check_seeds(seeds)
+    return (lambda seed: load_trace(path, profile, seed, args.step_ms)), seeds, \
+        f"requests {path} batched as {profile.name}"
+
+
+def _dicts(summary: dict) -> dict:
+    return {p: {k: e.as_dict() for k, e in est.items()} for p, est in summary.items()}
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.policy.compare import versus, versus_table
+
     profile = options.profile_from_args(args)
     fast, slow, cap, slow_bytes = options.tiers_from_args(args)
-    seeds = options.seeds_from_args(args.seeds)
-    check_seeds(seeds)
     policies = parse_policies(args.policies)
-    trace_for_seed = None
-    if args.requests:
-        from harness.policy.importers import import_requests
-
-        if not args.step_ms > 0:
-            raise UserError("--step-ms must be positive")
-        import_requests(args.requests, profile, seeds[0], args.step_ms)  # bad rows fail before any work
-        trace_for_seed = lambda seed: import_requests(args.requests, profile, seed, args.step_ms)  # noqa: E731
+    for spec in policies:
+        build(spec)
+    trace_for_seed, seeds, source = _source(args, profile, options.seeds_from_args(args.seeds))
     per_policy = run_matrix(profile, seeds, policies, cap, fast, slow, slow_bytes, trace_for_seed)
     summary = summarize(per_policy)
-    config = {"profile": profile.as_dict(), "requests": args.requests, "seeds": seeds, "policies": policies, "capacity": cap.label(),
-              "fast": fast.__dict__, "slow": slow.__dict__}
+    vs = versus(per_policy)
+    config = {"profile": profile.as_dict(), "trace": args.trace or args.requests, "seeds": seeds,
+              "policies": policies, "capacity": cap.label(), "fast": fast.__dict__, "slow": slow.__dict__}
     run = ResultStore().new_run("policy-compare", config)
     run.write_json("per_seed", per_policy)
-    run.write_summary({p: {k: e.as_dict() for k, e in est.items()} for p, est in summary.items()})
+    run.write_summary({**_dicts(summary), "_versus_lru": _dicts(vs)})
     if args.json:
-        print(strict_dumps({"run": str(run.path), "summary": {p: {k: e.as_dict() for k, e in est.items()}
-                                                            for p, est in summary.items()}}, indent=2))
+        print_json({"run": str(run.path), "summary": _dicts(summary), "versus_lru": _dicts(vs)})
         return 0
-    source = f"requests {args.requests} batched as {profile.name}" if args.requests else f"profile {profile.name}"
-    print(f"{source}, {len(seeds)} seeds, fast tier {cap.label()}; mean ±95% CI half-width")
+    print(f"{source}, {len(seeds)} seed(s), fast tier {cap.label()}; mean ±95% CI half-width over seeds; "
+          f"miss columns per access (hi/mid/low = priority bands), SLO = share of request-steps within TPOT")
     print(table(summary))
+    if vs:
+        print()
+        print(versus_table(vs))
     print(f"results: {run.path}")
     return 0
 
@@ -113,33 +147,71 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from harness.policy.compare import Capacity
     from harness.policy.metrics import METRICS
+    from harness.policy.plots import sweep_png
 
     if args.metric not in METRICS:
         raise UserError(f"unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
     profile = options.profile_from_args(args)
     fast, slow, _, slow_bytes = options.tiers_from_args(args)
-    seeds = options.seeds_from_args(args.seeds)
-    check_seeds(seeds)
     policies = parse_policies(args.policies)
+    for spec in policies:
+        build(spec)
     try:
         fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
     except ValueError:
         raise UserError(f"--fractions {args.fractions!r}: expected comma-separated numbers") from None
     if not fractions or any(f <= 0 for f in fractions):
         raise UserError("--fractions must be positive numbers")
+    trace_for_seed, seeds, source = _source(args, profile, options.seeds_from_args(args.seeds))
     results = {}
     for f in fractions:
-        results[f] = summarize(run_matrix(profile, seeds, policies, Capacity(fraction=f), fast, slow, slow_bytes))
-    run = ResultStore().new_run("policy-sweep", {"profile": profile.as_dict(), "seeds": seeds,
-                                                 "fractions": fractions, "metric": args.metric})
+        results[f] = summarize(run_matrix(profile, seeds, policies, Capacity(fraction=f), fast, slow, slow_bytes,
+                                          trace_for_seed))
+    run = ResultStore().new_run("policy-sweep", {"profile": profile.as_dict(), "trace": args.trace or args.requests,
+                                                 "seeds": seeds, "fractions": fractions, "metric": args.metric,
+                                                 "policies": policies})
     out = {str(f): {p: results[f][p][args.metric].as_dict() for p in policies} for f in fractions}
     run.write_summary(out)
+    png = sweep_png({f: {p: results[f][p][args.metric] for p in policies} for f in fractions}, args.metric,
+                    f"{args.metric} vs fast-tier size: {source}", run.path / "sweep.png")
     if args.json:
-        print(strict_dumps({"run": str(run.path), "metric": args.metric, "by_fraction": out}, indent=2))
+        print_json({"run": str(run.path), "metric": args.metric, "by_fraction": out, "png": str(png)})
         return 0
-    print(f"{args.metric} on {profile.name}, {len(seeds)} seeds; columns: fast tier as a fraction of peak live KV")
-    print(render(["policy"] + [f"{f:g}x" for f in fractions],
-                 [[p] + [fmt(results[f][p][args.metric]) for f in fractions] for p in policies]))
+    print(f"{args.metric} on {source}, {len(seeds)} seed(s); columns: fast tier as a fraction of peak live KV; "
+          f"mean ±95% CI half-width")
+    rows = [[p + (" (offline bound)" if is_reference(p.split(":")[0]) else "")]
+            + [fmt(results[f][p][args.metric]) for f in fractions] for p in policies]
+    print(render(["policy"] + [f"{f:g}x" for f in fractions], rows))
+    print(f"figure: {png}")
+    print(f"results: {run.path}")
+    return 0
+
+
+def cmd_goals(args: argparse.Namespace) -> int:
+    from harness.policy import goals as g
+    from harness.policy.compare import summarize as summ
+
+    fast, slow, cap, slow_bytes = options.tiers_from_args(args)
+    seeds = options.seeds_from_args(args.seeds)
+    check_seeds(seeds)
+    profiles = list(g.PROFILES) if args.profiles == "all" else [p.strip() for p in args.profiles.split(",")]
+    from harness.policy.profiles import get_profile
+
+    per_profile = {p: run_matrix(get_profile(p), seeds, list(g.POLICIES), cap, fast, slow, slow_bytes)
+                   for p in profiles}
+    verdicts = [(goal, g.judge(goal, per_profile[goal.profile])) for goal in g.GOALS if goal.profile in per_profile]
+    run = ResultStore().new_run("policy-goals", {"seeds": seeds, "profiles": profiles, "capacity": cap.label(),
+                                                 "policies": list(g.POLICIES)})
+    run.write_json("per_seed", per_profile)
+    result = [{"profile": goal.profile, "policy": goal.policy, **v.as_dict()} for goal, v in verdicts]
+    run.write_summary({"verdicts": result,
+                       "summary": {p: _dicts(summ(per)) for p, per in per_profile.items()}})
+    if args.json:
+        print_json({"run": str(run.path), "verdicts": result})
+        return 0
+    print(f"{len(seeds)} seeds, fast tier {cap.label()}, prefetch and spills charged to the I/O budget; "
+          f"verdicts from the whole 95% interval (paired over seeds against LRU)")
+    print(render(["profile", "policy", "verdict"], [[goal.profile, goal.policy, str(v)] for goal, v in verdicts]))
     print(f"results: {run.path}")
     return 0
 
@@ -154,7 +226,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"generated {out['events']} events ({out['blocks']} blocks, peak {out['peak_live_blocks']} live) "
           f"in {out['generate_cpu_s']:.2f} CPU s")
     print(f"{out['policy']}: median {out['simulate_cpu_s']:.2f} CPU s ({out['simulate_wall_s']:.2f} s wall) over "
-          f"{args.repeat} runs = {out['events_per_s']:,.0f} events per CPU second on one core")
+          f"{args.repeat} runs = {out['events_per_s']:,.0f} events per CPU second on one core "
+          f"(target {out['target_events_per_s']:,}: {'met' if out['meets_target'] else 'MISSED'})")
     print("cost per event against peak live blocks (CPU time):")
     for row in out["scaling"]:
         print(f"  ~{row['peak_live_blocks']:>6} live blocks: {row['ns_per_event']:.0f} ns/event")

@@ -4,7 +4,9 @@ It models what a paged-attention engine does to its KV cache: prefill allocates 
 each decode step reads sink + sliding-window + heavy-hitter blocks, generated tokens
 grow the cache, finished requests free it. The batch of each step is a uniform random
 draw among active requests (never priority order), chosen one step ahead and announced
-as intent hints: that look-ahead is the only future knowledge the hints carry.
+as intent hints: that look-ahead is the only future knowledge the hints carry. A HINT's
+`critical` flag says the block stays in its request's per-decode read set (sink or window: a
+batch change), False when it slides out of the window (the sink/window layout the engine knows).
 """
 from __future__ import annotations
 
@@ -116,6 +118,8 @@ class Engine:
             blocks.extend(self.doc_blocks[d])
         own = self._new_blocks(-(-spec.prompt_tokens // p.block_tokens), idx, spec.priority, spec.tpot_us)
         self.ev.add(step, codes.ALLOC, own, cls=codes.WARM)
+        # Prefill attends to the shared documents and to the prompt's earlier chunks: reads no decode waits on.
+        self.ev.add(step, codes.ACCESS, blocks + own, critical=False)
         max_blocks = len(blocks) + -(-(spec.prompt_tokens + spec.gen_tokens) // p.block_tokens)
         r = _Req(idx, spec, blocks + own, len(blocks), spec.prompt_tokens, perm=self.rng.permutation(max_blocks).tolist())
         return r
@@ -185,11 +189,12 @@ class Engine:
             if i not in old_s:
                 r = active[i]
                 self.ev.add(step, codes.HINT, [r.blocks[j] for j in self._hot_positions(r)[0]],
-                            cls=codes.PREFETCH_SOON)
+                            critical=True, cls=codes.PREFETCH_SOON)
         for i in old:
             if i not in new_s and i in active:
                 r = active[i]
-                self.ev.add(step, codes.HINT, [r.blocks[j] for j in self._hot_positions(r)[0]], cls=codes.WARM)
+                self.ev.add(step, codes.HINT, [r.blocks[j] for j in self._hot_positions(r)[0]],
+                            critical=True, cls=codes.WARM)
 
     def _draw_batch(self, active: dict[int, _Req]) -> list[int]:
         ids = list(active)

@@ -17,6 +17,7 @@ class ModelShape:
     kv_heads: int
     head_dim: int
     dtype: str = "fp16"
+    params: float = 0.0  # weights (count); 0 = estimated from the shape (see `n_params`)
 
     def bytes_per_token(self) -> int:
         """2 (K and V) x layers x kv_heads x head_dim x dtype bytes."""
@@ -32,6 +33,14 @@ class ModelShape:
             raise UserError("block_tokens must be positive")
         return self.bytes_per_token() * block_tokens
 
+    def n_params(self) -> float:
+        """Weight count: published for known models; else estimated as 12 x layers x d^2 with the model width d
+        taken as 4 x kv_heads x head_dim (grouped-query attention with 4 query heads per KV head)."""
+        if self.params:
+            return self.params
+        d = 4 * self.kv_heads * self.head_dim
+        return 12.0 * self.layers * d * d
+
     def request_bytes(self, tokens: int) -> int:
         """KV bytes for one request of `tokens` tokens (unpaged)."""
         return self.bytes_per_token() * tokens
@@ -41,12 +50,12 @@ class ModelShape:
 MODELS: dict[str, ModelShape] = {
     m.name: m
     for m in (
-        ModelShape("llama3-8b", layers=32, kv_heads=8, head_dim=128),
-        ModelShape("llama3-70b", layers=80, kv_heads=8, head_dim=128),
-        ModelShape("mistral-7b", layers=32, kv_heads=8, head_dim=128),
-        ModelShape("qwen2.5-1.5b", layers=28, kv_heads=2, head_dim=128),
-        ModelShape("llama2-7b", layers=32, kv_heads=32, head_dim=128),
-        ModelShape("tinyllama-1.1b", layers=22, kv_heads=4, head_dim=64),
+        ModelShape("llama3-8b", layers=32, kv_heads=8, head_dim=128, params=8.03e9),
+        ModelShape("llama3-70b", layers=80, kv_heads=8, head_dim=128, params=70.6e9),
+        ModelShape("mistral-7b", layers=32, kv_heads=8, head_dim=128, params=7.24e9),
+        ModelShape("qwen2.5-1.5b", layers=28, kv_heads=2, head_dim=128, params=1.54e9),
+        ModelShape("llama2-7b", layers=32, kv_heads=32, head_dim=128, params=6.74e9),
+        ModelShape("tinyllama-1.1b", layers=22, kv_heads=4, head_dim=64, params=1.10e9),
     )
 }
 

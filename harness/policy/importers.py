@@ -171,7 +171,7 @@ def import_requests(path: str | Path, profile: Profile, seed: int, step_ms: floa
     return trace
 
 
-def load_trace(path: str | Path, profile: Profile | None = None, seed: int = 0) -> Trace:
+def load_trace(path: str | Path, profile: Profile | None = None, seed: int = 0, step_ms: float = 20.0) -> Trace:
     """Any supported trace file by content: .npz (kvds), prototype JSONL, or a request CSV/JSONL."""
     from harness.policy.profiles import get_profile
     from harness.policy.trace import load_npz
@@ -186,4 +186,4 @@ def load_trace(path: str | Path, profile: Profile | None = None, seed: int = 0) 
             first = next((line for line in fh if line.strip()), "")
         if '"intent"' in first:
             return import_prototype(p)
-    return import_requests(p, profile or get_profile("balanced"), seed)
+    return import_requests(p, profile or get_profile("balanced"), seed, step_ms)

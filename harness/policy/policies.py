@@ -7,30 +7,46 @@ fixed until the next such event: that is what keeps the cost n log n.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from harness.errors import UserError
 from harness.policy import codes
 from harness.policy.trace import Trace
 
 
 class Policy:
-    """Base: LRU behaviour; subclasses override `key` and flags."""
+    """Base: LRU behaviour; subclasses override `key` and flags.
+
+    Online policies learn only from the events seen so far (never the trace length or a later event);
+    `reference` policies (offline bounds such as MIN) may read the whole trace.
+    """
 
     name = "base"
+    reference = False         # an offline bound, reported apart from the contenders
     uses_hints = False        # re-key blocks on HINT events
     prefetch_on_hint = False  # prefetch a spilled block when it is announced prefetch-soon
     predictive_prefetch = False
+    observes_events = False   # receive every event through `on_event` before the simulator handles it
+    free_target = 0.0         # background-spill toward this free fraction of the fast tier (0 = never)
 
     def bind(self, trace: Trace) -> None:
         """Receive per-block attributes before a run (sizes, priorities, deadlines)."""
-        self.n_events = max(1, len(trace))
 
     def on_access(self, b: int, step: int) -> None:
         """Update per-block history on an access (default: none)."""
 
+    def on_event(self, i: int, kind: int, b: int, step: int, critical: bool, cls: int) -> None:
+        """Observe one event (only called when `observes_events`)."""
+
+    def choose_recompute(self, b: int, read_us: float, write_us: float, recompute_us: float) -> bool:
+        """Drop a recompute-ok victim instead of spilling it? (default: always spill)."""
+        return False
+
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         return seq
+
+
+# Keys that order by a category first use this stride: larger than any event index a trace can have,
+# so no policy needs the trace's length (which an online policy cannot know).
+STRIDE = float(1 << 40)
 
 
 class LRU(Policy):
@@ -58,7 +74,7 @@ class HotCold(Policy):
         self.last[b] = step
 
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
-        return self.hot[b] * self.n_events + seq
+        return self.hot[b] * STRIDE + seq
 
 
 class PredictiveHotness(Policy):
@@ -104,50 +120,40 @@ class IntentAware(Policy):
     prefetch_on_hint = True
 
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
-        return (codes.DONE - cls) * self.n_events + seq
+        return (codes.DONE - cls) * STRIDE + seq
 
 
-# DeadlineAware weights (README.md "Policies"): one intent-class step (W_CLASS) outweighs every
-# other term together (W_TIGHT + W_PRIO + W_RECENCY = 3.5), so class decides first; within a
-# class, deadline tightness, then request priority, then recency order the victims.
-W_CLASS = 4.0
-W_TIGHT = 2.0
-W_PRIO = 1.0
-W_RECENCY = 0.5
-TIGHT_REF_US = 100_000.0  # a per-token deadline of 100 ms scores tightness 0.5
+def _registry() -> dict[str, type[Policy]]:
+    """Every policy by name: the online contenders, then the offline references."""
+    from harness.policy.expected_next_use import DeadlineAware, ExpectedNextUse
+    from harness.policy.offline import MIN, PrioMIN
+
+    return {p.name: p for p in (LRU, HotCold, PredictiveHotness, IntentAware, DeadlineAware, ExpectedNextUse,
+                                MIN, PrioMIN)}
 
 
-class DeadlineAware(Policy):
-    """Keep-value = W_CLASS*class + W_TIGHT*tightness + W_PRIO*priority + W_RECENCY*recency;
-    evict the lowest value, prefetch announced blocks whose value beats the would-be victim."""
-
-    name = "DeadlineAware"
-    uses_hints = True
-    prefetch_on_hint = True
-
-    def bind(self, trace: Trace) -> None:
-        super().bind(trace)
-        tight = TIGHT_REF_US / (TIGHT_REF_US + np.maximum(trace.block_deadline_us, 0.0))
-        self.static = (W_TIGHT * tight + W_PRIO * trace.block_priority / 100.0).tolist()
-        self.class_value = [W_CLASS * (codes.DONE - c) for c in range(codes.DONE + 1)]
-
-    def key(self, b: int, seq: int, step: int, cls: int) -> float:
-        return self.class_value[cls] + self.static[b] + W_RECENCY * seq / self.n_events
-
-
-POLICIES = {p.name: p for p in (LRU, HotCold, PredictiveHotness, IntentAware, DeadlineAware)}
-
-
-def make_policy(name: str) -> Policy:
-    """A fresh policy instance by (case-insensitive) name."""
-    for key, cls in POLICIES.items():
+def make_policy(name: str, **params: float) -> Policy:
+    """A fresh policy instance by (case-insensitive) name; `params` go to its constructor (e.g. priority_weight)."""
+    for key, cls in _registry().items():
         if key.lower() == name.lower():
-            return cls()
-    raise UserError(f"unknown policy {name!r} (known: {', '.join(POLICIES)})")
+            return cls(**params)
+    raise UserError(f"unknown policy {name!r} (known: {', '.join(_registry())})")
+
+
+def is_reference(name: str) -> bool:
+    """An offline bound (MIN, PrioMIN): shown as a reference row, never as a contender."""
+    return bool(getattr(_registry().get(name), "reference", False))
 
 
 def parse_policies(text: str) -> list[str]:
-    """'all' or a comma list -> canonical policy names."""
+    """'all' or a comma list of policy specs ('Name' or 'Name:param=value[:param=value]') -> canonical specs,
+    contenders first, offline references last."""
     if text.strip().lower() == "all":
-        return list(POLICIES)
-    return [make_policy(part.strip()).name for part in text.split(",") if part.strip()]
+        return list(_registry())
+    specs = []
+    for part in text.split(","):
+        name, sep, rest = part.strip().partition(":")
+        if name:
+            specs.append(make_policy(name).name + (sep + rest if sep else ""))
+    ref = lambda s: is_reference(s.split(":")[0])  # noqa: E731
+    return [s for s in specs if not ref(s)] + [s for s in specs if ref(s)]

@@ -87,7 +87,7 @@ def execute(plan: Plan, arena: Arena, dev: Device, bg: Background, io: IoClasses
             f = bg.submit(bg_read, a, s, n)
             pend_arena[a] = f
             pend_slow[s] = f
-        elif c == sim.OP_ALLOC:
+        elif c in (sim.OP_ALLOC, sim.OP_RECOMPUTE):  # recompute: the block is produced again
             wait(pend_arena, a)
             arena.produce(a, n, i)
         dt = (time.perf_counter() - t0) * 1e6

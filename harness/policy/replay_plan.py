@@ -74,7 +74,10 @@ def make_plan(ops: dict[str, np.ndarray], block_size: np.ndarray) -> Plan:
             slow.give(slow_of.pop(b))
             arena_of[b] = arena.take()
             out_arena[i] = arena_of[b]
-        elif c == sim.OP_ALLOC:
+        elif c == sim.OP_DROP:
+            out_arena[i] = arena_of.pop(b)
+            arena.give(int(out_arena[i]))
+        elif c in (sim.OP_ALLOC, sim.OP_RECOMPUTE):
             if b in slow_of:
                 slow.give(slow_of.pop(b))
             if b not in arena_of:

@@ -1,14 +1,26 @@
 """Two-tier KV placement simulator: runs one policy over one trace and prices every move.
 
-Cost model (README.md "Simulator"): a decode step reads its decode-critical blocks one
-after another; a hit costs a fast-tier read, a miss a slow-tier read plus any spill
-writes needed to make room (write-back before reuse). Allocations that force spills pay
-them on the same step. Prefetches and the spills they cause overlap compute, so they are
-counted but not charged to the step.
+Cost model (README.md "Simulator"):
+* A decode step reads its decode-critical blocks one after another: a hit costs a fast-tier read, a miss
+  a slow-tier read (or, for a block the policy dropped, its recompute) plus the spill writes needed to
+  make room. Allocations that force spills pay them on the same step. The step's latency is its compute
+  time (`TierModel.step_us`) plus this KV stall.
+* Background I/O (prefetch reads and the spills they cause) shares the slow tier: per step it may use at
+  most `io_budget_us` of slow-tier time (a prefetch that does not fit is dropped and counted), and a
+  demand miss queues behind the background I/O issued earlier in the same step (FIFO device), so a
+  prefetch that delays a demand read shows in that step's latency.
+* A policy with a free target (`Policy.free_target`, a fraction of the fast tier) spills its lowest-valued
+  blocks in the background at the end of each step while the step's I/O budget lasts, so later allocations
+  and misses find room without a synchronous write (a kswapd-like watermark).
+* A block whose intent class is recompute-ok may be dropped instead of spilled when the policy chooses
+  (no write; its next access recomputes it at `recompute_us`).
+* SLO: every request with a decode-critical access in a step is a request-step; it meets its deadline when
+  the step's latency is at most the request's TPOT deadline.
 """
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,41 +31,78 @@ from harness.policy.policies import Policy
 from harness.policy.tiers import TierModel
 from harness.policy.trace import Trace
 
-HIGH_PRIORITY = 70  # accesses of requests at or above this priority are also counted separately
+HIGH_PRIORITY = 70  # priority bands: high >= 70, mid 40-69, low < 40
+MID_PRIORITY = 40
+BANDS = ("high", "mid", "low")
 
 # Operation codes recorded for replay.
-OP_HIT, OP_MISS, OP_ALLOC, OP_SPILL_SYNC, OP_SPILL_BG, OP_PREFETCH, OP_FREE = range(7)
-OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free")
+OP_HIT, OP_MISS, OP_ALLOC, OP_SPILL_SYNC, OP_SPILL_BG, OP_PREFETCH, OP_FREE, OP_DROP, OP_RECOMPUTE = range(9)
+OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free", "drop", "recompute")
 # Op charge flags: background work, on the step's critical path, or a decode-critical access.
 BACKGROUND, CHARGED, DC_ACCESS = 0, 1, 2
+LOC_DROPPED = 3  # evicted without a copy: the next access recomputes it
+
+
+def band_of(priority: np.ndarray) -> np.ndarray:
+    """0 high, 1 mid, 2 low."""
+    return np.where(priority >= HIGH_PRIORITY, 0, np.where(priority >= MID_PRIORITY, 1, 2)).astype(np.int64)
+
+
+def _ratio(num: int, den: int) -> float | None:
+    """A ratio, or None when there is nothing to divide by (no data is not 0.0)."""
+    return num / den if den else None
 
 
 @dataclass
 class SimResult:
-    """Counts and per-step latencies of one (trace, policy) run."""
+    """Counts, per-step latencies and per-request-step SLO outcomes of one (trace, policy) run."""
 
     policy: str
     dc_accesses: int = 0
     dc_misses: int = 0
-    hi_accesses: int = 0
-    hi_misses: int = 0
+    band_accesses: list[int] = field(default_factory=lambda: [0, 0, 0])
+    band_misses: list[int] = field(default_factory=lambda: [0, 0, 0])
     accesses: int = 0
     misses: int = 0
     spills: int = 0
     spill_bytes: int = 0
+    drops: int = 0
+    recomputes: int = 0
     prefetches: int = 0
     prefetch_used: int = 0
+    prefetch_dropped: int = 0
+    background_wait_us: float = 0.0
     step_latency_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rs_step: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))    # request-step -> step index
+    rs_deadline_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rs_band: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     ops: dict[str, np.ndarray] | None = None
 
     @property
-    def dc_miss_ratio(self) -> float:
-        """Decode-critical misses per decode-critical access."""
-        return self.dc_misses / self.dc_accesses if self.dc_accesses else 0.0
+    def hi_accesses(self) -> int:
+        return self.band_accesses[0]
 
     @property
-    def hi_miss_ratio(self) -> float:
-        return self.hi_misses / self.hi_accesses if self.hi_accesses else 0.0
+    def hi_misses(self) -> int:
+        return self.band_misses[0]
+
+    @property
+    def dc_miss_ratio(self) -> float | None:
+        """Decode-critical misses per decode-critical access (None without accesses)."""
+        return _ratio(self.dc_misses, self.dc_accesses)
+
+    @property
+    def hi_miss_ratio(self) -> float | None:
+        return _ratio(self.band_misses[0], self.band_accesses[0])
+
+    def band_miss_ratio(self, band: int) -> float | None:
+        return _ratio(self.band_misses[band], self.band_accesses[band])
+
+    def slo_met(self) -> np.ndarray:
+        """Per request-step: did the step finish within the request's TPOT deadline?"""
+        if not self.rs_step.size:
+            return np.zeros(0, dtype=bool)
+        return self.step_latency_us[self.rs_step] <= self.rs_deadline_us
 
 
 def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False) -> SimResult:
@@ -63,19 +112,27 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     steps, kinds = trace.step.tolist(), trace.kind.tolist()
     blocks, crits, hints = trace.block.tolist(), trace.critical.tolist(), trace.cls.tolist()
     size = trace.block_size.tolist()
-    hi = (trace.block_priority >= HIGH_PRIORITY).tolist()
+    band = band_of(trace.block_priority).tolist()
+    req = trace.block_request.tolist()
+    deadline = trace.block_deadline_us.tolist()
     nb = trace.n_blocks
     loc = bytearray(nb)
     cls = bytearray([codes.WARM]) * nb
     prefetched = bytearray(nb)
+    ready_at = [0.0] * nb        # background-queue position at which a prefetch completes (same step only)
+    pf_step = [-1] * nb
     cur_seq = [-1] * nb          # push id of a block's live heap entry
     heap: list[tuple[float, int, int]] = []
     spilled: list[tuple[float, int, int]] = []  # PredictiveHotness: (predicted step, push id, block)
     fast, slow = tiers.fast, tiers.slow
     cap, slow_cap = tiers.fast_capacity, tiers.slow_capacity
+    budget, step_us = tiers.io_budget_us, tiers.step_us
+    can_recompute = math.isfinite(tiers.recompute_us_per_byte)
     used = slow_used = 0
     push_id = 0
     key, on_access = policy.key, policy.on_access
+    on_event = policy.on_event if policy.observes_events else None
+    choose_recompute = policy.choose_recompute
     uses_hints, prefetch_on_hint = policy.uses_hints, policy.prefetch_on_hint
     predictive = policy.predictive_prefetch
     ops_step: list[int] = []
@@ -83,8 +140,12 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     ops_block: list[int] = []
     ops_charge: list[int] = []
     lat: list[float] = []
+    rs_step: list[int] = []
+    rs_deadline: list[float] = []
+    rs_band: list[int] = []
+    step_reqs: dict[int, int] = {}   # request -> a block of it (for its deadline and band)
     step_cost = 0.0
-    step_dc = False
+    bg_used = 0.0                    # background slow-tier time issued this step (FIFO ahead of later misses)
     cur_step = steps[0] if steps else 0
 
     def op(code: int, b: int, charge: int = 0) -> None:
@@ -93,8 +154,18 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         ops_block.append(b)
         ops_charge.append(charge)
 
+    def end_step() -> None:
+        if step_reqs:
+            k = len(lat)
+            lat.append(step_us + step_cost)
+            for r, b in step_reqs.items():
+                rs_step.append(k)
+                rs_deadline.append(deadline[b])
+                rs_band.append(band[b])
+            step_reqs.clear()
+
     def evict_for(need: int, sync: bool, guard: float | None) -> float | None:
-        """Spill victims until `need` bytes fit; None if a prefetch would evict a better block."""
+        """Spill (or drop) victims until `need` bytes fit; None if a prefetch would evict a better block."""
         nonlocal used, slow_used
         cost = 0.0
         while used + need > cap:
@@ -109,16 +180,22 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 return None
             heapq.heappop(heap)
             sz = size[v]
+            used -= sz
+            prefetched[v] = 0
+            if can_recompute and cls[v] == codes.RECOMPUTE_OK and \
+                    choose_recompute(v, slow.read_us(sz), slow.write_us(sz), tiers.recompute_us(sz)):
+                loc[v] = LOC_DROPPED
+                res.drops += 1
+                if record:
+                    op(OP_DROP, v)
+                continue
             if slow_cap and slow_used + sz > slow_cap:
                 raise UserError(f"slow tier ({slow_cap} bytes) is full: raise --slow-bytes")
             loc[v] = codes.LOC_SLOW
-            used -= sz
             slow_used += sz
             res.spills += 1
             res.spill_bytes += sz
-            prefetched[v] = 0
-            if sync:
-                cost += slow.write_us(sz)
+            cost += slow.write_us(sz)
             if record:
                 op(OP_SPILL_SYNC, v, CHARGED) if sync else op(OP_SPILL_BG, v)
             if predictive:
@@ -132,14 +209,24 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         heapq.heappush(heap, (key(b, seq, cur_step, cls[b]), push_id, b))
 
     def prefetch(b: int, seq: int) -> None:
-        nonlocal used, slow_used
-        k = key(b, seq, cur_step, cls[b])
-        if evict_for(size[b], False, k) is None:
+        """Background read of a spilled block, if the step's I/O budget holds it and a worse victim exists."""
+        nonlocal used, slow_used, bg_used
+        sz = size[b]
+        need = slow.read_us(sz) + (slow.write_us(sz) if used + sz > cap else 0.0)
+        if bg_used + need > budget:
+            res.prefetch_dropped += 1
             return
+        k = key(b, seq, cur_step, cls[b])
+        spill_cost = evict_for(sz, False, k)
+        if spill_cost is None:
+            return
+        bg_used += slow.read_us(sz) + spill_cost
         loc[b] = codes.LOC_FAST
-        used += size[b]
-        slow_used -= size[b]
+        used += sz
+        slow_used -= sz
         prefetched[b] = 1
+        ready_at[b] = bg_used
+        pf_step[b] = cur_step
         res.prefetches += 1
         if record:
             op(OP_PREFETCH, b)
@@ -152,18 +239,33 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             if loc[b] == codes.LOC_SLOW and cur_seq[b] == pid and p >= cur_step:
                 prefetch(b, seq)
 
+    def clean() -> None:
+        """Background spill toward the policy's free target with what is left of the step's I/O budget."""
+        nonlocal bg_used
+        target = int(policy.free_target * cap)
+        while cap - used < target and heap:
+            cost = evict_for(cap - used + 1, False, None)
+            bg_used += cost
+            if bg_used >= budget:
+                break
+
+    cleaner = policy.free_target > 0 and math.isfinite(budget)
     for i in range(len(kinds)):
         s = steps[i]
         if s != cur_step:
-            if step_dc:
-                lat.append(step_cost)
-            step_cost, step_dc, cur_step = 0.0, False, s
+            end_step()
+            if cleaner and bg_used < budget:
+                clean()
+            step_cost, bg_used, cur_step = 0.0, 0.0, s
             if predictive:
                 predictive_prefetches(i)
         k = kinds[i]
         b = blocks[i]
+        if on_event is not None:
+            on_event(i, k, b, s, crits[i], hints[i])
         if k == codes.ACCESS:
             sz = size[b]
+            crit = crits[i]
             on_access(b, s)
             res.accesses += 1
             if loc[b] == codes.LOC_FAST:
@@ -172,26 +274,40 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 if prefetched[b]:
                     res.prefetch_used += 1
                     prefetched[b] = 0
+                    if pf_step[b] == cur_step and crit:  # still in flight: wait for it
+                        wait = max(0.0, ready_at[b] - step_cost)
+                        cost += wait
+                        res.background_wait_us += wait
                 if record:
-                    op(OP_HIT, b, DC_ACCESS if crits[i] else 0)
+                    op(OP_HIT, b, DC_ACCESS if crit else 0)
             else:
                 miss = True
                 res.misses += 1
-                if loc[b] == codes.LOC_SLOW:
-                    slow_used -= sz
-                cost = slow.read_us(sz) + evict_for(sz, True, None)
+                wait = max(0.0, bg_used - step_cost) if crit else 0.0
+                res.background_wait_us += wait
+                dropped = loc[b] == LOC_DROPPED
+                if dropped:
+                    cost = wait + tiers.recompute_us(sz)
+                    res.recomputes += 1
+                else:
+                    if loc[b] == codes.LOC_SLOW:
+                        slow_used -= sz
+                    cost = wait + slow.read_us(sz)
+                cost += evict_for(sz, True, None)
+                if record:  # after the spills that made room: the block's slot is free by then
+                    op(OP_RECOMPUTE if dropped else OP_MISS, b, DC_ACCESS if crit else CHARGED)
                 loc[b] = codes.LOC_FAST
                 used += sz
-                if record:
-                    op(OP_MISS, b, DC_ACCESS if crits[i] else 0)
-            if crits[i]:
-                step_dc = True
+                if not crit:  # a prefill re-read that misses stalls the step too (not a decode-critical read)
+                    step_cost += cost
+            if crit:
                 step_cost += cost
                 res.dc_accesses += 1
                 res.dc_misses += miss
-                if hi[b]:
-                    res.hi_accesses += 1
-                    res.hi_misses += miss
+                bd = band[b]
+                res.band_accesses[bd] += 1
+                res.band_misses[bd] += miss
+                step_reqs[req[b]] = b
                 if cls[b] == codes.PREFETCH_SOON:
                     cls[b] = codes.DECODE_CRITICAL
             push(b, i)
@@ -224,9 +340,11 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             loc[b] = codes.LOC_NONE
             cur_seq[b] = -1
             prefetched[b] = 0
-    if step_dc:
-        lat.append(step_cost)
+    end_step()
     res.step_latency_us = np.asarray(lat, dtype=np.float64)
+    res.rs_step = np.asarray(rs_step, dtype=np.int64)
+    res.rs_deadline_us = np.asarray(rs_deadline, dtype=np.float64)
+    res.rs_band = np.asarray(rs_band, dtype=np.int64)
     if record:
         res.ops = {"step": np.asarray(ops_step, dtype=np.int64), "op": np.asarray(ops_op, dtype=np.uint8),
                    "block": np.asarray(ops_block, dtype=np.int32),

@@ -1,6 +1,7 @@
 """Fast/slow tier cost model: latency + size / bandwidth, so costs follow block size instead of constants."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, fields, replace
 
@@ -32,12 +33,35 @@ DEFAULT_SLOW = Tier("slow", read_latency_us=80.0, read_gbps=2.0, write_latency_u
 
 @dataclass(frozen=True)
 class TierModel:
-    """Both tiers and their capacities in bytes (slow_capacity 0 = unlimited)."""
+    """Both tiers, their capacities in bytes (slow_capacity 0 = unlimited), and the per-step costs.
+
+    `step_us` is a decode step's compute time: added to each step's KV stall before the TPOT check, and
+    the slow-tier time per step that background I/O (prefetch reads and the spills they cause) may use
+    (`io_budget_us`, default = `step_us`). `recompute_us_per_byte` prices recomputing a dropped block
+    (inf = recompute impossible). Built from a trace's model shape by `for_trace`.
+    """
 
     fast: Tier
     slow: Tier
     fast_capacity: int
     slow_capacity: int = 0
+    step_us: float = 0.0
+    io_budget_us: float = math.inf
+    recompute_us_per_byte: float = math.inf
+
+    def recompute_us(self, nbytes: int) -> float:
+        return nbytes * self.recompute_us_per_byte
+
+
+def for_trace(trace, fast: Tier, slow: Tier, fast_capacity: int, slow_capacity: int = 0,
+              io_budget_us: float | None = None) -> TierModel:
+    """The tier model with compute, I/O budget and recompute costs derived from the trace's model shape."""
+    from harness.policy.compute import model_of, recompute_us_per_byte, step_compute_us
+
+    shape = model_of(trace)
+    step = step_compute_us(shape)
+    return TierModel(fast, slow, fast_capacity, slow_capacity, step,
+                     step if io_budget_us is None else io_budget_us, recompute_us_per_byte(shape))
 
 
 _SIZE = re.compile(r"^\s*([0-9.]+)\s*([kmgt]?i?b?)?\s*$", re.I)

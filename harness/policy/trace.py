@@ -22,7 +22,7 @@ class Trace:
     step: np.ndarray          # int64, non-decreasing decode step
     kind: np.ndarray          # uint8, codes.ALLOC/ACCESS/HINT/FREE
     block: np.ndarray         # int32, dense block id
-    critical: np.ndarray      # bool, ACCESS only: a decode step waits for it
+    critical: np.ndarray      # bool, ACCESS: a decode step waits for it; HINT: stays in the sink/window set
     cls: np.ndarray           # uint8, ALLOC/HINT only: intent class code
     block_size: np.ndarray    # int64 bytes per block
     block_request: np.ndarray  # int32 request index per block

@@ -1,0 +1,169 @@
+"""ExpectedNextUse: evict the block with the lowest expected reuse rate (largest expected time to next use),
+from what a continuous-batching engine knows when it decides; and DeadlineAware, the same estimate weighed
+by deadline tightness and priority.
+
+Per block, the expected number of reads per decode step:
+* 1 for a sink/window block of a request in the announced next batch (classes prefetch-soon and
+  decode-critical; the engine announces the batch one step ahead);
+* p for a sink/window block of an active request outside that batch, where p = batch / active requests is
+  the decode probability (an EMA of what the scheduler did: requests decoded per step / active requests);
+* (h + A) / (t + A / R0) for any other block (a heavy-hitter candidate): h reads observed while it was
+  outside the sink/window, t steps since it left them (or was allocated), a Gamma prior of A = 0.5 reads
+  at rate R0 = 0.02 per step, so an unobserved block starts near R0 and its own reuse takes over;
+* 0 for cold-spillable and done blocks.
+Under an independent-reference model the optimal online eviction keeps the highest-rate blocks (A0); the
+rates here are stationary per block (a request's heavy hitters do not drift), so a key fixed at the block's
+last access or hint stays valid, which is what keeps each event O(log live blocks).
+
+Priority knob (`priority_weight`, kappa, default 0): the key is rate x exp(kappa x priority / 100), so kappa = 0
+is pure reuse and kappa = 8 puts a priority-100 block's keep-value 2,980x above a priority-0 block's at equal
+rate (`--policy-param priority_weight=8`).
+
+Prefetch: a spilled block announced prefetch-soon is read in the background if the step's I/O budget holds it
+and a block with a lower keep-value can make room. Recompute: a recompute-ok victim is dropped instead of
+spilled when recomputing it costs less than writing it and reading it back.
+
+Reads: the events so far only (no trace length, no later event); tests/test_policy_prefix.py checks it.
+"""
+from __future__ import annotations
+
+import math
+
+from harness.policy import codes
+from harness.policy.policies import Policy
+from harness.policy.trace import Trace
+
+DECAY = 0.005           # per-step decay of observed reads (half-life 139 steps)
+PRIOR_SCALE = 1.0       # weight of the request-length prior against a block's own reads
+FREE_TARGET = 0.05      # background-spill toward 5% free fast tier within the I/O budget
+HH_START = 4.0          # heavy-hitter reads per decode before any is observed
+LOG_NEVER = -50.0       # cold-spillable and done blocks
+HIGH_PRIORITY = 70      # the band the priority knob protects (the simulator's high band)
+LAYOUT_FIRST = 200.0    # sink/window blocks outrank every heavy-hitter candidate, whatever its priority weight
+P_EMA = 0.05            # smoothing of the decode probability estimate
+P_START = 0.5
+TIGHT_REF_US = 100_000.0  # DeadlineAware: a 100 ms TPOT scores tightness 0.5
+
+
+class ExpectedNextUse(Policy):
+    """Keep the blocks most likely to be read soon: next batch, then decode probability x observed reuse."""
+
+    name = "ExpectedNextUse"
+    uses_hints = True
+    prefetch_on_hint = True
+    observes_events = True
+
+    def __init__(self, priority_weight: float = 0.0, decay: float = DECAY, prior: float = PRIOR_SCALE,
+                 free_target: float = FREE_TARGET) -> None:
+        self.free_target = float(free_target)
+        self.kappa = float(priority_weight)
+        self.lam = float(decay)
+        self.horizon = 1.0 / (1.0 - math.exp(-self.lam))   # decayed reads of a block read once per step
+        self.prior_scale = float(prior)
+
+    def weights(self, trace: Trace) -> list[float]:
+        """Per-block log-multiplier of the expected rate (priority knob)."""
+        return [self.kappa if p >= HIGH_PRIORITY else 0.0 for p in trace.block_priority.tolist()]
+
+    def bind(self, trace: Trace) -> None:
+        nb = trace.n_blocks
+        self.req = trace.block_request.tolist()
+        self.logw = self.weights(trace)
+        self.score = [0.0] * nb            # log of the decayed read count, in units where step s weighs exp(lam*s)
+        self.layout = bytearray(nb)        # 1 = in its request's sink/window read set
+        self.live: dict[int, int] = {}     # request -> live blocks
+        self.decoded: set[int] = set()
+        self.cur_step = None
+        self.p = P_START
+        self.hh_per_decode = HH_START
+        self.hh_reads = 0
+        self.live_blocks = 0
+        self.mean_blocks = 1.0
+        self.fresh = bytearray(nb)
+        self.ctx: dict[int, int] = {}      # request -> blocks its prefill read (context incl. shared documents)
+        self.admitting = -1
+
+    def _prior(self, b: int, step: int) -> float:
+        """Log-score of a block with no reads of its own yet: the decode probability x the heavy-hitter reads per
+        decode shared over its request's blocks (the engine knows each request's context length)."""
+        r = self.req[b]
+        n = max(self.live.get(r, 0), self.ctx.get(r, 0)) if r >= 0 else self.mean_blocks
+        rate = self.p * self.hh_per_decode / max(1, n)
+        return self.lam * step + math.log(rate * self.horizon * self.prior_scale)
+
+    def on_event(self, i: int, kind: int, b: int, step: int, critical: bool, cls: int) -> None:
+        if step != self.cur_step:
+            if self.decoded and self.live:
+                self.p += P_EMA * (min(1.0, len(self.decoded) / len(self.live)) - self.p)
+                self.hh_per_decode += P_EMA * (self.hh_reads / len(self.decoded) - self.hh_per_decode)
+                self.mean_blocks = self.live_blocks / len(self.live)
+            self.decoded.clear()
+            self.hh_reads = 0
+            self.cur_step = step
+        r = self.req[b]
+        if kind == codes.ACCESS:
+            if critical:
+                self.decoded.add(r)
+                if not self.layout[b]:
+                    self.hh_reads += 1
+                    s, x = self.score[b], self.lam * step
+                    self.score[b] = (s + math.log1p(math.exp(x - s))) if s > x else (x + math.log1p(math.exp(s - x)))
+            elif not self.layout[b]:  # a prefill read: the admitted request's context length is known now
+                self.ctx[self.admitting] = self.ctx.get(self.admitting, 0) + 1
+                if self.fresh[b]:
+                    self.fresh[b] = 0
+                    self.score[b] = self._prior(b, step)
+                else:  # a shared (document) block joins one more request's context
+                    s, x = self.score[b], self._prior(b, step)
+                    self.score[b] = (s + math.log1p(math.exp(x - s))) if s > x else (x + math.log1p(math.exp(s - x)))
+        elif kind == codes.HINT:
+            if critical:
+                self.layout[b] = 1
+            elif self.layout[b]:            # slid out of the window: a heavy-hitter candidate from now on
+                self.layout[b] = 0
+                self.score[b] = self._prior(b, step)
+        elif kind == codes.ALLOC:
+            if r >= 0:
+                self.live[r] = self.live.get(r, 0) + 1
+                if r not in self.ctx:
+                    self.admitting = r
+            self.live_blocks += 1
+            self.layout[b] = 1 if cls == codes.DECODE_CRITICAL else 0
+            self.fresh[b] = 1
+            self.score[b] = self._prior(b, step)
+        else:  # FREE
+            self.live_blocks -= 1
+            if r >= 0 and r in self.live:
+                left = self.live[r] - 1
+                if left:
+                    self.live[r] = left
+                else:
+                    del self.live[r]
+                    self.ctx.pop(r, None)
+
+    def key(self, b: int, seq: int, step: int, cls: int) -> float:
+        """log(expected reads per step) + lam x step (a common offset: keys stay comparable as time passes)."""
+        if cls >= codes.COLD_SPILLABLE and cls != codes.RECOMPUTE_OK:
+            return self.lam * step + LOG_NEVER + self.logw[b]
+        if self.layout[b]:
+            rate = 1.0 if cls <= codes.PREFETCH_SOON else self.p
+            return self.lam * step + math.log(rate * self.horizon) + LAYOUT_FIRST
+        return self.score[b] + self.logw[b]
+
+    def choose_recompute(self, b: int, read_us: float, write_us: float, recompute_us: float) -> bool:
+        return recompute_us < write_us + read_us
+
+
+class DeadlineAware(ExpectedNextUse):
+    """ExpectedNextUse whose keep-value is weighed by deadline tightness and priority, never overriding reuse:
+    weight = (1 + tightness) x (1 + priority / 100), tightness = 100 ms / (100 ms + TPOT), so the weight spans
+    at most 1..4 while reuse rates span orders of magnitude."""
+
+    name = "DeadlineAware"
+
+    def weights(self, trace: Trace) -> list[float]:
+        out = []
+        for p, d in zip(trace.block_priority.tolist(), trace.block_deadline_us.tolist()):
+            tight = TIGHT_REF_US / (TIGHT_REF_US + max(d, 0.0))
+            out.append(math.log((1.0 + tight) * (1.0 + p / 100.0)))
+        return out
