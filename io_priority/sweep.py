@@ -61,8 +61,8 @@ def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def reference_stability(per_sched: dict[str, Any] | None) -> dict[str, stats.Verdict]:
     """Per scheduler: does the unloaded reference reproduce itself within the goal (max / min of its
     per-repetition p99 <= 1.5)? With fewer than MIN_REPS repetitions whose p99 is supported the test cannot
-    pass: inconclusive, n too small. The spread is what these repetitions showed (an observed range, so its
-    "interval" is the value itself)."""
+    pass: inconclusive, n too small. The spread is what these repetitions showed (an observed fact about them,
+    printed without an interval)."""
     out = {}
     for sched, doc in (per_sched or {}).items():
         per_rep = [x for x in doc["modes"].get("unloaded", {}).get("per_rep_p99_us", []) if _finite(x) and x > 0]
@@ -75,7 +75,8 @@ def reference_stability(per_sched: dict[str, Any] | None) -> dict[str, stats.Ver
             continue
         sp = max(per_rep) / min(per_rep)
         status = stats.MET if sp <= GOAL_INTERFERENCE else stats.MISSED
-        out[sched] = stats.verdict_of(status, goal, stats.Estimate(sp, sp, sp), "")
+        seen = f"observed over {len(per_rep)} repetitions, not an estimate"
+        out[sched] = stats.verdict_of(status, goal, stats.Estimate(sp, math.nan, math.nan, reason=seen), seen)
     return out
 
 
