@@ -133,3 +133,29 @@ def test_overlap_splits_reads_by_spill_context() -> None:
     assert ov["clean_interference_factor"]["value"] == 1.0
     one = _overlap([rep([100] * 90 + [5000] * 10, [0] * 90 + [1] * 10)], unloaded[:1], n_boot=50)
     assert math.isnan(one["clean_service_p99_us"]["value"]) and "n too small" in one["clean_service_p99_us"]["reason"]
+
+
+def test_bench_table_prints_missing_as_dash_with_reason() -> None:
+    from io_priority.bench import print_table
+
+    lines: list[str] = []
+    na = {"value": None, "lo": None, "hi": None, "reason": "n too small: 400 samples, p99 needs >= 1000"}
+    mode = {"mapping": None, "latency_us": {"p50": {"value": 80.0, "lo": None, "hi": None,
+                                                    "reason": "n too small: 2 repetitions, an interval needs >= 3"},
+                                            "p99": na, "p99.9": {**na, "reason": "n too small: 400 samples, p99.9 needs >= 10000"}},
+            "max_us": None, "interference_factor": None, "spill_mb_s": None, "spill_retained": None, "overlap": None,
+            "reads": 400, "block_layer": None, "write_priority": None}
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        print_table({"unloaded": mode}, "t", echo=lines.append)
+    out = buf.getvalue()
+    assert "n too" in out and "nan" not in out.lower()
+    from io_priority.bench import fmt_est, fmt_value
+
+    assert fmt_value(mode["latency_us"]["p99.9"]) == "- (n too small: 400 < 10000)"
+    assert fmt_est(mode["latency_us"]["p99"], " us") == "- (n too small: 400 < 1000)"
+    assert fmt_est(mode["latency_us"]["p50"], " us") == "80 us (point estimate)"
+    assert fmt_est({"value": 80.0, "lo": 70.0, "hi": 95.0}, " us") == "80 us [70, 95]"
