@@ -56,6 +56,11 @@ def _as_groups(samples: Any) -> list[np.ndarray]:
     return [np.asarray(samples, dtype=float)]
 
 
+def _is_reps(samples: Any) -> bool:
+    """A list of arrays is repetitions (even one: an interval over one repetition is not printed)."""
+    return isinstance(samples, (list, tuple)) and bool(samples) and not np.isscalar(samples[0])
+
+
 def percentiles(samples: Any, qs: Sequence[float] = DEFAULT_QS) -> dict[float, float]:
     arr = np.concatenate(_as_groups(samples)).astype(float)
     if arr.size == 0:
@@ -74,9 +79,9 @@ def _resample(groups: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
 def bootstrap_percentiles(samples: Any, qs: Sequence[float] = DEFAULT_QS, conf: float = 0.95,
                           n_boot: int = 1000, seed: int = 0) -> dict[float, Estimate]:
     """Each percentile with a bootstrap confidence interval: over repetitions (rep_percentiles: no interval
-    below MIN_REPS) when `samples` is a list of repetitions, i.i.d. when it is one flat sample."""
+    below MIN_REPS) when `samples` is a list of repetitions (arrays), i.i.d. when it is one flat array."""
     groups = _as_groups(samples)
-    if len(groups) > 1:
+    if _is_reps(samples):
         return rep_percentiles(groups, qs, conf, n_boot, seed, tail_rule=False)
     point = percentiles(groups, qs)
     if sum(g.size for g in groups) < 2:
@@ -100,7 +105,7 @@ def bootstrap_ratio(a: Any, b: Any, q: float = 99.0, conf: float = 0.95, n_boot:
     """p_q(a) / p_q(b) with a bootstrap interval (a and b resampled independently; over repetitions, as
     rep_ratio, when either side comes in several)."""
     ga, gb = _as_groups(a), _as_groups(b)
-    if len(ga) > 1 or len(gb) > 1:
+    if _is_reps(a) or _is_reps(b):
         return rep_ratio(ga, gb, q, conf, n_boot, seed, tail_rule=False)
     pa, pb = percentiles(ga, (q,))[q], percentiles(gb, (q,))[q]
     value = pa / pb if pb else math.inf
