@@ -37,13 +37,14 @@ def test_fio_check_is_two_sided() -> None:
 
 
 def test_ebpf_overhead_from_the_interval() -> None:
-    from harness.stats import mean_ci
-    from ebpf.overhead import verdict
+    from ebpf.overhead import paired_ratio, verdict
 
-    assert verdict(mean_ci([0.98, 0.99, 0.985, 0.99])).status == "met"
-    assert verdict(mean_ci([0.80, 0.82, 0.79, 0.81])).status == "missed"
-    assert verdict(mean_ci([0.99, 0.98])).status == "inconclusive"  # 2 pairs: no interval
-    assert "n too small" in str(verdict(mean_ci([0.99, 0.98])))
+    assert verdict(paired_ratio([0.98, 0.99, 0.985, 0.99])).status == "met"
+    assert verdict(paired_ratio([0.80, 0.82, 0.79, 0.81])).status == "missed"
+    assert verdict(paired_ratio([0.99, 0.98])).status == "inconclusive"  # 2 pairs: no interval
+    assert "n too small" in str(verdict(paired_ratio([0.99, 0.98])))
+    # pairs swinging both ways by 2x: the arithmetic mean of ratios says 1.25, the geometric mean 1.0
+    assert abs(paired_ratio([0.5, 2.0, 0.5, 2.0]).value - 1.0) < 1e-9
 
 
 def test_report_rejudges_stored_runs_by_todays_rule() -> None:
@@ -51,7 +52,8 @@ def test_report_rejudges_stored_runs_by_todays_rule() -> None:
 
     old_fio = {"p50_ratio_kvds_over_fio": {"value": 0.945, "lo": 0.0559, "hi": 15.97}, "meets_goal": True}
     assert goals.fio_verdict(old_fio).status == "inconclusive"
-    old_overhead = {"ratio_mean": 0.9, "ratio_ci95": [None, None], "reps": 2}
+    old_overhead = {"ratio_mean": 0.9, "ratio_ci95": [None, None], "reps": 2, "iops_without": [100.0, 100.0],
+                    "iops_with": [90.0, 91.0]}
     assert goals.overhead_verdict(old_overhead).status == "inconclusive"
     old_qemu = {"reps": [_row(1, 40.0, ok=False), _row(2, 41.0), _row(3, 40.0)], "goal_met": True}
     assert goals.rebuild_verdict(old_qemu).status == "missed"

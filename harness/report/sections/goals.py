@@ -28,10 +28,12 @@ def fio_verdict(s: dict) -> stats.Verdict:
 def overhead_verdict(s: dict) -> stats.Verdict:
     from ebpf.overhead import verdict
 
-    lo, hi = (s.get("ratio_ci95") or [None, None])[:2]
-    reason = "" if lo is not None else stats.too_few_reps(int(s.get("reps") or 0))
-    e = _est({"value": s.get("ratio_mean"), "lo": lo, "hi": hi, "reason": reason})
-    return verdict(e)
+    if s.get("ratio_geomean"):
+        return verdict(_est(s["ratio_geomean"]))
+    from ebpf.overhead import paired_ratio  # a run from before the geometric mean: recompute from its IOPS
+
+    wo, wi = s.get("iops_without") or [], s.get("iops_with") or []
+    return verdict(paired_ratio([b / a for a, b in zip(wo, wi) if a]))
 
 
 def rebuild_verdict(s: dict) -> stats.Verdict:
