@@ -146,14 +146,14 @@ def is_reference(name: str) -> bool:
 
 
 def parse_policies(text: str) -> list[str]:
-    """'all' or a comma list of policy specs ('Name' or 'Name:param=value[:param=value]') -> canonical specs,
+    """A comma list of 'all' and policy specs ('Name' or 'Name:param=value[:param=value]') -> canonical specs,
     contenders first, offline references last."""
-    if text.strip().lower() == "all":
-        return list(_registry())
-    specs = []
+    specs: list[str] = []
     for part in text.split(","):
         name, sep, rest = part.strip().partition(":")
-        if name:
+        if name.lower() == "all" and not sep:
+            specs += [n for n in _registry() if n not in specs]
+        elif name:
             specs.append(make_policy(name).name + (sep + rest if sep else ""))
     ref = lambda s: is_reference(s.split(":")[0])  # noqa: E731
     return [s for s in specs if not ref(s)] + [s for s in specs if ref(s)]

@@ -1,0 +1,126 @@
+"""Costs that cannot be gamed (I/O budget, FIFO wait behind background I/O, recompute) and the serving metrics
+(SLO attainment per band, goodput, None for no data), on hand-computed traces."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.policy import codes
+from harness.policy.compute import recompute_us_per_byte, step_compute_us
+from harness.policy.footprint import model_shape
+from harness.policy.metrics import run_metrics
+from harness.policy.policies import make_policy
+from harness.policy.simulator import simulate
+from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel, for_trace
+from harness.policy.trace import Trace
+
+SZ = 4096
+ALLOC, ACCESS, HINT, FREE = codes.ALLOC, codes.ACCESS, codes.HINT, codes.FREE
+W, COLD, PS, RC = codes.WARM, codes.COLD_SPILLABLE, codes.PREFETCH_SOON, codes.RECOMPUTE_OK
+READ, WRITE = DEFAULT_SLOW.read_us(SZ), DEFAULT_SLOW.write_us(SZ)
+
+
+def make(events, n_blocks, prio=None, deadline=None, request=None) -> Trace:
+    step, kind, block, crit, cls = (list(x) for x in zip(*events))
+    t = Trace(np.array(step, dtype=np.int64), np.array(kind, dtype=np.uint8), np.array(block, dtype=np.int32),
+              np.array(crit, dtype=bool), np.array(cls, dtype=np.uint8), np.full(n_blocks, SZ, dtype=np.int64),
+              np.array(request or [0] * n_blocks, dtype=np.int32), np.array(prio or [50] * n_blocks, dtype=np.uint8),
+              np.array(deadline or [100_000.0] * n_blocks))
+    t.validate()
+    return t
+
+
+# Blocks A..E; fast tier of 3. A and B go cold and are spilled by D and E; then A is announced prefetch-soon
+# and B is read by the same step.
+A, B, C, D, E = range(5)
+SETUP = [(0, ALLOC, A, False, W), (0, ALLOC, B, False, W), (0, ALLOC, C, False, W),
+         (0, HINT, A, False, COLD), (0, HINT, B, False, COLD),
+         (1, ALLOC, D, False, W), (1, ALLOC, E, False, W), (1, HINT, D, False, COLD), (1, HINT, E, False, COLD)]
+THEN = [(2, HINT, A, False, PS), (2, ACCESS, B, True, 0)]
+
+
+def _tiers(budget: float, step_us: float = 0.0) -> TierModel:
+    return TierModel(DEFAULT_FAST, DEFAULT_SLOW, 3 * SZ, step_us=step_us, io_budget_us=budget)
+
+
+def test_prefetch_beyond_the_io_budget_is_dropped() -> None:
+    r = simulate(make(SETUP + THEN, 5), make_policy("IntentAware"), _tiers(budget=READ / 2))
+    assert (r.prefetches, r.prefetch_dropped) == (0, 1)
+
+
+def test_a_demand_miss_waits_behind_background_io_of_its_step() -> None:
+    r = simulate(make(SETUP + THEN, 5), make_policy("IntentAware"), _tiers(budget=1e9, step_us=1000.0))
+    assert r.prefetches == 1
+    # A's prefetch reads A and spills D in the background; B's miss queues behind both, then reads B and
+    # spills a victim synchronously; the step is compute + that stall
+    bg = READ + WRITE
+    assert r.background_wait_us == pytest.approx(bg)
+    assert r.step_latency_us.tolist() == pytest.approx([1000.0 + bg + READ + WRITE])
+
+
+def test_without_background_io_the_same_miss_does_not_wait() -> None:
+    r = simulate(make(SETUP + THEN, 5), make_policy("LRU"), _tiers(budget=1e9))
+    assert r.prefetches == 0 and r.background_wait_us == 0.0
+
+
+def test_recompute_ok_victim_is_dropped_and_its_next_read_pays_recompute() -> None:
+    ev = [(0, ALLOC, A, False, W), (0, ALLOC, B, False, W), (0, ACCESS, A, False, 0), (0, ACCESS, B, False, 0),
+          (0, HINT, A, False, RC), (0, ACCESS, B, True, 0), (1, ALLOC, C, False, W), (2, ACCESS, A, True, 0)]
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 2 * SZ, recompute_us_per_byte=10.0 / SZ)
+    enu = simulate(make(ev, 3), make_policy("ExpectedNextUse", free_target=0.0), tiers)
+    assert (enu.drops, enu.spills, enu.recomputes, enu.dc_misses) == (1, 1, 1, 1)
+    # step 0: B's hit; step 2: A's recompute (10 us) plus the synchronous spill that made room for it
+    hit = DEFAULT_FAST.read_us(SZ)
+    assert enu.step_latency_us.tolist() == pytest.approx([hit, 10.0 + WRITE])
+    lru = simulate(make(ev, 3), make_policy("LRU"), tiers)
+    assert lru.drops == 0 and lru.recomputes == 0
+
+
+def test_recompute_is_refused_when_it_costs_more_than_a_round_trip() -> None:
+    ev = [(0, ALLOC, A, False, W), (0, ALLOC, B, False, W), (0, HINT, A, False, RC),
+          (1, ALLOC, C, False, W), (2, ACCESS, A, True, 0)]
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 2 * SZ, recompute_us_per_byte=(READ + WRITE + 1) / SZ)
+    r = simulate(make(ev, 3), make_policy("ExpectedNextUse", free_target=0.0), tiers)
+    assert r.drops == 0 and r.spills >= 1
+
+
+def test_slo_attainment_per_band_goodput_and_none_for_no_data() -> None:
+    # request 0 (priority 90, TPOT 200 us) and request 1 (priority 20, TPOT 10 ms) decode together; one miss
+    ev = [(0, ALLOC, A, False, W), (0, ALLOC, B, False, W), (0, ALLOC, C, False, W),
+          (1, ACCESS, A, True, 0), (1, ACCESS, C, True, 0),
+          (2, ACCESS, A, True, 0)]
+    t = make(ev, 3, prio=[90, 90, 20], deadline=[200.0, 200.0, 10_000.0], request=[0, 0, 1])
+    r = simulate(t, make_policy("LRU"), TierModel(DEFAULT_FAST, DEFAULT_SLOW, 2 * SZ, step_us=100.0))
+    m = run_metrics(r)
+    hit = DEFAULT_FAST.read_us(SZ)
+    # allocation of C spilled A (LRU), so step 1 misses A: 100 + read + write + hit > 200 us; step 2 hits
+    assert r.step_latency_us.tolist() == pytest.approx([100.0 + READ + WRITE + hit, 100.0 + hit])
+    assert m["slo_high"] == pytest.approx(0.5)       # request 0: missed at step 1, met at step 2
+    assert m["slo_low"] == 1.0 and m["slo_mid"] is None   # no mid-priority request: no data, not 0
+    assert m["slo_attainment"] == pytest.approx(2 / 3)
+    assert m["goodput_tok_s"] == pytest.approx(2 / (r.step_latency_us.sum() / 1e6))
+    assert m["mid_miss_ratio"] is None and m["hi_miss_ratio"] == pytest.approx(0.5)
+    assert m["prefetch_hit_ratio"] is None and m["step_p99_us"] is None  # 2 steps cannot support a p99
+
+
+def test_costs_derive_from_the_model_shape() -> None:
+    qwen = model_shape("qwen2.5-1.5b")
+    assert step_compute_us(qwen) == pytest.approx(2 * 1.54e9 / 1e12 * 1e6)          # weights once per step
+    per_block = recompute_us_per_byte(qwen) * qwen.block_bytes(16)
+    assert per_block == pytest.approx(2 * 1.54e9 * 16 / 100e12 * 1e6)               # prefill of 16 tokens
+    t = make([(0, ALLOC, A, False, W)], 1)
+    t.meta = {"profile": {"model": "llama3-8b"}}
+    tiers = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, SZ)
+    assert tiers.io_budget_us == tiers.step_us == pytest.approx(2 * 8.03e9 / 1e12 * 1e6)
+
+
+def test_generated_traces_have_non_critical_reads() -> None:
+    from harness.policy.generator import generate
+    from harness.policy.profiles import get_profile
+
+    t = generate(get_profile("balanced", n_requests=6, gen_tokens=(16, 48)), 0)
+    reads = t.kind == ACCESS
+    assert 0 < int((reads & t.critical).sum()) < int(reads.sum())
+    m = run_metrics(simulate(t, make_policy("LRU"), for_trace(t, DEFAULT_FAST, DEFAULT_SLOW,
+                                                                 t.peak_live_bytes() // 2)))
+    assert 0 < m["noncritical_share"] < 1

@@ -1,0 +1,89 @@
+"""ExpectedNextUse: what it keeps and evicts, from what the engine has announced and what it has observed."""
+from __future__ import annotations
+
+import numpy as np
+
+from harness.policy import codes
+from harness.policy.policies import make_policy
+from harness.policy.simulator import simulate
+from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel
+from harness.policy.trace import Trace
+
+SZ = 4096
+ALLOC, ACCESS, HINT = codes.ALLOC, codes.ACCESS, codes.HINT
+W, PS, DC = codes.WARM, codes.PREFETCH_SOON, codes.DECODE_CRITICAL
+TWO = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 2 * SZ)
+
+
+def make(events, n_blocks, prio=None, request=None) -> Trace:
+    step, kind, block, crit, cls = (list(x) for x in zip(*events))
+    t = Trace(np.array(step, dtype=np.int64), np.array(kind, dtype=np.uint8), np.array(block, dtype=np.int32),
+              np.array(crit, dtype=bool), np.array(cls, dtype=np.uint8), np.full(n_blocks, SZ, dtype=np.int64),
+              np.array(request or [0] * n_blocks, dtype=np.int32), np.array(prio or [50] * n_blocks, dtype=np.uint8),
+              np.full(n_blocks, 100_000.0))
+    t.validate()
+    return t
+
+
+def evicted(events, n_blocks, name="ExpectedNextUse", **kw) -> list[int]:
+    """Blocks spilled, in order."""
+    r = simulate(make(events, n_blocks, **kw), make_policy(name, free_target=0.0) if name == "ExpectedNextUse"
+                 else make_policy(name), TWO, record=True)
+    return [b for op, b in zip(r.ops["op"].tolist(), r.ops["block"].tolist()) if op in (3, 4)]
+
+
+def prefill(blocks, step=0):
+    return [(step, ALLOC, b, False, W) for b in blocks] + [(step, ACCESS, b, False, 0) for b in blocks]
+
+
+def test_a_block_announced_for_the_next_batch_outlives_a_heavy_hitter_candidate() -> None:
+    # A is announced (sink/window of a request in the next batch); B is an unannounced older block that was just
+    # read, which is all LRU looks at
+    ev = prefill([0, 1]) + [(1, HINT, 0, True, PS), (1, ACCESS, 1, True, 0), (2, ALLOC, 2, False, W)]
+    assert evicted(ev, 3) == [1]
+    assert evicted(ev, 3, "LRU") == [0]
+
+
+def test_observed_reuse_keeps_the_often_read_block() -> None:
+    # both are heavy-hitter candidates; A was read three times, B once and more recently
+    ev = prefill([0, 1]) + [(1, ACCESS, 0, True, 0), (2, ACCESS, 0, True, 0), (3, ACCESS, 0, True, 0),
+                            (4, ACCESS, 1, True, 0), (5, ALLOC, 2, False, W)]
+    assert evicted(ev, 3) == [1]
+    assert evicted(ev, 3, "LRU") == [0]
+
+
+def test_leaving_the_batch_keeps_the_window_above_blocks_that_slid_out_of_it() -> None:
+    # A and B are a request's window blocks (allocated decode-critical); B slides out of the window (a warm hint
+    # that is not a batch change), then the request leaves the batch (A hinted warm as a batch change)
+    ev = [(0, ALLOC, 0, False, DC), (0, ALLOC, 1, False, DC), (1, HINT, 1, False, W), (1, HINT, 0, True, W),
+          (2, ALLOC, 2, False, W)]
+    assert evicted(ev, 3) == [1]
+
+
+def test_priority_knob_protects_the_high_band() -> None:
+    # A (priority 90) was read once, B (priority 10) twice: reuse alone evicts A, the knob evicts B
+    ev = prefill([0, 1]) + [(1, ACCESS, 1, True, 0), (2, ACCESS, 1, True, 0), (3, ACCESS, 0, True, 0),
+                            (4, ALLOC, 2, False, W)]
+    prio = [90, 10, 50]
+    assert evicted(ev, 3, prio=prio) == [0]
+    r = simulate(make(ev, 3, prio=prio), make_policy("ExpectedNextUse", priority_weight=3.0, free_target=0.0),
+                 TWO, record=True)
+    assert [b for op, b in zip(r.ops["op"].tolist(), r.ops["block"].tolist()) if op in (3, 4)] == [1]
+
+
+def test_deadline_aware_weighs_reuse_it_does_not_override_it() -> None:
+    # A belongs to a tight high-priority request but was read once; B (loose, low priority) is read every step:
+    # the old class/priority-first ordering kept A, reuse now keeps B
+    ev = prefill([0, 1]) + [(1, ACCESS, 0, True, 0)] + [(s, ACCESS, 1, True, 0) for s in range(2, 300)] \
+        + [(300, ALLOC, 2, False, W)]
+    assert evicted(ev, 3, "DeadlineAware", prio=[95, 10, 50]) == [0]
+
+
+def test_a_shared_block_read_by_more_prefills_is_worth_more() -> None:
+    # A and B belong to no request (shared documents); A joins two more requests' contexts
+    ev = [(0, ALLOC, 0, False, W), (0, ALLOC, 1, False, W), (1, ALLOC, 3, False, W), (1, ACCESS, 0, False, 0),
+          (2, ALLOC, 4, False, W), (2, ACCESS, 0, False, 0)]
+    t = make(ev, 5, request=[-1, -2, 0, 1, 2])
+    r = simulate(t, make_policy("ExpectedNextUse", free_target=0.0), TierModel(DEFAULT_FAST, DEFAULT_SLOW, 3 * SZ),
+                 record=True)
+    assert [b for op, b in zip(r.ops["op"].tolist(), r.ops["block"].tolist()) if op in (3, 4)][0] == 1
