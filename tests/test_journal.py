@@ -1,18 +1,22 @@
-"""The knob journal: five kinds of knob, a SIGKILL after each step, and `kvds restore` puts all back."""
+"""The knob journal: five kinds of knob, a SIGKILL after each step, and `kvds restore` puts all back; the same for
+each bench with worker processes (vm arena, io load generator, replay), killed at several points."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness import doctor, journal, knobs
 from harness.errors import KnobRefused
-from tests.conftest import REPO, foreground_signals, journals_of, needs_root, run_kvds
+from tests.conftest import KVDS, REPO, SEED_TRACE, foreground_signals, journals_of, needs_root, run_kvds
 from tests.journal_child import SYSFS_KNOB
 
 pytestmark = [needs_root, doctor.skip_unless("loop", "swap.zram", "memcg")]
@@ -184,3 +188,118 @@ def test_shared_knob_restored_by_last_user_to_first_value(tmp_path, kvds_env) ->
     assert knob.read_text().strip() == "1", "the first run switched delay accounting off under the second"
     second.communicate("\n", timeout=60)
     assert knob.read_text().strip() == original
+
+
+# kill -9 of a bench that has worker processes, at several points of its run, then ONE `kvds restore`: the workers
+# died with kvds (PR_SET_PDEATHSIG), and everything the run's journals name is gone or back. Small sizes, long
+# enough runs that the kill lands mid-run; points are read from the run's own journals as it writes them.
+BENCHES = {
+    "vm": ["vm", "bench", "--arena-mb", "64", "--swap", "zram", "--reps", "3"],
+    "io": ["io", "bench", "--mode", "baseline", "--duration", "20", "--reps", "2", "--kv-mib", "16",
+           "--spill-mib", "32", "--scheduler", "kyber"],
+    "replay": ["replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware", "--reps", "200"],
+}
+# (bench, journal kind, how many of it are recorded, seconds to wait after that)
+KILL_POINTS = [
+    ("vm", "swapon", 1, 0.0),     # swap on, no arena yet
+    ("vm", "worker", 1, 0.5),     # first arena populated / squeezed: pages in zram, charged to kvds's cgroups
+    ("vm", "worker", 2, 0.2),     # second arena (the first one's scoped journal already restored)
+    ("io", "loop", 1, 0.0),       # device attached, no load generator yet
+    ("io", "worker", 2, 0.5),     # ioload reader and writer running
+    ("io", "worker", 4, 0.2),     # second repetition's reader and writer
+    ("replay", "loop", 1, 0.0),   # slow tier attached
+    ("replay", "cg_move", 1, 0.5),  # replaying inside its memory cgroup
+]
+
+
+def journal_entries(pid: int) -> list[dict]:
+    """Every "do" entry of the process's journals with the facts its "done" line added (done=True once made)."""
+    out = []
+    for path in journals_of(pid):
+        done: dict[int, dict] = {}
+        todo = []
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            continue  # a repetition's scoped journal, restored and removed just now
+        for line in text.splitlines():
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if obj.get("op") == "do":
+                todo.append(obj)
+            elif obj.get("op") == "done":
+                done[obj["seq"]] = obj.get("facts", {})
+        out += [{**e, "journal": path.name, "done": e["seq"] in done, "facts": done.get(e["seq"], {})} for e in todo]
+    return out
+
+
+def _alive(pid: int, start: float | None) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return p.status() != psutil.STATUS_ZOMBIE and (start is None or abs(p.create_time() - start) < 1e-3)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def leftovers(entries: list[dict]) -> list[str]:
+    """What the journal entries name that is still there: workers, swaps, loop devices, cgroups, files, knobs."""
+    swaps = set(Path("/proc/swaps").read_text().split())
+    out = []
+    for e in entries:
+        u, f = e["undo"], e["facts"]
+        kind = e["kind"]
+        if kind == "worker" and f.get("pid") and _alive(f["pid"], f.get("start")):
+            out.append(f"worker {u.get('what')} pid {f['pid']} alive")
+        elif kind == "swapon" and u["device"] in swaps:
+            out.append(f"swap {u['device']} on")
+        elif kind == "loop":
+            held = subprocess.run(["losetup", "-j", u["backing"], "-n", "-O", "NAME"], capture_output=True,
+                                  text=True).stdout.split()
+            out += [f"loop {d} on {u['backing']}" for d in held]
+        elif kind == "cg_mkdir" and Path(u["path"]).exists():
+            out.append(f"cgroup {u['path']}")
+        elif kind in ("create_file", "create_dir") and Path(u["path"]).exists():
+            out.append(f"{kind} {u['path']}")
+        elif kind == "file" and Path(u["path"]).exists() and knobs.read_knob(u["path"]) != u["old"]:
+            out.append(f"{u['path']} = {knobs.read_knob(u['path'])}, was {u['old']}")
+        elif kind == "mount" and Path(u.get("target", "")).is_mount():
+            out.append(f"mount {u['target']}")
+    return out
+
+
+@pytest.mark.parametrize("bench, kind, count, after_s", KILL_POINTS,
+                         ids=[f"{b}-{k}{n}" for b, k, n, _ in KILL_POINTS])
+def test_sigkill_of_a_bench_with_workers_then_one_restore(tmp_path, kvds_env, bench: str, kind: str, count: int,
+                                                          after_s: float) -> None:
+    Path(kvds_env["KVDS_WORK_DIR"]).mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([*KVDS, *BENCHES[bench]], cwd=REPO, env=kvds_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen: dict[tuple, dict] = {}  # every entry ever seen: a repetition's scoped journal goes once it is restored
+
+    def watch() -> int:
+        for e in journal_entries(proc.pid):
+            seen[(e["journal"], e["seq"])] = e
+        return sum(1 for e in seen.values() if e["kind"] == kind and e["done"])
+
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and watch() < count:
+            time.sleep(0.05)
+        assert proc.poll() is None, f"{bench} ended before the kill point: {proc.stderr.read()[-2000:]}"
+        time.sleep(after_s)
+        watch()
+    finally:
+        proc.kill()  # kvds alone, as `kill -9 <pid>` would: its workers must follow by themselves
+        proc.wait()
+    entries = list(seen.values())
+    workers = [e["facts"] for e in entries if e["kind"] == "worker" and e["facts"].get("pid")]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w["pid"], w.get("start")) for w in workers):
+        time.sleep(0.05)
+    assert [w for w in workers if _alive(w["pid"], w.get("start"))] == [], "workers outlived their kvds process"
+    res = run_kvds(["restore"], kvds_env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert leftovers(entries) == [], res.stdout
+    assert journals_of(proc.pid) == []
