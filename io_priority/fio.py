@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from harness import stats
-from harness.knobs import create_dir
+from harness.knobs import create_dir, workers
 from harness.paths import work_dir
 from harness.progress import progress
 from io_priority.bench import QNAMES, QS, _est, fmt_est, fmt_value
@@ -41,7 +41,8 @@ def fio_job(dev: Device, w: Workload, log_prefix: Path) -> list[str]:
 
 def run_fio(dev: Device, w: Workload, scratch: Path, tag: str) -> tuple[np.ndarray, dict[str, Any]]:
     prefix = scratch / f"fio-{tag}"
-    res = subprocess.run(fio_job(dev, w, prefix), capture_output=True, text=True, cwd=scratch)
+    res = subprocess.run(fio_job(dev, w, prefix), capture_output=True, text=True, cwd=scratch,
+                         preexec_fn=workers.dies_with_me())  # a killed fio-check must not leave fio reading
     if res.returncode != 0:
         raise RuntimeError(f"fio failed: {res.stderr.strip()[:400]}")
     doc = json.loads(res.stdout[res.stdout.index("{"):])

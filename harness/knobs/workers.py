@@ -40,6 +40,13 @@ def die_with_parent(parent_pid: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def dies_with_me() -> Callable[[], None]:
+    """A preexec_fn for subprocess.run/Popen of a short helper (fio) that needs no journal record: the child
+    dies with this process."""
+    parent = os.getpid()
+    return lambda: die_with_parent(parent)
+
+
 def _start_time(pid: int) -> float | None:
     try:
         return psutil.Process(pid).create_time()
@@ -60,9 +67,8 @@ class _Record:
 
 def popen(argv: Sequence[str], what: str, **kw: Any) -> subprocess.Popen:
     """subprocess.Popen of a worker that dies with this process and is journaled (restore ends it)."""
-    parent = os.getpid()
     rec = _Record(what)
-    proc = subprocess.Popen(list(argv), preexec_fn=lambda: die_with_parent(parent), **kw)
+    proc = subprocess.Popen(list(argv), preexec_fn=dies_with_me(), **kw)
     rec.started(proc.pid)
     return proc
 
