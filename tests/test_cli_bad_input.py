@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.results import ResultStore
-from tests.conftest import KVDS, REPO, run_kvds
+from tests.conftest import KVDS, REPO, SEED_TRACE, run_kvds
 
 GOOD = {"request_id": "r", "block_id": 1, "size_bytes": 4096, "phase": "DECODE"}
 
@@ -88,6 +88,23 @@ HARM_CASES = {
     "ebpf-record-missing-pid": (["ebpf", "record", "--pid", "4194304", "--duration", "1"], "no such process"),
     "remote-baseline-larger-than-disk": (["remote", "baseline", "--file-mib", HUGE_MIB], "MiB free"),
     "report-out-unwritable": (["report", "--out", "/proc/kvds-report", "latest"], "cannot create the directory"),
+    # the same class of mistake elsewhere, already refused: kept here so it stays refused
+    "replay-work-dir-under-dev": (["replay", "--trace", "{seed}", "--work-dir", "/dev/kvds-nope"], "is not a directory"),
+    "replay-work-dir-under-proc": (["replay", "--trace", "{seed}", "--work-dir", "/proc/kvds-nope"],
+                                   "is not a directory"),
+    "replay-trace-missing": (["replay", "--trace", "/nonexistent/t.jsonl"], "does not exist"),
+    "replay-negative-size": (["replay", "--trace", "{seed}", "--fast-bytes", "-5"], "bad size"),
+    "replay-zero-steps": (["replay", "--trace", "{seed}", "--max-steps", "0"], "must be positive"),
+    "ebpf-record-device-missing": (["ebpf", "record", "--device", "/dev/does-not-exist", "--duration", "1"],
+                                   "No such file"),
+    "ebpf-record-cgroup-missing": (["ebpf", "record", "--cgroup", "/sys/fs/cgroup/kvds-nope", "--duration", "1"],
+                                   "is not a cgroup directory"),
+    "policy-generate-out-unwritable": (["policy", "generate", "--out", "/proc/kvds-x.npz", "--events", "100"],
+                                       "cannot write trace"),
+    "qemu-run-share-missing": (["qemu", "run", "--share", "/nonexistent/share", "--", "true"], "does not exist"),
+    "remote-target-bad-port": (["remote", "hosts", "--target", "ssh://user@host:99999"], "Port out of range"),
+    "remote-target-unknown-scheme": (["remote", "hosts", "--target", "bogus://x"], "only local, guest and ssh://"),
+    "remote-hosts-file-missing": (["remote", "hosts", "--hosts", "/nonexistent/hosts"], "cannot read hosts file"),
 }
 
 
@@ -142,7 +159,7 @@ def test_root_only_command_as_non_root(kvds_env, tmp_path) -> None:
 @pytest.mark.parametrize("name", sorted(HARM_CASES))
 def test_harmful_input_is_refused_before_any_change(name: str, tmp_path, kvds_env) -> None:
     argv, needle = HARM_CASES[name]
-    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    argv = [a.replace("{tmp}", str(tmp_path)).replace("{seed}", str(SEED_TRACE)) for a in argv]
     work = Path(kvds_env["KVDS_WORK_DIR"])
     if argv[0] == "report":  # a stored run to report on, so only --out is wrong
         ResultStore().new_run("vm-bench", {}).write_summary({})
