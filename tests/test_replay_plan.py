@@ -14,9 +14,9 @@ from harness.policy.profiles import get_profile
 from harness.policy.replay_exec import IoClasses, execute
 from harness.policy.replay_io import Arena, Background, Device
 from harness.policy.replay_plan import make_plan
-from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel
+from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
 
-POLICIES = ["LRU", "PredictiveHotness", "DeadlineAware"]
+POLICIES = ["LRU", "PredictiveHotness", "DeadlineAware", "ExpectedNextUse", "MIN"]
 
 
 def _trace():
@@ -25,7 +25,7 @@ def _trace():
 
 def _plan(name: str):
     t = _trace()
-    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, t.peak_live_bytes() // 3)
+    tiers = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, t.peak_live_bytes() // 3)  # budget and recompute priced
     res = sim.simulate(t, make_policy(name), tiers, record=True)
     return t, tiers, res, make_plan(res.ops, t.block_size)
 
@@ -36,14 +36,18 @@ def test_plan_never_shares_a_slot_and_fits_the_fast_tier(name: str) -> None:
     assert plan.arena_slots * int(t.block_size.max()) <= tiers.fast_capacity
     owner_arena: dict[int, int] = {}
     for op, b, a in zip(plan.op.tolist(), plan.block.tolist(), plan.arena.tolist()):
-        if op in (sim.OP_ALLOC, sim.OP_MISS, sim.OP_PREFETCH):
+        if op in (sim.OP_ALLOC, sim.OP_MISS, sim.OP_PREFETCH, sim.OP_RECOMPUTE):
             assert owner_arena.get(a, b) == b, "two resident blocks in one arena slot"
             owner_arena[a] = b
-        elif op in (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG) or (op == sim.OP_FREE and a >= 0):
+        elif op in (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG, sim.OP_DROP) or (op == sim.OP_FREE and a >= 0):
             assert owner_arena.pop(a) == b
-    counts = np.bincount(plan.op, minlength=7)
-    assert counts[sim.OP_MISS] == res.misses and counts[sim.OP_PREFETCH] == res.prefetches
+    counts = np.bincount(plan.op, minlength=9)
+    assert counts[sim.OP_MISS] + counts[sim.OP_RECOMPUTE] == res.misses
+    assert counts[sim.OP_PREFETCH] == res.prefetches
     assert counts[sim.OP_SPILL_SYNC] + counts[sim.OP_SPILL_BG] == res.spills
+    assert (counts[sim.OP_DROP], counts[sim.OP_RECOMPUTE]) == (res.drops, res.recomputes)
+    if name == "ExpectedNextUse":  # it drops recompute-ok prompt blocks: the plan must carry both ops
+        assert res.drops > 0 and res.recomputes > 0
 
 
 @pytest.mark.parametrize("name", POLICIES)
@@ -64,9 +68,11 @@ def test_execution_on_a_real_file_keeps_block_contents(name: str, tmp_path: Path
         for i, (op, b, a) in enumerate(zip(plan.op.tolist(), plan.block.tolist(), plan.arena.tolist())):
             if op == sim.OP_ALLOC and b not in stamp:
                 stamp[b] = i
-            if op in (sim.OP_ALLOC, sim.OP_MISS, sim.OP_PREFETCH):
+            if op == sim.OP_RECOMPUTE:  # produced again: its contents are the recompute's
+                stamp[b] = i
+            if op in (sim.OP_ALLOC, sim.OP_MISS, sim.OP_PREFETCH, sim.OP_RECOMPUTE):
                 where[b] = a
-            elif op in (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG, sim.OP_FREE):
+            elif op in (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG, sim.OP_FREE, sim.OP_DROP):
                 where.pop(b, None)
         for b, a in where.items():
             got = int.from_bytes(arena.mem[a * plan.slot_bytes:a * plan.slot_bytes + 8], "little")
@@ -76,4 +82,4 @@ def test_execution_on_a_real_file_keeps_block_contents(name: str, tmp_path: Path
         arena.close()
         dev.close()
     assert run.step_latency_us.size == res.step_latency_us.size
-    assert len(run.op_us["miss"]) == res.misses
+    assert len(run.op_us["miss"]) + len(run.op_us["recompute"]) == res.misses

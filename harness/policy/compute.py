@@ -19,7 +19,8 @@ from harness.policy.trace import Trace
 ACCEL_HBM_BPS = 1e12
 ACCEL_FLOPS = 100e12
 WEIGHT_BYTES = 2          # fp16 weights
-DEFAULT_MODEL = "qwen2.5-1.5b"  # traces that do not name their model (prototype JSONL)
+UNKNOWN_MODEL_BUDGET_US = 1000.0  # traces that name no model (prototype JSONL): no compute modelled, 1 ms of
+                                  # background slow-tier time per step, no recompute
 
 
 def step_compute_us(shape: ModelShape) -> float:
@@ -33,8 +34,8 @@ def recompute_us_per_byte(shape: ModelShape) -> float:
     return per_token_us / shape.bytes_per_token()
 
 
-def model_of(trace: Trace) -> ModelShape:
-    """The model a trace was generated or batched for (its meta), else DEFAULT_MODEL."""
+def model_of(trace: Trace) -> ModelShape | None:
+    """The model a trace was generated or batched for (its meta), or None when it names none."""
     prof = trace.meta.get("profile") if isinstance(trace.meta, dict) else None
     name = prof.get("model") if isinstance(prof, dict) else None
-    return model_shape(name or DEFAULT_MODEL)
+    return model_shape(name) if name else None

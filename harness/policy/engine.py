@@ -117,7 +117,7 @@ class Engine:
             self.doc_refs[d] = self.doc_refs.get(d, 0) + 1
             blocks.extend(self.doc_blocks[d])
         own = self._new_blocks(-(-spec.prompt_tokens // p.block_tokens), idx, spec.priority, spec.tpot_us)
-        self.ev.add(step, codes.ALLOC, own, cls=codes.WARM)
+        self.ev.add(step, codes.ALLOC, own, cls=codes.RECOMPUTE_OK)  # the prompt is known: prefill can redo it
         # Prefill attends to the shared documents and to the prompt's earlier chunks: reads no decode waits on.
         self.ev.add(step, codes.ACCESS, blocks + own, critical=False)
         max_blocks = len(blocks) + -(-(spec.prompt_tokens + spec.gen_tokens) // p.block_tokens)

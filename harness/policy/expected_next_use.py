@@ -35,7 +35,7 @@ from harness.policy.trace import Trace
 
 DECAY = 0.005           # per-step decay of observed reads (half-life 139 steps)
 PRIOR_SCALE = 1.0       # weight of the request-length prior against a block's own reads
-FREE_TARGET = 0.05      # background-spill toward 5% free fast tier within the I/O budget
+FREE_TARGET = 0.01      # background-spill (or drop) toward 1% free fast tier within the I/O budget
 HH_START = 4.0          # heavy-hitter reads per decode before any is observed
 LOG_NEVER = -50.0       # cold-spillable and done blocks
 HIGH_PRIORITY = 70      # the band the priority knob protects (the simulator's high band)

@@ -19,18 +19,17 @@ from harness import knobs
 from harness.errors import UserError
 from harness.intent import IntentClass
 from harness.mapping import load_mapping
-from harness.policy.compare import Capacity
+from harness.policy.compare import Capacity, build
 from harness.policy.metrics import run_metrics
-from harness.policy.policies import make_policy
 from harness.policy.replay_exec import IoClasses, ReplayRun, execute
 from harness.policy.replay_fit import fit_tiers
 from harness.policy.replay_io import Arena, Background, Device
 from harness.policy.replay_plan import Plan, make_plan
 from harness.policy.simulator import SimResult, simulate
-from harness.policy.tiers import Tier, TierModel
+from harness.policy.tiers import Tier, TierModel, for_trace
 from harness.policy.trace import Trace
 from harness.progress import progress
-from harness.stats import alternating_order
+from harness.stats import Estimate, alternating_order, mean_ci
 
 MEMCG_MARGIN = 256 << 20      # interpreter, numpy and op logs on top of the arena
 MAX_BACKING = 16 << 30        # refuse slow tiers larger than this (use --max-steps)
@@ -43,6 +42,7 @@ class PolicyReplay:
     sim: SimResult
     plan: Plan
     runs: list[ReplayRun]
+    step_us: float = 0.0   # modelled compute per step: added to replayed stalls before the TPOT check
 
 
 def truncate(trace: Trace, max_steps: int | None) -> Trace:
@@ -67,11 +67,11 @@ def io_classes(mapping_name: str) -> IoClasses:
 
 def plan_all(trace: Trace, policies: list[str], cap: Capacity, fast: Tier, slow: Tier) -> dict[str, PolicyReplay]:
     """Simulate every policy with the op log recorded and turn each log into a slot plan."""
-    tiers = TierModel(fast, slow, cap.for_trace(trace))
+    tiers = for_trace(trace, fast, slow, cap.for_trace(trace))
     out = {}
     for name in policies:
-        res = simulate(trace, make_policy(name), tiers, record=True)
-        out[name] = PolicyReplay(res, make_plan(res.ops, trace.block_size), [])
+        res = simulate(trace, build(name), tiers, record=True)
+        out[name] = PolicyReplay(res, make_plan(res.ops, trace.block_size), [], tiers.step_us)
     return out
 
 
@@ -139,25 +139,51 @@ def refit(work: dict[str, PolicyReplay], trace: Trace, cap: Capacity, fast: Tier
     runs = [r for pr in work.values() for r in pr.runs]
     nbytes = int(np.median(trace.block_size))
     ffast, fslow = fit_tiers(runs, nbytes, fast, slow)
-    tiers = TierModel(ffast, fslow, cap.for_trace(trace))
-    return ffast, fslow, {name: simulate(trace, make_policy(name), tiers) for name in work}
+    tiers = for_trace(trace, ffast, fslow, cap.for_trace(trace))
+    return ffast, fslow, {name: simulate(trace, build(name), tiers) for name in work}
 
 
-def summary_row(pr: PolicyReplay, fitted: SimResult | None = None) -> dict[str, float]:
-    """Simulated metrics (default and host-fitted tiers) next to measured ones for one policy."""
+def _q(a: np.ndarray, p: float) -> float:
+    return float(np.percentile(a, p)) if a.size else float("nan")
+
+
+def slo(pr: PolicyReplay, stall_us: np.ndarray) -> float:
+    """Share of request-steps within their TPOT deadline when each decode step stalls `stall_us` (plus compute)."""
+    res = pr.sim
+    if not res.rs_step.size or stall_us.size != res.step_latency_us.size:
+        return float("nan")
+    return float(np.mean(stall_us[res.rs_step] + pr.step_us <= res.rs_deadline_us))
+
+
+def side_by_side(pr: PolicyReplay) -> dict[str, float | Estimate]:
+    """Simulated vs replayed KV stall p99 and SLO attainment; replayed figures as t-intervals over repetitions
+    (each repetition one p99 and one attainment), and the ratio replayed / simulated."""
+    sim_stall = pr.sim.step_latency_us - pr.step_us
+    sim_p99 = _q(sim_stall, 99)
+    reps = [r.step_latency_us for r in pr.runs if r.step_latency_us.size]
+    real_p99 = mean_ci([_q(r, 99) for r in reps])
+    real_slo = mean_ci([slo(pr, r) for r in reps])
+    ratio = mean_ci([_q(r, 99) / sim_p99 for r in reps]) if sim_p99 > 0 else Estimate(np.nan, np.nan, np.nan)
+    return {"sim_stall_p99_us": sim_p99, "real_stall_p99_us": real_p99, "p99_ratio_real_to_sim": ratio,
+            "sim_slo": slo(pr, sim_stall), "real_slo": real_slo, "step_us": pr.step_us}
+
+
+def summary_row(pr: PolicyReplay, fitted: SimResult | None = None) -> dict:
+    """Simulated (default and host-fitted tiers) next to measured figures for one policy. Step figures here are
+    KV stalls (what replay executes): the modelled compute time is left out of both sides."""
     sim_m = run_metrics(pr.sim)
-    fit_m = run_metrics(fitted) if fitted is not None else {"step_p50_us": float("nan"),
-                                                            "step_p99_us": float("nan")}
+    stall = pr.sim.step_latency_us - pr.step_us
+    fit = fitted.step_latency_us - pr.step_us if fitted is not None else np.zeros(0)
     real = np.concatenate([r.step_latency_us for r in pr.runs]) if pr.runs else np.zeros(0)
-    miss = np.concatenate([np.asarray(r.op_us["miss"]) for r in pr.runs]) if pr.runs else np.zeros(0)
-    hit = np.concatenate([np.asarray(r.op_us["hit"]) for r in pr.runs]) if pr.runs else np.zeros(0)
-    spill = np.concatenate([np.asarray(r.op_us["spill-sync"]) for r in pr.runs]) if pr.runs else np.zeros(0)
-    q = lambda a, p: float(np.percentile(a, p)) if a.size else float("nan")
-    return {"dc_accesses": sim_m["dc_accesses"], "dc_misses": sim_m["dc_misses"],
-            "dc_miss_ratio": sim_m["dc_miss_ratio"], "sim_p50_us": sim_m["step_p50_us"],
-            "sim_p99_us": sim_m["step_p99_us"], "fit_p50_us": fit_m["step_p50_us"],
-            "fit_p99_us": fit_m["step_p99_us"], "real_p50_us": q(real, 50), "real_p99_us": q(real, 99),
-            "spills": sim_m["spills"], "prefetches": sim_m["prefetches"],
-            "miss_read_p50_us": q(miss, 50), "hit_read_p50_us": q(hit, 50),
-            "spill_write_p50_us": q(spill, 50),
-            "waits_on_background": float(sum(r.waits for r in pr.runs))}
+    ops = lambda op: np.concatenate([np.asarray(r.op_us[op]) for r in pr.runs]) if pr.runs else np.zeros(0)  # noqa: E731
+    row = {"dc_accesses": sim_m["dc_accesses"], "dc_misses": sim_m["dc_misses"],
+           "dc_miss_ratio": sim_m["dc_miss_ratio"], "sim_p50_us": _q(stall, 50),
+           "sim_p99_us": _q(stall, 99), "fit_p50_us": _q(fit, 50), "fit_p99_us": _q(fit, 99),
+           "real_p50_us": _q(real, 50), "real_p99_us": _q(real, 99),
+           "spills": sim_m["spills"], "prefetches": sim_m["prefetches"],
+           "miss_read_p50_us": _q(ops("miss"), 50), "hit_read_p50_us": _q(ops("hit"), 50),
+           "spill_write_p50_us": _q(ops("spill-sync"), 50),
+           "waits_on_background": float(sum(r.waits for r in pr.runs))}
+    for k, v in side_by_side(pr).items():
+        row[k] = v.as_dict() if isinstance(v, Estimate) else v
+    return row

@@ -108,14 +108,33 @@ def _print_table(args: argparse.Namespace, trace: Trace, st: "Setup", io: "IoCla
     print(f"slow tier {st.device_path} ({st.scheduler}); miss {io.critical_read}, spill {io.spill_write}, "
           f"prefetch {io.prefetch_read}; memcg limit {memcg.get('limit_bytes', 0) >> 20} MiB, "
           f"peak {int(memcg.get('max_usage_bytes', memcg.get('peak_bytes', 0))) >> 20} MiB")
-    head = ["policy", "dc misses", "miss/access", "sim p50/p99 ms", "sim fit p50/p99 ms", "real p50 ms [95% CI]",
-            "real p99 ms [95% CI]", "spills", "prefetches", "miss read / spill write p50 us"]
+    head = ["policy", "dc misses", "miss/access", "stall p99 ms: sim", "replayed [95% CI over reps]",
+            "replayed/sim", "SLO met: sim", "replayed [95% CI]", "real p50 ms [95% CI]", "sim fit p50/p99 ms",
+            "spills", "prefetches", "miss read / spill write p50 us"]
     body = []
     for name, r in rows.items():
         c = cis.get(name, {})
-        body.append([name, f"{int(r['dc_misses'])}/{int(r['dc_accesses'])}", f"{r['dc_miss_ratio']:.4f}",
-                     f"{r['sim_p50_us'] / 1e3:.3g} / {r['sim_p99_us'] / 1e3:.3g}",
-                     f"{r['fit_p50_us'] / 1e3:.3g} / {r['fit_p99_us'] / 1e3:.3g}", _ci(c.get(50.0)),
-                     _ci(c.get(99.0)), f"{int(r['spills'])}", f"{int(r['prefetches'])}",
-                     f"{r['miss_read_p50_us']:.0f} / {r['spill_write_p50_us']:.0f}"])
+        body.append([name, f"{int(r['dc_misses'])}/{int(r['dc_accesses'])}", _num(r["dc_miss_ratio"], ".4f"),
+                     _num(r["sim_stall_p99_us"] / 1e3), _est(r["real_stall_p99_us"], 1e-3),
+                     _est(r["p99_ratio_real_to_sim"]), _num(r["sim_slo"], ".3f"), _est(r["real_slo"]),
+                     _ci(c.get(50.0)), f"{_num(r['fit_p50_us'] / 1e3)} / {_num(r['fit_p99_us'] / 1e3)}",
+                     f"{int(r['spills'])}", f"{int(r['prefetches'])}",
+                     f"{_num(r['miss_read_p50_us'], '.0f')} / {_num(r['spill_write_p50_us'], '.0f')}"])
     print(render(head, body))
+    step_us = next(iter(rows.values()))["step_us"] if rows else 0.0
+    print(f"stall = a decode step's KV time (replay executes it; compute is not executed); SLO adds the modelled "
+          f"compute of {step_us / 1e3:.2f} ms per step to each stall and checks each request's TPOT deadline")
+
+
+def _num(v: float | None, spec: str = ".3g") -> str:
+    return "-" if v is None or v != v else f"{v:{spec}}"
+
+
+def _est(d: dict | None, scale: float = 1.0) -> str:
+    """'v [lo, hi]' from an Estimate dict; '-' when absent, the bare value with fewer than 2 repetitions."""
+    if not d or d.get("value") is None or d["value"] != d["value"]:
+        return "-"
+    v, lo, hi = d["value"] * scale, d.get("lo"), d.get("hi")
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return f"{v:.3g} (1 rep: no CI)"
+    return f"{v:.3g} [{lo * scale:.3g}, {hi * scale:.3g}]"

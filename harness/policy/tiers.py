@@ -56,9 +56,12 @@ class TierModel:
 def for_trace(trace, fast: Tier, slow: Tier, fast_capacity: int, slow_capacity: int = 0,
               io_budget_us: float | None = None) -> TierModel:
     """The tier model with compute, I/O budget and recompute costs derived from the trace's model shape."""
-    from harness.policy.compute import model_of, recompute_us_per_byte, step_compute_us
+    from harness.policy.compute import UNKNOWN_MODEL_BUDGET_US, model_of, recompute_us_per_byte, step_compute_us
 
     shape = model_of(trace)
+    if shape is None:
+        budget = UNKNOWN_MODEL_BUDGET_US if io_budget_us is None else io_budget_us
+        return TierModel(fast, slow, fast_capacity, slow_capacity, 0.0, budget)
     step = step_compute_us(shape)
     return TierModel(fast, slow, fast_capacity, slow_capacity, step,
                      step if io_budget_us is None else io_budget_us, recompute_us_per_byte(shape))
