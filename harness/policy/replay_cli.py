@@ -122,8 +122,9 @@ def _print_table(args: argparse.Namespace, trace: Trace, st: "Setup", io: "IoCla
                      f"{_num(r['miss_read_p50_us'], '.0f')} / {_num(r['spill_write_p50_us'], '.0f')}"])
     print(render(head, body))
     step_us = next(iter(rows.values()))["step_us"] if rows else 0.0
-    print(f"stall = a decode step's KV time (replay executes it; compute is not executed); SLO adds the modelled "
-          f"compute of {step_us / 1e3:.2f} ms per step to each stall and checks each request's TPOT deadline")
+    print(f"stall = a decode step's KV time (replay executes its I/O and copies; the modelled recompute time of "
+          f"recomputed blocks is added to replayed stalls); SLO adds the modelled compute of {step_us / 1e3:.2f} ms "
+          f"per step and checks each request's TPOT deadline")
 
 
 def _num(v: float | None, spec: str = ".3g") -> str:
