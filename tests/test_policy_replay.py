@@ -64,3 +64,11 @@ def test_side_by_side_on_a_real_file(trace, tmp_path: Path) -> None:
                                                                                 for p in p99s]))
         assert row["sim_slo"] == pytest.approx(float(pr.sim.slo_met().mean()))
         assert 0.0 <= row["real_slo"]["value"] <= 1.0, name
+
+
+def test_paired_difference_by_repetition() -> None:
+    rows = {"LRU": {"real_stall_p99_by_rep_us": [10.0, 12.0, 11.0]},
+            "ExpectedNextUse": {"real_stall_p99_by_rep_us": [4.0, 7.0, 5.0]}}
+    est = replay.versus(rows)["ExpectedNextUse"]
+    assert est.value == pytest.approx(-17.0 / 3)
+    assert est.lo < est.value < est.hi < 0

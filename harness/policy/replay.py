@@ -186,7 +186,18 @@ def side_by_side(pr: PolicyReplay) -> dict[str, float | Estimate]:
     real_slo = mean_ci([slo(pr, r) for r in reps])
     ratio = mean_ci([_q(r, 99) / sim_p99 for r in reps]) if sim_p99 > 0 else Estimate(np.nan, np.nan, np.nan)
     return {"sim_stall_p99_us": sim_p99, "real_stall_p99_us": real_p99, "p99_ratio_real_to_sim": ratio,
-            "sim_slo": slo(pr, sim_stall), "real_slo": real_slo, "step_us": pr.step_us}
+            "sim_slo": slo(pr, sim_stall), "real_slo": real_slo, "step_us": pr.step_us,
+            "real_stall_p99_by_rep_us": [_q(r, 99) for r in reps]}
+
+
+def versus(rows: dict[str, dict], base: str = "LRU") -> dict[str, Estimate]:
+    """Per policy, its replayed stall p99 minus `base`'s, paired by repetition (runs alternate ABBA, so
+    repetition k of both ran side by side), as a t-interval over repetitions."""
+    if base not in rows:
+        return {}
+    ref = rows[base]["real_stall_p99_by_rep_us"]
+    return {name: mean_ci([a - b for a, b in zip(r["real_stall_p99_by_rep_us"], ref)])
+            for name, r in rows.items() if name != base}
 
 
 def summary_row(pr: PolicyReplay, fitted: SimResult | None = None) -> dict:
