@@ -5,8 +5,9 @@ import json
 import math
 from pathlib import Path
 
-from tests.conftest import SEED_TRACE, run_kvds
+from tests.conftest import REPO, run_kvds
 
+SAMPLE = REPO / "tests" / "data" / "seed_trace_deadline_pressure_sample.jsonl"  # whole requests: tests/data/README.md
 FAST = ["--profile", "balanced", "--set", "n_requests=6", "--set", "gen_tokens=16:64"]
 CONTENDERS = {"LRU", "HotCold", "PredictiveHotness", "IntentAware", "DeadlineAware", "ExpectedNextUse"}
 
@@ -132,10 +133,8 @@ def test_compare_on_an_npz_trace_runs_once_without_an_interval(kvds_env: dict, t
     assert est["value"] > 0 and est["lo"] is None   # one fixed trace: a point, not a fake interval
 
 
-def test_compare_on_the_prototype_seed_jsonl(kvds_env: dict, tmp_path: Path) -> None:
-    sample = tmp_path / "seed.jsonl"
-    sample.write_text("".join(SEED_TRACE.read_text().splitlines(keepends=True)[:1500]))
-    p = run_kvds(["policy", "compare", "--trace", str(sample), "--policies", "LRU,ExpectedNextUse,MIN", "--json"],
+def test_compare_on_the_prototype_seed_jsonl(kvds_env: dict) -> None:
+    p = run_kvds(["policy", "compare", "--trace", str(SAMPLE), "--policies", "LRU,ExpectedNextUse,MIN", "--json"],
                  kvds_env)
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)["summary"]
@@ -149,7 +148,7 @@ def test_trace_errors_name_file_and_line(kvds_env: dict, tmp_path: Path) -> None
         p = run_kvds(["policy", "compare", flag, str(csv)], kvds_env)
         assert p.returncode == 2 and "req.csv:3:" in p.stderr and p.stderr.count("\n") == 1
     bad = tmp_path / "proto.jsonl"
-    lines = SEED_TRACE.read_text().splitlines(keepends=True)[:3]
+    lines = SAMPLE.read_text().splitlines(keepends=True)[:3]
     bad.write_text(lines[0] + lines[1].replace('"size_bytes": 65536', '"size_bytes": -5') + lines[2])
     p = run_kvds(["policy", "sweep", "--trace", str(bad), "--policies", "LRU"], kvds_env)
     assert p.returncode == 2 and "proto.jsonl:2" in p.stderr and p.stderr.count("\n") == 1

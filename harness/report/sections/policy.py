@@ -3,6 +3,8 @@ verdicts, the capacity sweep, and the replay of each policy on this kernel (simu
 
 from __future__ import annotations
 
+import shutil
+
 from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
 
@@ -67,7 +69,10 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
                     *[fmt.estimate(run.summary[f].get(p)) for f in fractions]] for p in policies])
     png = run.path / "sweep.png"
     if png.exists():
-        ctx.doc.figure(png, "Miss ratio against fast-tier size per policy; MIN (dashed) is the floor for eviction")
+        dest = ctx.fig(f"sweep-{run.run_id}.png")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(png, dest)
+        ctx.doc.figure(dest, "Miss ratio against fast-tier size per policy; MIN (dashed) is the floor for eviction")
 
 
 def _replay(ctx: ReportContext, suite: Suite) -> None:
