@@ -125,16 +125,17 @@ def goal_summary(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None = N
     # within the goal's numbers but against a reference that does not reproduce itself: listed apart
     unstable = [name(p) for p in judged if p["scheduler"] in ref and ref[p["scheduler"]].status == stats.MISSED
                 and all(d["status"] == stats.MET for d in p["goal"]["parts"][:2])]
-    clean = [(p["overlap"]["clean_interference_factor"]["value"], name(p))
+    clean = [(p["overlap"]["clean_interference_factor"]["value"], name(p), p["overlap"]["clean_interference_factor"])
              for p in judged if p.get("overlap") and p["overlap"].get("clean_interference_factor")
              and _finite(p["overlap"]["clean_interference_factor"].get("value"))
              and p["spill_retained"] is not None and p["spill_retained"] >= GOAL_RETAINED]
-    best = min(clean) if clean else None
+    best = min(clean, key=lambda c: c[0]) if clean else None
     return {"interference_max": GOAL_INTERFERENCE, "spill_retained_min": GOAL_RETAINED, "met_by": met,
             "missed_by": missed, "inconclusive": inconclusive,
             "met_against_unstable_reference": unstable, "unloaded_p99_spread": spread,
             "reference_stable": {s: v.as_dict() for s, v in ref.items()},
-            "best_clean_interference": {"value": best[0], "point": best[1]} if best else None}
+            "best_clean_interference": {"value": best[0], "lo": best[2].get("lo"), "hi": best[2].get("hi"),
+                                        "point": best[1]} if best else None}
 
 
 def goal_line(goal: dict[str, Any]) -> str:
@@ -196,7 +197,7 @@ def print_points(summary: dict[str, Any]) -> None:
               "repetitions (not claimed): " + ", ".join(goal["met_against_unstable_reference"]))
     best = goal.get("best_clean_interference")
     if best:
-        print(f"best clean-read interference with >= 50% spill kept: {best['value']:.2f}x ({best['point']})"
+        print(f"best clean-read interference with >= 50% spill kept: {fmt_est(best, 'x', 2)} ({best['point']})"
               + (": interference the pacer cannot see" if best["value"] > GOAL_INTERFERENCE else ""))
 
 

@@ -93,7 +93,7 @@ def test_best_clean_interference() -> None:
     pts["a"]["overlap"] = {"clean_interference_factor": {"value": 1.1}}
     pts["b"]["overlap"] = {"clean_interference_factor": {"value": 0.9}}  # keeps only 25%: not a candidate
     g = sweep.goal_summary(list(pts.values()), per)
-    assert g["best_clean_interference"] == {"value": 1.1, "point": "s/a"}
+    assert g["best_clean_interference"] == {"value": 1.1, "lo": None, "hi": None, "point": "s/a"}
 
 
 def test_finite_makes_strict_json() -> None:
