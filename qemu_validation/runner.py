@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import Unavailable
+from harness.knobs import workers
 from qemu_validation import console, initramfs, qemu_cmd
 
 _STATUS = re.compile(rf"{initramfs.STATUS_MARKER} (\d+)")
@@ -59,7 +60,8 @@ def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
     machine.console_log.write_bytes(b"")
     argv = qemu_cmd.command(machine, binary)
     started = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=workers.dies_with_me())  # a killed kvds must not leave QEMU running
     timed_out = False
     try:
         out, _ = proc.communicate(timeout=timeout)

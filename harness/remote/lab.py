@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from harness.knobs import create_dir, create_netns, create_veth
+from harness.knobs import create_dir, create_netns, create_veth, workers
 from harness.paths import work_dir
 
 SSHD = "/usr/sbin/sshd"
@@ -119,7 +119,8 @@ class NetnsLab:
             raise RuntimeError(f"sshd rejects the lab config: {check.stderr.strip()}")
         with open(h.log, "ab") as log:
             h.sshd = subprocess.Popen(["ip", "netns", "exec", h.netns, SSHD, "-D", "-e", "-f", str(h.config)],
-                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                      preexec_fn=workers.dies_with_me())  # not left in a deleted netns
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             try:
