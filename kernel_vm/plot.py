@@ -12,6 +12,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
+def _num(x: Any) -> float:
+    """None (strict JSON's missing) and NaN alike as NaN."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else float("nan")
+
+
 def plot_summary(summary: dict[str, Any], out: Path) -> Path:
     from kernel_vm.mix import CLASSES
 
@@ -26,10 +31,14 @@ def plot_summary(summary: dict[str, Any], out: Path) -> Path:
     x = np.arange(len(classes))
     for i, (vname, v) in enumerate(variants.items()):
         p99 = [v["classes"][c]["reaccess_us"]["p99"] for c in classes]
-        val = np.array([e["value"] for e in p99])
-        err = np.array([[max(0.0, e["value"] - e["lo"]), max(0.0, e["hi"] - e["value"])] for e in p99]).T
-        ax_lat.bar(x + i * width, val, width, yerr=err, capsize=3, label=vname,
+        val, lo, hi = (np.array([_num(e.get(k)) for e in p99]) for k in ("value", "lo", "hi"))
+        have = np.isfinite(val)  # a p99 with too few re-accesses beyond it: no bar, an "n/a" mark
+        err = np.nan_to_num(np.vstack([np.clip(val - lo, 0, None), np.clip(hi - val, 0, None)]))[:, have]
+        ax_lat.bar((x + i * width)[have], val[have], width, yerr=err, capsize=3, label=vname,
                    color=colors[i % len(colors)])
+        for xm in (x + i * width)[~have]:
+            ax_lat.annotate("n/a", (xm, 0), xycoords=("data", "axes fraction"), xytext=(0, 3),
+                            textcoords="offset points", ha="center", fontsize=7, rotation=90)
         sw = [v["classes"][c]["swapped_out_pages"]["mean"]["value"] for c in classes]
         dropped = [v["classes"][c]["dropped_pages"]["mean"]["value"] for c in classes]
         pages = [v["classes"][c]["pages"] for c in classes]
