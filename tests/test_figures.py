@@ -39,3 +39,22 @@ def test_drawn_at_once_without_the_guest(tmp_path: Path, monkeypatch: pytest.Mon
     run = ResultStore(tmp_path).new_run("x", {})
     assert figures.draw(run, "a.png", "tests.test_figures:render", {"b": 2}) == "drawn"
     assert (run.path / "a.png").exists() and figures.draw_owed(run) == {}
+
+
+def test_vm_plot_from_strict_json_with_missing_p99(tmp_path: Path) -> None:
+    """A deferred vm figure is drawn from summary.json, where a p99 the tail rule withheld is null: no bar for it,
+    no crash (it used to subtract None)."""
+    from kernel_vm.mix import CLASSES
+    from kernel_vm.plot import plot_summary
+
+    def cls(p99: dict) -> dict:
+        mean = {"value": 10.0, "lo": None, "hi": None}
+        return {"pages": 100, "reaccess_us": {"p99": p99}, "swapped_out_pages": {"mean": mean},
+                "dropped_pages": {"mean": mean}}
+
+    missing = {"value": None, "lo": None, "hi": None, "reason": "n too small: 400 samples, p99 needs >= 1000"}
+    classes = {c.value: cls(missing if i % 2 else {"value": 5.0, "lo": 4.0, "hi": 6.0}) for i, c in enumerate(CLASSES)}
+    summary = json.loads(json.dumps({"baseline": "none", "swap": {"kind": "zram"}, "pressure_pct": 30, "reps": 1,
+                                     "variants": {"none": {"classes": classes}}}))
+    out = plot_summary(summary, tmp_path / "vm.png")
+    assert out.stat().st_size > 0
