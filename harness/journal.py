@@ -51,8 +51,11 @@ class RestoreReport:
 
 
 def _proc_start(pid: int) -> float | None:
+    """Start time of a running process; None when it is gone or a zombie (killed, not yet reaped: its journal is
+    orphaned already, and init may take its time reaping)."""
     try:
-        return psutil.Process(pid).create_time()
+        p = psutil.Process(pid)
+        return None if p.status() == psutil.STATUS_ZOMBIE else p.create_time()
     except psutil.Error:
         return None
 

@@ -33,7 +33,8 @@ def _token() -> str:
 def _alive(token: str) -> bool:
     try:
         pid, start = token.split("-")[:2]
-        return int(psutil.Process(int(pid)).create_time() * 1000) == int(start)
+        p = psutil.Process(int(pid))
+        return p.status() != psutil.STATUS_ZOMBIE and int(p.create_time() * 1000) == int(start)
     except (ValueError, psutil.Error):
         return False
 
