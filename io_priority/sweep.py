@@ -191,6 +191,10 @@ def print_points(summary: dict[str, Any]) -> None:
         if g.get("status") in (stats.MET, stats.MISSED, stats.INCONCLUSIVE):
             print(f"{p['scheduler']}/{p['variant']}: {g['status'].upper()} from " + "; ".join(g.get("text", [])))
     goal = summary["goal"]
+    reps = summary.get("config", {}).get("reps")
+    if isinstance(reps, int) and reps < stats.MIN_REPS:
+        print(f"{reps} repetition{'s' if reps != 1 else ''} < {stats.MIN_REPS}: point estimates only (marked as such), "
+              "so every goal is inconclusive (n too small); rerun with --reps 3 or more to judge")
     print(goal_line(goal))
     if goal.get("met_against_unstable_reference"):
         print("within the goal's intervals but against an unloaded reference that varied by more than 1.5x between "
