@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import state_dir
-
 from harness import doctor
+from harness.paths import state_dir
 
 REPO = Path(__file__).resolve().parent.parent
 KVDS = [sys.executable, "-m", "harness.cli"]
