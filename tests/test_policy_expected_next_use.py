@@ -80,10 +80,12 @@ def test_deadline_aware_weighs_reuse_it_does_not_override_it() -> None:
 
 
 def test_a_shared_block_read_by_more_prefills_is_worth_more() -> None:
-    # A and B belong to no request (shared documents); A joins two more requests' contexts
+    # A and B are shared documents (no owning request); A joins two more requests' prefills
     ev = [(0, ALLOC, 0, False, W), (0, ALLOC, 1, False, W), (1, ALLOC, 3, False, W), (1, ACCESS, 0, False, 0),
-          (2, ALLOC, 4, False, W), (2, ACCESS, 0, False, 0)]
+          (1, ACCESS, 3, False, 0), (2, ALLOC, 4, False, W), (2, ACCESS, 0, False, 0), (2, ACCESS, 4, False, 0)]
     t = make(ev, 5, request=[-1, -2, 0, 1, 2])
-    r = simulate(t, make_policy("ExpectedNextUse", free_target=0.0), TierModel(DEFAULT_FAST, DEFAULT_SLOW, 3 * SZ),
-                 record=True)
-    assert [b for op, b in zip(r.ops["op"].tolist(), r.ops["block"].tolist()) if op in (3, 4)][0] == 1
+    pol = make_policy("ExpectedNextUse")
+    pol.bind(t)
+    for i, (step, kind, b, crit, cls) in enumerate(ev):
+        pol.on_event(i, kind, b, step, crit, cls)
+    assert pol.key(0, len(ev), 2, W) > pol.key(1, len(ev), 2, W)

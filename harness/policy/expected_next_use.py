@@ -36,7 +36,8 @@ from harness.policy.trace import Trace
 DECAY = 0.005           # per-step decay of observed reads (half-life 139 steps)
 PRIOR_SCALE = 1.0       # weight of the request-length prior against a block's own reads
 FREE_TARGET = 0.01      # background-spill (or drop) toward 1% free fast tier within the I/O budget
-HH_START = 4.0          # heavy-hitter reads per decode before any is observed
+HH_START = 4.0
+NOMINAL_BLOCKS = 32     # context length (blocks) assumed before a request's prefill read tells it          # heavy-hitter reads per decode before any is observed
 LOG_NEVER = -50.0       # cold-spillable and done blocks
 HIGH_PRIORITY = 70      # the band the priority knob protects (the simulator's high band)
 LAYOUT_FIRST = 200.0    # sink/window blocks outrank every heavy-hitter candidate, whatever its priority weight
@@ -87,7 +88,12 @@ class ExpectedNextUse(Policy):
         """Log-score of a block with no reads of its own yet: the decode probability x the heavy-hitter reads per
         decode shared over its request's blocks (the engine knows each request's context length)."""
         r = self.req[b]
-        n = max(self.live.get(r, 0), self.ctx.get(r, 0)) if r >= 0 else self.mean_blocks
+        if r < 0:
+            n = self.mean_blocks              # a shared document: an average request's share
+        elif r in self.ctx:
+            n = max(self.live[r], self.ctx[r]) if r in self.live else self.ctx[r]
+        else:                                 # context length not known yet: one nominal value for every block,
+            n = NOMINAL_BLOCKS                # so allocation order does not rank blocks
         rate = self.p * self.hh_per_decode / max(1, n)
         return self.lam * step + math.log(rate * self.horizon * self.prior_scale)
 

@@ -9,7 +9,7 @@ from harness.policy.metrics import gap_closed, paired
 from harness.stats import Verdict, judge_at_least, judge_at_most, mean_ci
 
 CONTENDER = "ExpectedNextUse"
-WITH_KNOB = "ExpectedNextUse:priority_weight=1.5"
+WITH_KNOB = "ExpectedNextUse:priority_weight=2"
 POLICIES = (BASELINE, CONTENDER, WITH_KNOB, OPTIMUM, "PrioMIN")
 PROFILES = ("balanced", "deadline_pressure", "rag_mixed_priority", "speculative_decode", "long_context_extreme")
 
