@@ -80,9 +80,11 @@ def test_deadline_aware_weighs_reuse_it_does_not_override_it() -> None:
 
 
 def test_a_shared_block_read_by_more_prefills_is_worth_more() -> None:
-    # A and B are shared documents (no owning request); A joins two more requests' prefills
+    # A and B are shared documents (no owning request), both read by one request's prefill; A then joins a
+    # second request's prefill
     ev = [(0, ALLOC, 0, False, W), (0, ALLOC, 1, False, W), (1, ALLOC, 3, False, W), (1, ACCESS, 0, False, 0),
-          (1, ACCESS, 3, False, 0), (2, ALLOC, 4, False, W), (2, ACCESS, 0, False, 0), (2, ACCESS, 4, False, 0)]
+          (1, ACCESS, 1, False, 0), (1, ACCESS, 3, False, 0), (2, ALLOC, 4, False, W), (2, ACCESS, 0, False, 0),
+          (2, ACCESS, 4, False, 0)]
     t = make(ev, 5, request=[-1, -2, 0, 1, 2])
     pol = make_policy("ExpectedNextUse")
     pol.bind(t)
