@@ -303,3 +303,64 @@ def test_sigkill_of_a_bench_with_workers_then_one_restore(tmp_path, kvds_env, be
     assert res.returncode == 0, res.stdout + res.stderr
     assert leftovers(entries) == [], res.stdout
     assert journals_of(proc.pid) == []
+
+
+SURVIVOR_CHILD = """
+import mmap, os, signal, sys, time
+from harness import journal, knobs
+from harness.knobs import workers
+
+workers.die_with_parent = lambda parent: None  # a worker that outlives kvds (spawned from a thread that ended, ...)
+
+
+def hold(n):
+    m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    page = os.urandom(4096)  # not a same-filled page: zram must really store it
+    for off in range(0, n, 4096):
+        m[off:off + 4096] = page
+    while True:
+        signal.pause()
+
+
+with journal.session():
+    dev = knobs.zram_swap(128 << 20)
+    with journal.scoped():
+        cg = knobs.create_cgroup("survivor", ("memory",))
+        cg.add_pid(os.getpid())  # the worker is forked inside the group: its pages are charged there
+        limit = "memory.limit_in_bytes" if cg.version("memory") == 1 else "memory.max"
+        cg.set("memory", limit, 256 << 20)
+        usage_file = "memory.usage_in_bytes" if cg.version("memory") == 1 else "memory.current"
+        base = int(cg.get("memory", usage_file))
+        proc = workers.fork(hold, (96 << 20,), "memory holder")
+        deadline = time.monotonic() + 60
+        while int(cg.get("memory", usage_file)) < base + (94 << 20) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cg.set("memory", limit, int(cg.get("memory", usage_file)) - (48 << 20))  # squeeze: pages go to zram
+        print("READY", dev, proc.pid, cg.path("memory"), flush=True)
+        time.sleep(3600)
+"""
+
+
+def test_one_restore_ends_a_surviving_worker_before_swapoff(tmp_path, kvds_env) -> None:
+    """The issue's failure without PR_SET_PDEATHSIG to hide it: kvds killed, its worker still alive in a squeezed
+    memory cgroup with pages in kvds's zram swap. One `kvds restore` must end the worker before swapoff (which
+    would otherwise have to fault its pages back into a group at its limit: ENOMEM) and leave nothing behind."""
+    child = subprocess.Popen([sys.executable, "-c", SURVIVOR_CHILD], cwd=REPO, env=kvds_env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline().split()
+        assert line and line[0] == "READY", child.stderr.read() if child.poll() is not None else line
+        _, dev, worker_pid, cg_dir = line
+        swapped = {s.split()[0]: int(s.split()[3]) for s in Path("/proc/swaps").read_text().splitlines()[1:]}
+        assert swapped.get(dev, 0) > 0, "the squeeze put nothing in zram"
+    finally:
+        child.kill()
+        child.wait()
+    worker = psutil.Process(int(worker_pid))
+    assert worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE, "the worker should outlive its parent here"
+    res = run_kvds(["restore"], kvds_env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not _alive(int(worker_pid), None)
+    assert dev not in Path("/proc/swaps").read_text()
+    assert not Path(cg_dir).exists()
+    assert journals_of(child.pid) == []
