@@ -269,8 +269,12 @@ def leftovers(entries: list[dict]) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("bench, kind, count, after_s", KILL_POINTS,
-                         ids=[f"{b}-{k}{n}" for b, k, n, _ in KILL_POINTS])
+NEEDS = {"vm": ("pagemap",), "io": ("ioprio", "blk.schedulers", "io.ioload"), "replay": ("blk.schedulers",)}
+
+
+@pytest.mark.parametrize("bench, kind, count, after_s",
+                         [pytest.param(*p, id=f"{p[0]}-{p[1]}{p[2]}", marks=doctor.skip_unless(*NEEDS[p[0]]))
+                          for p in KILL_POINTS])
 def test_sigkill_of_a_bench_with_workers_then_one_restore(tmp_path, kvds_env, bench: str, kind: str, count: int,
                                                           after_s: float) -> None:
     Path(kvds_env["KVDS_WORK_DIR"]).mkdir(parents=True, exist_ok=True)
