@@ -356,7 +356,8 @@ def _clean_cell(ov: dict[str, Any] | None) -> str:
     if not ov or ov.get("clean_fraction") is None:
         return "-"
     f = ov.get("clean_interference_factor")
-    return f"{ov['clean_fraction']:.0%} / " + (fmt_est(f, "x", 1) if f else "- (no unloaded reads)")
+    why = "no clean reads" if not ov.get("clean_reads") else "no unloaded reads"
+    return f"{ov['clean_fraction']:.0%} / " + (fmt_est(f, "x", 1) if f else f"- ({why})")
 
 
 def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] = print) -> None:
