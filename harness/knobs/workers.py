@@ -28,12 +28,15 @@ from harness.journal import WORKER_KIND, get_journal, undo_handler
 
 PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
+_prctl = _libc.prctl  # resolved here, not in a freshly forked child (preexec_fn should do as little as it can)
+_prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+_prctl.restype = ctypes.c_int
 KILL_WAIT_S = 30.0
 
 
 def die_with_parent(parent_pid: int) -> None:
     """In a freshly forked child: SIGKILL when the parent dies; if it already died, die now."""
-    if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+    if _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
     if os.getppid() != parent_pid:  # the parent died between fork and prctl: nobody will signal us
