@@ -159,8 +159,11 @@ def restore_file(path: Path, fh: Any = None, kinds: set[str] | None = None) -> R
 
 
 def _created(path: Path) -> float:
-    header, _, _ = _read_entries(path)
-    return float(header.get("time") or 0.0) if header else path.stat().st_mtime
+    try:
+        header, _, _ = _read_entries(path)
+        return float(header.get("time") or 0.0) if header else path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0  # restored and removed by a concurrent restore: restore_file skips it
 
 
 def restore_orphans(include_live: bool = False) -> list[RestoreReport]:
