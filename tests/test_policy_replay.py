@@ -69,6 +69,10 @@ def test_side_by_side_on_a_real_file(trace, tmp_path: Path) -> None:
 def test_paired_difference_by_repetition() -> None:
     rows = {"LRU": {"real_stall_p99_by_rep_us": [10.0, 12.0, 11.0]},
             "ExpectedNextUse": {"real_stall_p99_by_rep_us": [4.0, 7.0, 5.0]}}
-    est = replay.versus(rows)["ExpectedNextUse"]
+    out = replay.versus(rows)["ExpectedNextUse"]
+    est = out["difference_us"]
     assert est.value == pytest.approx(-17.0 / 3)
     assert est.lo < est.value < est.hi < 0
+    ratio = out["ratio"]
+    assert ratio.value == pytest.approx((4 / 10 * 7 / 12 * 5 / 11) ** (1 / 3))
+    assert ratio.lo < ratio.value < ratio.hi < 1

@@ -190,14 +190,22 @@ def side_by_side(pr: PolicyReplay) -> dict[str, float | Estimate]:
             "real_stall_p99_by_rep_us": [_q(r, 99) for r in reps]}
 
 
-def versus(rows: dict[str, dict], base: str = "LRU") -> dict[str, Estimate]:
-    """Per policy, its replayed stall p99 minus `base`'s, paired by repetition (runs alternate ABBA, so
-    repetition k of both ran side by side), as a t-interval over repetitions."""
+def versus(rows: dict[str, dict], base: str = "LRU") -> dict[str, dict[str, Estimate]]:
+    """Per policy, its replayed stall p99 against `base`'s, paired by repetition (runs alternate ABBA, so
+    repetition k of both ran side by side): the difference (t-interval over repetitions) and the ratio (the
+    geometric mean, t-interval on the logs: a p99 is a scale, and one stalled repetition should not swamp it)."""
     if base not in rows:
         return {}
     ref = rows[base]["real_stall_p99_by_rep_us"]
-    return {name: mean_ci([a - b for a, b in zip(r["real_stall_p99_by_rep_us"], ref)])
-            for name, r in rows.items() if name != base}
+    out = {}
+    for name, r in rows.items():
+        if name == base:
+            continue
+        pairs = list(zip(r["real_stall_p99_by_rep_us"], ref))
+        logs = mean_ci([float(np.log(a / b)) for a, b in pairs if a > 0 and b > 0])
+        out[name] = {"difference_us": mean_ci([a - b for a, b in pairs]),
+                     "ratio": Estimate(float(np.exp(logs.value)), float(np.exp(logs.lo)), float(np.exp(logs.hi)))}
+    return out
 
 
 def summary_row(pr: PolicyReplay, fitted: SimResult | None = None) -> dict:

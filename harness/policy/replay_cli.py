@@ -77,7 +77,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         run.write_samples(f"{name}-real-step-us", _flat(groups))
         run.write_samples(f"{name}-sim-step-us", pr.sim.step_latency_us)
         cis[name] = bootstrap_percentiles(groups, (50.0, 99.0), n_boot=500) if groups else {}
-    vs = {n: e.as_dict() for n, e in replay.versus(rows).items()}
+    vs = {n: {k: e.as_dict() for k, e in d.items()} for n, d in replay.versus(rows).items()}
     run.write_summary({"rows": rows, "memcg": memcg, "stall_p99_minus_lru": vs,
                        "real_ci": {n: {str(q): e.as_dict() for q, e in c.items()} for n, c in cis.items()}})
     if args.json:
@@ -85,8 +85,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
                            indent=2))
         return 0
     _print_table(args, trace, st, io, rows, cis, memcg, cap.label())
-    for name, est in vs.items():
-        print(f"{name} replayed stall p99 minus LRU's, paired by repetition: {_est(est, 1e-3)} ms")
+    for name, d in vs.items():
+        print(f"{name} vs LRU, replayed stall p99 paired by repetition: difference {_est(d['difference_us'], 1e-3)} "
+              f"ms, ratio {_est(d['ratio'])} (geometric mean, interval on logs)")
     print(f"fitted to this host's medians (sim fit columns): {as_flags(ffast, fslow)}")
     print(f"results: {run.path}")
     return 0

@@ -97,6 +97,12 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
     ctx.doc.table(["policy", "dc accesses", "dc misses", "miss / access", "simulated stall p99 (us)",
                    "replayed stall p99 (us)", "replayed / simulated p99", "simulated SLO attainment",
                    "replayed SLO attainment"], rows)
+    vs = s.get("stall_p99_minus_lru", {})
+    if vs:
+        ctx.doc.table(["policy vs LRU (paired by repetition)", "replayed stall p99 difference (us)",
+                       "replayed stall p99 ratio (geometric mean)"],
+                      [[p, fmt.estimate(d.get("difference_us")), fmt.estimate(d.get("ratio"))] for p, d in vs.items()
+                       if isinstance(d, dict)])
     series = {}
     for p in s.get("rows", {}):
         name = f"{p}-real-step-us"
