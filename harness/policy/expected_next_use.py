@@ -92,8 +92,8 @@ class ExpectedNextUse(Policy):
             n = self.mean_blocks              # a shared document: an average request's share
         elif r in self.ctx:
             n = max(self.live[r], self.ctx[r]) if r in self.live else self.ctx[r]
-        else:                                 # context length not known yet: one nominal value for every block,
-            n = NOMINAL_BLOCKS                # so allocation order does not rank blocks
+        else:  # context not known yet: at least what is allocated so far, and no less than a nominal length
+            n = max(self.live.get(r, 0), NOMINAL_BLOCKS)  # (so the first blocks of a request are not ranked by order)
         rate = self.p * self.hh_per_decode / max(1, n)
         return self.lam * step + math.log(rate * self.horizon * self.prior_scale)
 
