@@ -121,7 +121,7 @@ def render(ctx: ReportContext) -> None:
     kinds = ("policy-compare", "policy-goals", "policy-sweep", "replay")
     if not any(s.of_kind(k) for s in ctx.suites for k in kinds):
         return
-    ctx.doc.heading("Policies: simulated, against offline bounds, and replayed on a real kernel")
+    ctx.doc.heading("Policies: simulated and replayed on a real kernel")
     for suite in ctx.suites:
         _compare(ctx, suite)
         _goals(ctx, suite)
