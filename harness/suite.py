@@ -12,6 +12,7 @@ other non-zero exit, and exit 0 from a command that should have filed a result a
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,7 +76,17 @@ def run_stage(stage: Stage, quick: bool, suite: Run, store: ResultStore) -> Stag
     suite.write_text(f"logs/{stage.name}.stdout", out)
     suite.write_text(f"logs/{stage.name}.stderr", err if isinstance(err, str) else str(err))
     new = sorted(r.run_id for r in store.runs() if r.meta.get("parent") == tag)
-    return StageOutcome(stage.name, *_judge(stage, rc, _tail(err), new), new, seconds, argv)
+    why = _tail(err if isinstance(err, str) else str(err)) or _json_failure(out)
+    return StageOutcome(stage.name, *_judge(stage, rc, why, new), new, seconds, argv)
+
+
+def _json_failure(out: str) -> str:
+    """The "failure" a command put in its --json document (commands that fail without a word on stderr)."""
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return _tail(out)
+    return str(doc.get("failure") or "") if isinstance(doc, dict) else ""
 
 
 def _judge(stage: Stage, rc: int, tail: str, new: list[str]) -> tuple[str, str]:
