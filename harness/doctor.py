@@ -186,8 +186,8 @@ def apply_gate(item) -> None:
         action, reason = gate(*mark.args)
         if action == "fail":
             pytest.fail(reason, pytrace=False)
-        if action == "skip":
-            pytest.skip(reason)
+        if action == "skip":  # reported at the test's location, as a skip mark would be
+            raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 def is_root() -> bool:
