@@ -98,9 +98,8 @@ def _flat(groups: list[np.ndarray]) -> np.ndarray:
 
 
 def _ci(est: Estimate | None) -> str:
-    if est is None:
-        return "n/a"
-    return f"{est.value / 1e3:.3g} [{est.lo / 1e3:.3g}, {est.hi / 1e3:.3g}]"
+    """A bootstrap estimate in ms; '-' without one, the bare value when the interval is undefined."""
+    return _est(est.as_dict(), 1e-3) if est is not None else "-"
 
 
 def _print_table(args: argparse.Namespace, trace: Trace, st: "Setup", io: "IoClasses",
