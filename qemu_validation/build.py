@@ -291,9 +291,13 @@ def _build(spec: BuildSpec, desc: dict, key: str, d: Path, ws: Path, jobs: int, 
     wanted: dict[str, str] = {}
     for f in frags:
         wanted.update(kconfig_fragments.load(f))
-    lost = kconfig_fragments.missing(wanted, (tree / ".config").read_text())
+    lost, absent = [], []
+    if missing := kconfig_fragments.missing(wanted, (tree / ".config").read_text()):
+        lost, absent = kconfig_fragments.split_missing(missing, tree)
     if lost:
         raise UserError(f"Kconfig dropped requested options (unmet dependencies?): {', '.join(lost)}")
+    if absent:
+        say(f"options this source does not have (left out): {', '.join(absent)}")
     phases["configure"] = time.monotonic() - t
 
     t = time.monotonic()
@@ -304,7 +308,8 @@ def _build(spec: BuildSpec, desc: dict, key: str, d: Path, ws: Path, jobs: int, 
     release = (tree / "include/config/kernel.release").read_text().strip()
     info = {"id": key, "label": label, "built_at": time.time(), "build_seconds": round(time.monotonic() - started, 1),
             "phases": {k: round(v, 1) for k, v in phases.items()}, "incremental": incremental,
-            "workspace": ws.name, "commit": commit, "kernel_release": release, "jobs": jobs, **desc}
+            "workspace": ws.name, "commit": commit, "kernel_release": release, "jobs": jobs,
+            "options_not_in_source": absent, **desc}
     atomic.write_json(d / "build.json", info)
     timing = ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
     say(f"built {label} ({key}) in {info['build_seconds']:.0f} s ({'incremental' if incremental else 'new tree'}: {timing})")

@@ -41,15 +41,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("command", nargs=argparse.REMAINDER, help="the command (after --)")
     r.set_defaults(func=cmd_run)
 
-    v = sub.add_parser("validate", help="register/dump/clear, lookup, exit cleanup and >=10,000 malformed writes "
-                                        "under KASAN + lockdep; KTAP summarized")
+    v = sub.add_parser("validate", help="the validator (errno tables, >=10,000 malformed and >=10,000 well-formed "
+                                        "lines, a concurrent phase), kselftest, KUnit and a kmemleak scan under "
+                                        "KASAN + lockdep; KTAP summarized")
     v.add_argument("--kernel", metavar="ID", help="validate this build instead of building the debug kernel")
     _spec_args(v)
     v.add_argument("--fuzz", type=nonneg_int, default=validate.MIN_MALFORMED, help="random malformed writes")
-    v.add_argument("--seed", type=positive_int, default=1)
-    v.add_argument("--timeout", type=positive_float, default=600.0)
+    v.add_argument("--valid", type=nonneg_int, default=validate.MIN_VALID, help="random well-formed writes")
+    v.add_argument("--concurrent", type=nonneg_int, default=validate.MIN_CONCURRENT_S, metavar="SECONDS",
+                   help="seconds of register/clear/lookup racing process exit, exec and munmap")
+    v.add_argument("--seed", type=positive_int, default=None,
+                   help="seed of the random lines (default: a fresh one, printed; pass it back to reproduce)")
+    v.add_argument("--timeout", type=positive_float, default=900.0)
     add_json_flag(v)
     v.set_defaults(func=cmd_validate)
+
+    eb = sub.add_parser("exit-bench", help="the exit path's cost in the guest: fork+exit with mm_intent unused, "
+                                           "used by one process, used by 257 processes")
+    eb.add_argument("--kernel", metavar="ID", help="this build instead of the default debug kernel")
+    eb.add_argument("--iterations", type=positive_int, default=2000, help="fork+exit per state")
+    eb.add_argument("--timeout", type=positive_float, default=900.0)
+    add_json_flag(eb)
+    eb.set_defaults(func=cmd_exit_bench)
 
     bn = sub.add_parser("bench", help="time edit -> rebuild -> boot -> validate: a one-line change to the mm_intent "
                                       "series, rebuilt in the warm tree and validated (goal: 90 s)")
@@ -155,7 +168,7 @@ def _run_status(res: runner.BootResult) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     try:
         summary, run = validate.validate(args.kernel, _spec(args, True), fuzz=args.fuzz, seed=args.seed,
-                                         timeout=args.timeout)
+                                         timeout=args.timeout, valid=args.valid, concurrent=args.concurrent)
     except build.BuildError as exc:
         return _fail(str(exc))
     if args.json:
@@ -163,6 +176,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         _print_summary(summary, run.path)
     return 0 if summary["ok"] else 1
+
+
+def cmd_exit_bench(args: argparse.Namespace) -> int:
+    from qemu_validation import exit_bench
+    try:
+        out, run = exit_bench.bench(args.kernel, iterations=args.iterations, timeout=args.timeout)
+    except build.BuildError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(strict_dumps(out, indent=2))
+        return 0 if out["ok"] else 1
+    print(f"fork+exit+wait on {out['kernel']['label']} ({out['kernel']['id']}), {args.iterations} per state:")
+    for state, r in out["states"].items():
+        print(f"  {state:>7}: median {r['median_ns'] / 1000:.1f} us, p90 {r['p90_ns'] / 1000:.1f} us, "
+              f"mean {r['mean_ns'] / 1000:.1f} us (n={r['n']})")
+    print(f"  intents held in 'many': {out['intents_held']} by {out['processes_holding']} processes; "
+          f"results: {run.path}")
+    if not out["ok"]:
+        print(f"  failure: {out['failure'] or 'the benchmark did not finish'}")
+    return 0 if out["ok"] else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -193,7 +226,20 @@ def _print_summary(s: dict, path: Path) -> None:
           f" fuzz {s['fuzz_ms']} ms)")
     if s.get("fuzz_expected_errnos"):
         print("  random writes by expected errno: " + ", ".join(f"{k} {v}" for k, v in s["fuzz_expected_errnos"].items()))
-    print(f"  console splats (oops/BUG/KASAN/lockdep/WARN): {s['splats']}")
+    print(f"  well-formed register writes: {s['valid_writes']} ({s['valid_via_pidfd']} by pidfd); kernel errno "
+          f"table rows: {s['kernel_table_rows']}; seed {s['seed']}")
+    print(f"  concurrent phase: {s['concurrent_ms']} ms, {s['concurrent_ops']} operations, "
+          f"{s['concurrent_processes']} processes")
+    for name in ("kselftest", "kunit"):
+        r = s.get(name)
+        if r:
+            print(f"  {name}: {r['passed']}/{r['planned']} passed, {r['failed']} failed, {r['skipped']} skipped"
+                  f"{'' if r['complete'] else ' (incomplete)'}")
+    if s.get("kunit_cases"):
+        print(f"  KUnit cases (parameterised rows included): {s['kunit_cases']['passed']} passed, "
+              f"{s['kunit_cases']['failed']} failed")
+    print(f"  kmemleak: {s['kmemleak_leaks'] if s['kmemleak_leaks'] is not None else '-'} unreferenced objects")
+    print(f"  console splats (oops/BUG/KASAN/lockdep/WARN/leak): {s['splats']}")
     print(f"  boot + validate: {s['boot']['seconds']} s; results: {path}")
     for f in t["failures"]:
         print(f"  not ok {f['number']} {f['name']}: {f['reason']}")

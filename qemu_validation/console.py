@@ -20,6 +20,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"WARNING: (possible circular locking dependency|possible recursive locking|inconsistent lock state"
         r"|bad unlock balance|suspicious RCU usage|lock held when returning to user space"
         r"|held lock freed|possible irq lock inversion|.*lock.* detected)"
+        # A lock used before it was initialized: lockdep reports it and turns itself off (kernel/locking/lockdep.c).
+        r"|INFO: trying to register non-static key"
         r"|DEBUG_LOCKS_WARN_ON|BUG: (sleeping function called from invalid context|scheduling while atomic"
         r"|lock held when returning|looking up invalid subclass|MAX_LOCKDEP)")),
     ("panic", re.compile(r"Kernel panic - not syncing")),
@@ -28,7 +30,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("warn", re.compile(r"WARNING: CPU: \d+ PID: \d+ at |WARNING: at ")),
     ("ubsan", re.compile(r"UBSAN: ")),
     ("stall", re.compile(r"rcu: INFO: .*detected stalls?|INFO: task .* blocked for more than|watchdog: BUG: soft lockup")),
-    ("kmemleak", re.compile(r"kmemleak: \d+ new suspected memory leaks")),
+    # A scan that found leaks, and kmemleak switching itself off (then leaks go unseen: also a failure).
+    ("kmemleak", re.compile(r"kmemleak: (\d+ new suspected memory leaks|Kernel memory leak detector disabled"
+                            r"|Cannot allocate a kmemleak_object structure|Memory pool empty)")),
 )
 
 

@@ -44,3 +44,22 @@ def missing(wanted: dict[str, str], config_text: str) -> list[str]:
     """Requested options the final .config does not have as requested."""
     have = parse("\n".join(l for l in config_text.splitlines() if _SET.match(l) or _UNSET.match(l)))
     return [f"{k}={v}" for k, v in wanted.items() if have.get(k, "n") != v]
+
+
+_DEFINE = re.compile(r"^\s*(?:menu)?config\s+([A-Za-z0-9_]+)\s*$", re.M)
+
+
+def defined_symbols(tree: Path) -> set[str]:
+    """Every CONFIG_ symbol some Kconfig file of the source tree defines."""
+    found: set[str] = set()
+    for path in tree.rglob("Kconfig*"):
+        if path.is_file() and ".git" not in path.parts:
+            found.update("CONFIG_" + s for s in _DEFINE.findall(path.read_text(errors="replace")))
+    return found
+
+
+def split_missing(lost: list[str], tree: Path) -> tuple[list[str], list[str]]:
+    """(options the source defines but the configuration lost: refused, options this source has no such symbol
+    for: recorded). The fragments serve several kernels: SLUB_RCU_DEBUG, say, only exists from 6.12 on."""
+    known = defined_symbols(tree)
+    return [x for x in lost if x.split("=")[0] in known], [x for x in lost if x.split("=")[0] not in known]

@@ -1,25 +1,40 @@
-"""`kvds qemu validate`: boot the KASAN+lockdep mm_intent kernel and run the in-guest validator.
+"""`kvds qemu validate`: boot the KASAN+lockdep+kmemleak mm_intent kernel and test the series in it.
 
-The validator (guest/mm_intent_validate.c) is compiled static on the host, cached by content, and put in the
-initramfs; it writes KTAP to the share. Validation passes only when every KTAP test passed, the plan completed,
-the guest reported status 0 and the console shows no oops, BUG, KASAN report, lockdep splat or WARN.
+Four things run in the guest, each reporting KTAP to the share: kvds's validator (guest/mm_intent_validate.c:
+interface, errno tables, >= 10,000 random malformed and >= 10,000 random well-formed lines, a concurrent phase),
+the series' own kselftest (tools/testing/selftests/mm/mm_intent.c) and KUnit suite (mm/mm_intent_kunit.c, run at
+boot, read from debugfs), and a kmemleak scan at the end. Both user-space programs are compiled static on the
+host from the exact commit the kernel was built from, cached by content. Validation passes only when all three
+KTAP reports pass completely, kmemleak reports nothing, the guest exits 0 and the console shows no oops, BUG,
+KASAN report, lockdep splat, WARN or leak.
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
+import shlex
 import subprocess
+import tempfile
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, guest, ktap, runner
+from qemu_validation import build, cachedirs, console, guest, kernel_table, ktap, runner
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "mm_intent_validate.c"
 GUEST_PATH = "bin/mm_intent_validate"
+KSELFTEST_GUEST_PATH = "bin/mm_intent_kselftest"
+KSELFTEST = "tools/testing/selftests/mm/mm_intent.c"
+KSELFTEST_HEADERS = ("tools/testing/selftests/kselftest_harness.h", "tools/testing/selftests/kselftest.h")
+KUNIT_RESULTS = "/sys/kernel/debug/kunit/mm_intent/results"
+KMEMLEAK = "/sys/kernel/debug/kmemleak"
 CFLAGS = ("-static", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread")
+KSELFTEST_CFLAGS = ("-static", "-O2", "-Wall", "-pthread")   # the selftests' own Makefile: -Wall
 MIN_MALFORMED = 10_000
+MIN_VALID = 10_000
+MIN_CONCURRENT_S = 60
 
 
 def validator_binary() -> Path:
@@ -38,6 +53,60 @@ def validator_binary() -> Path:
     return out
 
 
+def kselftest_binary(kb: build.KernelBuild) -> Path:
+    """The series' kselftest, compiled static from the commit the kernel was built from (cached by content)."""
+    tree = workspace_tree(kb)
+    files = {p: kernel_table.from_commit(tree, kb.info["commit"], p) for p in (KSELFTEST, *KSELFTEST_HEADERS)}
+    gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    key = hashlib.sha256(repr((sorted(files.items()), gcc, KSELFTEST_CFLAGS)).encode()).hexdigest()[:16]
+    out = cachedirs.guest_bin() / key / "mm_intent_kselftest"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kvds-kselftest-") as tmp:
+        for rel, text in files.items():
+            dest = Path(tmp) / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text)
+        tmp_out = out.with_suffix(".tmp")
+        p = subprocess.run(["gcc", *KSELFTEST_CFLAGS, "-o", str(tmp_out), str(Path(tmp) / KSELFTEST)],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise build.BuildError(f"compiling {KSELFTEST} failed:\n{p.stderr.strip()[-1500:]}")
+        tmp_out.rename(out)
+    return out
+
+
+def workspace_tree(kb: build.KernelBuild) -> Path:
+    """The git tree the kernel was built in; it holds the build's commit (kb.info["commit"])."""
+    tree = cachedirs.workspaces() / kb.info.get("workspace", "") / "linux"
+    if not kb.info.get("commit") or not (tree / ".git").exists():
+        raise UserError(f"kernel {kb.id}: its workspace {tree} is gone (`kvds qemu build` it again)")
+    return tree
+
+
+def guest_script(validator_args: list[str]) -> str:
+    """What the guest runs: kmemleak baseline, validator, kselftest, KUnit results, final kmemleak scan."""
+    k = KMEMLEAK
+    return "\n".join([
+        # Leaks from boot are the kernel's own, not the series': scan once and forget them.
+        f"if [ -w {k} ]; then echo scan > {k}; cat {k} > /share/kmemleak-boot.txt; echo clear > {k}; fi",
+        f"{shlex.join(['/' + GUEST_PATH, *validator_args])}; v=$?",
+        f"/{KSELFTEST_GUEST_PATH} > /share/kselftest.txt 2>&1; s=$?",
+        f"cat {KUNIT_RESULTS} > /share/kunit.txt 2>&1",
+        # kmemleak ignores objects younger than 5 s; two scans settle stale references.
+        f"if [ -w {k} ]; then sleep 6; echo scan > {k}; echo scan > {k}; cat {k} > /share/kmemleak.txt; fi",
+        # The whole kernel log: the console only shows loglevel < 5, and kmemleak reports at KERN_INFO.
+        "dmesg > /share/dmesg.txt",
+        'echo "kvds: validator=$v kselftest=$s"',
+        '[ "$v" -eq 0 ] && [ "$s" -eq 0 ]',
+    ])
+
+
+def leaks(text: str) -> int:
+    return text.count("unreferenced object ")
+
+
 def ktap_text(share: Path, console_log: Path) -> str:
     """The KTAP the validator wrote to the share, or, if it never got that far, what reached the console."""
     f = share / "ktap.txt"
@@ -47,11 +116,27 @@ def ktap_text(share: Path, console_log: Path) -> str:
     return "\n".join(l for l in lines if l.startswith(("KTAP", "1..", "ok ", "not ok ", "# ")))
 
 
-def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, fuzz: int) -> dict:
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, fuzz: int, valid: int = 0,
+              concurrent: int = 0, seed: int | None = None, kselftest: ktap.Report | None = None,
+              kunit: ktap.Report | None = None, leak_text: str | None = None) -> dict:
     counters = rep.counters
     problems = list(rep.problems)
     if fuzz >= MIN_MALFORMED and counters.get("malformed_writes", 0) < MIN_MALFORMED:
         problems.append(f"only {counters.get('malformed_writes', 0)} malformed writes were tried")
+    if valid >= MIN_VALID and counters.get("valid_writes", 0) < MIN_VALID:
+        problems.append(f"only {counters.get('valid_writes', 0)} well-formed writes were tried")
+    if concurrent and counters.get("concurrent_ms", 0) < concurrent * 1000:
+        problems.append(f"the concurrent phase ran {counters.get('concurrent_ms', 0)} ms, not {concurrent} s")
+    for name, r in (("kselftest", kselftest), ("KUnit", kunit)):
+        if r is not None and not r.ok:
+            problems.append(f"{name}: {r.failed} failed of {r.planned}" + (f" ({'; '.join(r.problems)})"
+                                                                          if r.problems else ""))
+    if leak_text is not None and leaks(leak_text):
+        problems.append(f"kmemleak: {leaks(leak_text)} unreferenced objects")
     ok = res.ok and rep.ok and not problems
     return {
         "ok": ok,
@@ -61,6 +146,17 @@ def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, f
         "errno_mismatches": counters.get("mismatches", 0),
         "fuzz_ms": counters.get("fuzz_ms"),
         "fuzz_expected_errnos": {k[5:]: v for k, v in counters.items() if k.startswith("fuzz_E")},
+        "seed": seed,
+        "valid_writes": counters.get("valid_writes", 0),
+        "valid_via_pidfd": counters.get("valid_via_pidfd", 0),
+        "kernel_table_rows": counters.get("kernel_table_rows", 0),
+        "concurrent_ms": counters.get("concurrent_ms"),
+        "concurrent_ops": counters.get("concurrent_ops"),
+        "concurrent_processes": counters.get("concurrent_processes"),
+        "kselftest": kselftest.summary() if kselftest is not None else None,
+        "kunit": kunit.summary() if kunit is not None else None,
+        "kunit_cases": _kunit_cases(kunit),
+        "kmemleak_leaks": leaks(leak_text) if leak_text is not None else None,
         "splats": len(res.findings),
         "findings": [f.as_dict() for f in res.findings],
         "boot": res.as_dict(),
@@ -69,23 +165,53 @@ def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, f
     }
 
 
+def _kunit_cases(kunit: ktap.Report | None) -> dict[str, int] | None:
+    """Passed and failed KUnit cases (parameterised rows included), counted from the nested results."""
+    if kunit is None:
+        return None
+    lines = [d for r in kunit.results for d in r.diagnostics]
+    return {"passed": sum(1 for d in lines if d.startswith("ok ")),
+            "failed": sum(1 for d in lines if d.startswith("not ok "))}
+
+
 def validate(kernel_id: str | None = None, spec: build.BuildSpec | None = None, fuzz: int = MIN_MALFORMED,
-             seed: int = 1, timeout: float = 600, store: ResultStore | None = None) -> tuple[dict, Run]:
-    """Build (if needed), boot and validate; returns the summary and the results-store run holding the logs."""
-    if fuzz < 0:
-        raise UserError("--fuzz must be >= 0")
+             seed: int | None = None, timeout: float = 900, store: ResultStore | None = None,
+             valid: int = MIN_VALID, concurrent: int = MIN_CONCURRENT_S) -> tuple[dict, Run]:
+    """Build (if needed), boot and validate; returns the summary and the results-store run holding the logs.
+
+    `seed` None draws a fresh one (recorded in the summary; pass it back to reproduce the random lines)."""
+    for name, v in (("--fuzz", fuzz), ("--valid", valid), ("--concurrent", concurrent)):
+        if v < 0:
+            raise UserError(f"{name} must be >= 0")
+    if seed is None:
+        seed = secrets.randbits(32) or 1
     kb = build.find(kernel_id) if kernel_id else build.ensure_built(spec or guest.DEFAULT_SPEC, say=say)
     binary = validator_binary()
+    selftest = kselftest_binary(kb)
+    table = kernel_table.rows(kernel_table.from_commit(workspace_tree(kb), kb.info["commit"]))
     run = (store or ResultStore()).new_run("qemu-validate", {"kernel": kb.id, "label": kb.label, "fuzz": fuzz,
+                                                             "valid": valid, "concurrent": concurrent,
                                                              "seed": seed, "timeout": timeout})
     share = run.path / "guest"
     share.mkdir()
-    say(f"validating mm_intent on {kb.label} ({kb.id}) under TCG; results: {run.path}")
-    res = guest.run_guest(kb.id, ["/" + GUEST_PATH, "--fuzz", str(fuzz), "--seed", str(seed), "--ktap",
-                                  "/share/ktap.txt"], share, timeout=timeout, files={GUEST_PATH: binary},
-                          log_dir=run.path)
+    (share / "table.txt").write_text(kernel_table.to_file(table))
+    say(f"validating mm_intent on {kb.label} ({kb.id}) under TCG, seed {seed}; results: {run.path}")
+    args = ["--fuzz", str(fuzz), "--valid", str(valid), "--seed", str(seed), "--concurrent", str(concurrent),
+            "--table", "/share/table.txt", "--ktap", "/share/ktap.txt"]
+    # kunit.enable=1: built-in suites run at boot (allnoconfig leaves KUNIT_DEFAULT_ENABLED off).
+    res = guest.run_guest(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
+                          files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
+                          extra_append=("kunit.enable=1",))
+    seen = {(f.kind, f.line) for f in res.findings}
+    res.findings.extend(f for f in console.scan(_read(share / "dmesg.txt")) if (f.kind, f.line) not in seen)
     (run.path / "initramfs.cpio").unlink(missing_ok=True)
     rep = ktap.parse(ktap_text(share, res.console_log))
-    summary = summarize(res, rep, kb, fuzz)
+    kself = ktap.parse(_read(share / "kselftest.txt"))
+    kunit = ktap.parse(_read(share / "kunit.txt"))
+    leak_text = _read(share / "kmemleak.txt") if (share / "kmemleak.txt").exists() else None
+    if leak_text is None and kb.info.get("kasan"):
+        leak_text = ""
+        rep.problems.append("kmemleak did not run (no /sys/kernel/debug/kmemleak in the debug kernel?)")
+    summary = summarize(res, rep, kb, fuzz, valid, concurrent, seed, kself, kunit, leak_text)
     run.write_summary(summary)
     return summary, run

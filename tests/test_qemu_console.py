@@ -18,6 +18,9 @@ def _scan(name: str) -> list[console.Finding]:
 
 def test_clean_run_has_no_findings() -> None:
     assert _scan("validate-pass.log") == []
+    # the whole kernel log of a passing validate (KUnit, kmemleak's start and its empty scans): still nothing
+    text = (DATA / "validate-pass-dmesg.log").read_text()
+    assert "kmemleak: Kernel memory leak detector initialized" in text and _scan("validate-pass-dmesg.log") == []
 
 
 def test_warn_is_one_finding_with_its_site() -> None:
@@ -45,6 +48,12 @@ def test_rcu_stall_is_found() -> None:
     ("[    3.1] [T1] Kernel panic - not syncing: Attempted to kill init!", "panic"),
     ("Oops: general protection fault, probably for non-canonical address 0xdffffc0000000001", "oops"),
     ("UBSAN: shift-out-of-bounds in lib/x.c:1:2", "ubsan"),
+    ("[    9.1] INFO: trying to register non-static key.", "lockdep"),
+    ("[   88.2] kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)", "kmemleak"),
+    ("kmemleak: Kernel memory leak detector disabled", "kmemleak"),
+    ("kmemleak: Cannot allocate a kmemleak_object structure", "kmemleak"),
+    ("kmemleak: Automatic memory scanning thread started", None),
+    ("kmemleak: Kernel memory leak detector initialized (mem pool available: 15716)", None),
     ("kvds: all fine, no BUGs here", None),
     ("mm_intent: WARNING counts: 0", None),
 ])
@@ -73,3 +82,23 @@ def test_lockdep_report_from_the_inverted_locks_variant() -> None:
     assert [f.kind for f in found] == ["lockdep"]
     assert found[0].line == "WARNING: possible circular locking dependency detected"
     assert "mm_intent_dump_lock" in found[0].context and "mm_intent_register_write" in found[0].context
+
+
+def test_kmemleak_report_from_the_leaking_variant() -> None:
+    """Captured from `kvds qemu validate` on mm_intent + kernel_patches/broken-leak: the guest's dmesg (kmemleak
+    reports at KERN_INFO, below the console's loglevel, so validate scans dmesg too). Its initialisation line is
+    not a finding; the scan's report is exactly one."""
+    found = _scan("broken-leak-dmesg.log")
+    assert [f.kind for f in found] == ["kmemleak"]
+    assert found[0].line.startswith("kmemleak: 127 new suspected memory leaks")
+    report = (DATA / "broken-leak-kmemleak.txt").read_text()
+    assert report.startswith("unreferenced object ") and "mm_intent_register_write" in report
+
+
+def test_uninitialized_lock_report_from_its_variant() -> None:
+    """Captured from `kvds qemu validate` on mm_intent + kernel_patches/broken-lockkey: lockdep's report of a
+    spinlock nobody initialized, one finding with the call chain that took it."""
+    found = _scan("broken-lockkey.log")
+    assert [f.kind for f in found] == ["lockdep"]
+    assert found[0].line == "INFO: trying to register non-static key."
+    assert "mm_intent_register_write" in (DATA / "broken-lockkey.log").read_text()

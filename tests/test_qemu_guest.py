@@ -72,14 +72,22 @@ def test_validate_passes_on_the_series(kernel: build.KernelBuild, tmp_path: Path
     assert summary["ok"], json.dumps(summary, indent=1)[:3000]
     assert summary["kernel"]["kasan_lockdep"]
     assert summary["malformed_writes"] >= 10_000 and summary["errno_mismatches"] == 0
-    assert summary["splats"] == 0 and summary["tests"]["passed"] == summary["tests"]["planned"] == 10
+    assert summary["valid_writes"] >= 10_000 and summary["valid_via_pidfd"] > 0
+    assert summary["concurrent_ms"] >= 60_000 and summary["concurrent_processes"] > 0
+    assert summary["kernel_table_rows"] >= 40 and summary["seed"]
+    assert summary["splats"] == 0 and summary["tests"]["passed"] == summary["tests"]["planned"] == 13
+    ks, ku = summary["kselftest"], summary["kunit"]
+    assert ks["failed"] == 0 and ks["passed"] == ks["planned"] >= 15, ks
+    assert ku["failed"] == 0 and ku["complete"] and ku["passed"] == ku["planned"] == 1, ku
+    assert summary["kunit_cases"]["failed"] == 0 and summary["kunit_cases"]["passed"] >= 50
+    assert summary["kmemleak_leaks"] == 0
     assert (run.path / "console.log").exists() and (run.path / "guest" / "ktap.txt").exists()
 
 
 def test_broken_variant_fails_validate(tmp_path: Path) -> None:
     from harness.results import ResultStore
     broken = build.ensure_built(build.BuildSpec(patches=("mm_intent", "broken-uaf"), kasan=True))
-    summary, _ = validate.validate(broken.id, fuzz=100, store=ResultStore(tmp_path))
+    summary, _ = validate.validate(broken.id, fuzz=100, valid=100, concurrent=0, store=ResultStore(tmp_path))
     assert not summary["ok"]
     assert "kasan" in {f["kind"] for f in summary["findings"]}, summary["failure"]
 
@@ -98,10 +106,30 @@ def test_lockdep_variant_fails_validate_after_an_incremental_rebuild(kernel: bui
     compiled = _compiled(broken.dir / "build.log")
     assert "mm/mm_intent.o" in compiled and all(not c.startswith(("kernel/", "fs/", "drivers/")) for c in compiled), \
         compiled
-    summary, _ = validate.validate(broken.id, fuzz=100, store=ResultStore(tmp_path))
+    summary, _ = validate.validate(broken.id, fuzz=100, valid=100, concurrent=0, store=ResultStore(tmp_path))
     assert not summary["ok"]
     lockdep = [f for f in summary["findings"] if f["kind"] == "lockdep"]
     assert lockdep and "circular locking dependency" in lockdep[0]["line"], summary["failure"]
+
+
+def test_leaking_variant_fails_validate(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    """A series that never frees a dropped address-space record: kmemleak's final scan must report it."""
+    from harness.results import ResultStore
+    broken = build.ensure_built(build.BuildSpec(patches=("mm_intent", "broken-leak"), kasan=True))
+    summary, run = validate.validate(broken.id, fuzz=100, valid=100, concurrent=0, store=ResultStore(tmp_path))
+    assert not summary["ok"] and summary["kmemleak_leaks"] > 0, summary["failure"]
+    assert "kmemleak" in {f["kind"] for f in summary["findings"]}
+    assert "mm_intent" in (run.path / "guest" / "kmemleak.txt").read_text()
+
+
+def test_uninitialized_lock_variant_fails_validate(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    """A spinlock nobody initialized: lockdep's "trying to register non-static key" must fail validate."""
+    from harness.results import ResultStore
+    broken = build.ensure_built(build.BuildSpec(patches=("mm_intent", "broken-lockkey"), kasan=True))
+    summary, _ = validate.validate(broken.id, fuzz=100, valid=100, concurrent=0, store=ResultStore(tmp_path))
+    assert not summary["ok"]
+    lockdep = [f for f in summary["findings"] if f["kind"] == "lockdep"]
+    assert lockdep and "non-static key" in lockdep[0]["line"], summary["failure"]
 
 
 def test_bench_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.KernelBuild, tmp_path: Path) -> None:

@@ -5,7 +5,11 @@
  * Built static on the host by kvds (gcc -static) and placed in the initramfs, so it runs in the busybox guest
  * with no libraries. The random bad-input suite is a differential test: a reference model of the documented
  * parsing rules (including the kernel's kstrtox() quirks) predicts the errno of each malformed line, and the
- * kernel must return exactly that errno. Usage: mm_intent_validate [--fuzz N] [--seed S] [--ktap FILE]
+ * kernel must return exactly that errno; random well-formed lines must be accepted and read back identically.
+ * The model is checked against the kernel's own errno table (mm/mm_intent_kunit.c, passed in with --table), and a
+ * concurrent phase races register, clear, lookup and dump against processes that exit, exec and munmap.
+ * Usage: mm_intent_validate [--fuzz N] [--valid N] [--seed S] [--concurrent SECONDS] [--table FILE] [--ktap FILE]
+ *        mm_intent_validate --check-table FILE   (host: the model against the kernel's table, no kernel needed)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,7 +36,8 @@
 #define PAGE 4096UL
 #define TASK_SIZE_MAX_4L 0x7ffffffff000UL /* x86_64, 4-level paging */
 #define VALID_FLAGS 0x1fu
-#define NTESTS 10
+#define MAX_PER_MM 1024
+#define NTESTS 13
 
 static FILE *ktap;
 static int test_no;
@@ -357,13 +363,27 @@ static void t_lookup(void)
 	result("lookup_attribution", failures);
 }
 
+/* The start of a process's first mapping (an address register accepts for it). */
+static unsigned long first_mapping(int pid)
+{
+	char path[64], *text;
+	unsigned long lo = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	text = read_all(path);
+	if (text && sscanf(text, "%lx-", &lo) != 1)
+		lo = 0;
+	free(text);
+	return lo;
+}
+
 static void t_clear(void)
 {
 	int pid = getpid(), err;
 	char big[200];
 
 	failures = 0;
-	err = reg(1, 0x10000, PAGE, 0x10, 5, 1);
+	err = reg(1, first_mapping(1), PAGE, 0x10, 5, 1);
 	CHECK(err == 0, "register for init: %s", ename(err));
 	err = wr("clear", "999999\n");
 	CHECK(err == ESRCH, "clear missing pid: %s", ename(err));
@@ -446,27 +466,72 @@ static void t_exit_cleanup(void)
 	result("exit_and_exec_cleanup", failures);
 }
 
+/* A child that registers `n` one-page entries for itself, reports the errno of entry n + 1, and waits. */
+static pid_t bound_child(int n, int *status_fd, int *go_fd)
+{
+	int p[2], q[2];
+	pid_t child;
+
+	if (pipe(p) || pipe(q))
+		return -1;
+	child = fork();
+	if (child == 0) {
+		unsigned long a = (unsigned long)map_pages(n + 1, PROT_NONE);
+		int fd = open(DIR "/register", O_WRONLY), err = 0, i;
+		char line[LINE_MAX_K + 1], c;
+
+		/* Only its own pipe ends: an inherited write end of an earlier child's pipe would keep that child
+		 * waiting for an EOF that never comes. */
+		for (int f = 3; f < 1024; f++)
+			if (f != p[1] && f != q[0] && f != fd)
+				close(f);
+		for (i = 0; i < n && !err; i++) {
+			snprintf(line, sizeof(line), "%d 0x%lx 0x1000 0x1 %d 0\n", getpid(), a + i * PAGE, i);
+			err = wr_fd(fd, line, strlen(line));
+		}
+		c = err ? 'f' : 'r';
+		if (!err) {
+			snprintf(line, sizeof(line), "%d 0x%lx 0x1000 0x1 0 0\n", getpid(), a + n * PAGE);
+			err = wr_fd(fd, line, strlen(line));
+			c = err == EDQUOT ? 'q' : err == ENOSPC ? 's' : err == 0 ? '0' : 'x';
+		}
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		wait_byte(q[0]);
+		_exit(0);
+	}
+	close(p[1]);
+	close(q[0]);
+	*status_fd = p[0];
+	*go_fd = q[1];
+	return child;
+}
+
 static void t_bound(void)
 {
-	unsigned long a = (unsigned long)map_pages(MAX_ENTRIES + 1, PROT_NONE);
-	int pid = getpid(), fd = open(DIR "/register", O_WRONLY), err = 0, n = 0;
+	int pid = getpid(), err, st[4], go[4], nproc = MAX_ENTRIES / MAX_PER_MM;
+	pid_t kids[4];
 	char line[LINE_MAX_K + 1];
 
 	failures = 0;
 	CHECK(wr("clear", "all") == 0, "clear");
-	CHECK(a && fd >= 0, "setup");
-	for (int i = 0; i < MAX_ENTRIES && !err; i++, n++) {
-		snprintf(line, sizeof(line), "%d 0x%lx 0x1000 0x1 %d 0\n", pid, a + i * PAGE, i);
-		err = wr_fd(fd, line, strlen(line));
+	/* One address space holds at most MAX_PER_MM entries (EDQUOT), the registry MAX_ENTRIES (ENOSPC). */
+	for (int k = 0; k < nproc; k++) {
+		kids[k] = bound_child(MAX_PER_MM, &st[k], &go[k]);
+		err = wait_byte(st[k]);
+		CHECK(err == (k < nproc - 1 ? 'q' : 's'), "process %d: filling to %d then one more gave '%c'", k,
+		      MAX_PER_MM, err);
 	}
-	CHECK(!err && n == MAX_ENTRIES, "filling the registry stopped at %d: %s", n, ename(err));
-	snprintf(line, sizeof(line), "%d 0x%lx 0x1000 0x1 0 0\n", pid, a + MAX_ENTRIES * PAGE);
-	err = wr_fd(fd, line, strlen(line));
-	CHECK(err == ENOSPC, "entry %d: %s, want ENOSPC", MAX_ENTRIES + 1, ename(err));
 	CHECK(dump(NULL, 0) == MAX_ENTRIES, "dump has %d entries, want %d", dump(NULL, 0), MAX_ENTRIES);
-	CHECK(wr("clear", "all") == 0 && dump(NULL, 0) == 0, "clear all after filling");
-	close(fd);
-	munmap((void *)a, (MAX_ENTRIES + 1) * PAGE);
+	snprintf(line, sizeof(line), "%d 0x%lx 0x1000 0x1 0 0\n", pid, arena);
+	err = wr("register", line);
+	CHECK(err == ENOSPC, "entry %d: %s, want ENOSPC", MAX_ENTRIES + 1, ename(err));
+	for (int k = 0; k < nproc; k++) {
+		close(go[k]);
+		waitpid(kids[k], NULL, 0);
+		close(st[k]);
+	}
+	CHECK(dump(NULL, 0) == 0, "%d entries left after the %d full processes exited", dump(NULL, 0), nproc);
 	result("bounded_registry", failures);
 }
 
@@ -575,13 +640,62 @@ static int live_process(int pid)
 	return tgid == pid && has_mm;
 }
 
-/* The errno the documented rules give for writing buf[0..n) to register (0: it would be accepted). */
-static int model_register(const unsigned char *in, size_t n)
+/* Is [start, end) covered by mappings of `pid` (/proc/<pid>/maps)? */
+static int model_mapped(int pid, unsigned long start, unsigned long end)
+{
+	char path[64], *text, *line, *save = NULL;
+	unsigned long addr = start, lo, hi;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	text = read_all(path);
+	if (!text)
+		return 0;
+	for (line = strtok_r(text, "\n", &save); line && addr < end; line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%lx-%lx", &lo, &hi) != 2 || hi <= addr)
+			continue;
+		if (lo > addr)
+			break;
+		addr = hi;
+	}
+	free(text);
+	return addr >= end;
+}
+
+/* The pid a pidfd of this process refers to (-1: exited), or 0 when fd is not an open pidfd. */
+static int model_pidfd(int fd)
+{
+	char path[64], link[128], *info, *p;
+	ssize_t n;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	if (!strstr(link, "pidfd"))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	info = read_all(path);
+	if (info && (p = strstr(info, "\nPid:")))
+		pid = atoi(p + 5);
+	free(info);
+	return pid ? pid : -1;
+}
+
+struct mreq {
+	int pid, pidfd;
+	unsigned long long start, len, dl;
+	unsigned int flags, prio;
+};
+
+/* The errno the documented rules give for the line itself (0: well formed); fills *r. */
+static int model_parse(const unsigned char *in, size_t n, struct mreq *r)
 {
 	char buf[LINE_MAX_K + 1], *tok[7], *s;
 	unsigned long long start = 0, len = 0, dl;
 	unsigned int flags = 0, prio;
-	int pid, ntok = 0, se, le, fe;
+	int pid = 0, ntok = 0, se, le, fe, pidfd = 0, te;
 	const unsigned char *nl;
 
 	if (n > LINE_MAX_K)
@@ -617,7 +731,9 @@ static int model_register(const unsigned char *in, size_t n)
 	se = m_kstrtoull_plus(tok[1], 16, &start);
 	le = m_kstrtoull_plus(tok[2], 16, &len);
 	fe = m_kstrtou32(tok[3], 16, &flags);
-	if (m_kstrtoint(tok[0], &pid) || (se && se != -ERANGE) || (le && le != -ERANGE) || (fe && fe != -ERANGE) ||
+	pidfd = !strncmp(tok[0], "pidfd:", 6);
+	te = m_kstrtoint(tok[0] + (pidfd ? 6 : 0), &pid) || pid < (pidfd ? 0 : 1);
+	if (te || (se && se != -ERANGE) || (le && le != -ERANGE) || (fe && fe != -ERANGE) ||
 	    m_kstrtoull_plus(tok[4], 10, &dl) || m_kstrtou32(tok[5], 10, &prio) || prio > 255)
 		return EINVAL;
 	if (fe || (flags & ~VALID_FLAGS))
@@ -626,8 +742,31 @@ static int model_register(const unsigned char *in, size_t n)
 		return ERANGE;
 	if ((start | len) & (PAGE - 1))
 		return EDOM;
+	*r = (struct mreq){ pid, pidfd, start, len, dl, flags, prio };
+	return 0;
+}
+
+/*
+ * The errno the documented rules give for writing buf[0..n) to register (0: it would be accepted), up to the
+ * checks that depend on the registry's contents (ENOSPC, EDQUOT, EEXIST). Targets here never share their mm.
+ */
+static int model_register(const unsigned char *in, size_t n)
+{
+	struct mreq r;
+	int err = model_parse(in, n, &r), pid;
+
+	if (err)
+		return err;
+	pid = r.pid;
+	if (r.pidfd) {
+		pid = model_pidfd(r.pid);
+		if (!pid)
+			return EBADF;
+	}
 	if (pid <= 0 || !live_process(pid))
 		return ESRCH;
+	if (!model_mapped(pid, r.start, r.start + r.len))
+		return ENOMEM;
 	return 0;
 }
 
@@ -659,12 +798,14 @@ static void *thread_fn(void *arg)
 
 static void t_errno_table(void)
 {
-	static struct badcase c[64];
+	static struct badcase c[80];
 	int pid = getpid(), nc = 0, fd, err, tid = 0, model_wrong = 0, before;
-	unsigned long b = arena;
+	unsigned long b = arena, hole = (unsigned long)map_pages(3, PROT_READ);
 	pthread_t th;
 
 	failures = 0;
+	if (hole)
+		munmap((void *)(hole + PAGE), PAGE);
 	pthread_create(&th, NULL, thread_fn, &tid);
 	pthread_join(th, NULL); /* the tid is gone now: a gone thread and a live one both have no tgid of their own */
 #define ADD(e, ...) do { c[nc].len = snprintf(c[nc].line, sizeof(c[nc].line), __VA_ARGS__); c[nc++].err = e; } while (0)
@@ -704,8 +845,14 @@ static void t_errno_table(void)
 	ADD(EDOM, "%d 0x%lx 0x1001 0x1 0 0\n", pid, b + PAGE);
 	ADD(EDOM, "%d 0x%lx 0x800 0x1 0 0\n", pid, b + PAGE);
 	ADD(ESRCH, "999999 0x%lx 0x1000 0x1 0 0\n", b + PAGE);
-	ADD(ESRCH, "0 0x%lx 0x1000 0x1 0 0\n", b + PAGE);
-	ADD(ESRCH, "-5 0x%lx 0x1000 0x1 0 0\n", b + PAGE);
+	ADD(EINVAL, "0 0x%lx 0x1000 0x1 0 0\n", b + PAGE);
+	ADD(EINVAL, "-5 0x%lx 0x1000 0x1 0 0\n", b + PAGE);
+	ADD(EINVAL, "pidfd:-1 0x%lx 0x1000 0x1 0 0\n", b + PAGE);
+	ADD(EBADF, "pidfd:999 0x%lx 0x1000 0x1 0 0\n", b + PAGE);
+	ADD(EBADF, "pidfd:%d 0x%lx 0x1000 0x1 0 0\n", fileno(stdout), b + PAGE);
+	ADD(ENOMEM, "%d 0x1000 0x1000 0x1 0 0\n", pid);
+	ADD(ENOMEM, "%d 0x%lx 0x3000 0x1 0 0\n", pid, hole);        /* a hole between two mapped pages */
+	ADD(ENOMEM, "%d 0x%lx 0x1000 0x1 0 0\n", pid, hole + PAGE);
 	ADD(ESRCH, "2 0x%lx 0x1000 0x1 0 0\n", b + PAGE);
 	ADD(ESRCH, "%d 0x%lx 0x1000 0x1 0 0\n", tid, b + PAGE);
 	ADD(EEXIST, "%d 0x%lx 0x%lx 0x1 0 0\n", pid, want[0].start, PAGE);
@@ -762,6 +909,7 @@ static const char *const interesting[] = {
 	"1000", "fff", "1001", "7ffffffff000", "800000000000", "1f", "20", "ffffffff", "100000000", "255", "256",
 	"18446744073709551615", "18446744073709551616", "2147483647", "2147483648", "-2147483648", "abc", "1e3",
 	"0x1000z", "1", "2", "999999", "+0x1000", "00000000000000000000001000", "\t1", "1 2", "all",
+	"pidfd:0", "pidfd:1", "pidfd:3", "pidfd:-1", "pidfd:", "pidfd:999",
 };
 
 /* One random line that the model calls malformed; returns its length. */
@@ -842,8 +990,8 @@ static void t_fuzz(long count, uint64_t seed)
 {
 	static unsigned char line[1024];
 	int pid = getpid(), fd = open(DIR "/register", O_WRONLY), shown = 0, before = dump(NULL, 0);
-	static const int errs[] = { E2BIG, EBADMSG, EINVAL, EOPNOTSUPP, ERANGE, EDOM, ESRCH };
-	long mismatches = 0, hist[7] = { 0 };
+	static const int errs[] = { E2BIG, EBADMSG, EINVAL, EOPNOTSUPP, ERANGE, EDOM, EBADF, ESRCH, ENOMEM };
+	long mismatches = 0, hist[9] = { 0 };
 	struct timespec t0, t1;
 
 	failures = 0;
@@ -853,7 +1001,7 @@ static void t_fuzz(long count, uint64_t seed)
 		size_t n = gen_bad(line, 600, pid, arena);
 		int expect = model_register(line, n), got = wr_fd(fd, line, n);
 
-		for (int k = 0; k < 7; k++)
+		for (int k = 0; k < 9; k++)
 			hist[k] += expect == errs[k];
 
 		if (got != expect) {
@@ -873,10 +1021,349 @@ static void t_fuzz(long count, uint64_t seed)
 	CHECK(mismatches == 0, "%ld of %ld random malformed writes got the wrong errno", mismatches, count);
 	CHECK(dump(NULL, 0) == before, "random malformed writes changed the registry");
 	emit("# kvds: fuzz_E2BIG=%ld fuzz_EBADMSG=%ld fuzz_EINVAL=%ld fuzz_EOPNOTSUPP=%ld fuzz_ERANGE=%ld fuzz_EDOM=%ld "
-	     "fuzz_ESRCH=%ld\n", hist[0], hist[1], hist[2], hist[3], hist[4], hist[5], hist[6]);
+	     "fuzz_EBADF=%ld fuzz_ESRCH=%ld fuzz_ENOMEM=%ld\n", hist[0], hist[1], hist[2], hist[3], hist[4], hist[5],
+	     hist[6], hist[7], hist[8]);
 	emit("# kvds: malformed_writes=%ld mismatches=%ld fuzz_ms=%ld seed=%llu\n", count, mismatches,
 	     (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000), (unsigned long long)seed);
 	result("random_malformed_writes", failures);
+}
+
+/* ---- the kernel's own errno table (mm/mm_intent_kunit.c), one row a line: "<errno> <line as hex>" ---- */
+
+struct trow {
+	unsigned char line[LINE_MAX_K * 2];
+	size_t len;
+	int err;
+};
+
+static int load_table(const char *path, struct trow *rows, int max)
+{
+	char *text = read_all(path), *line, *save = NULL;
+	int n = 0;
+
+	if (!text)
+		return -1;
+	for (line = strtok_r(text, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
+		char *hex = strchr(line, ' ');
+		size_t len = 0;
+
+		rows[n].err = atoi(line);
+		if (hex && strcmp(hex + 1, "-"))
+			for (hex++; hex[0] && hex[1] && len < sizeof(rows[n].line); hex += 2)
+				sscanf(hex, "%2hhx", &rows[n].line[len++]);
+		rows[n++].len = len;
+	}
+	free(text);
+	return n;
+}
+
+/* The model's parse-level answer for every row; the kernel's answer too when `kernel` (rows it must refuse). */
+static int check_table(const char *path, int kernel)
+{
+	static struct trow rows[256];
+	int n = load_table(path, rows, 256), bad = 0, fd = kernel ? open(DIR "/register", O_WRONLY) : -1;
+	struct mreq r;
+
+	if (n <= 0) {
+		emit("# cannot read the kernel's errno table %s\n", path);
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		int model = model_parse(rows[i].line, rows[i].len, &r), got;
+
+		if (model != rows[i].err) {
+			bad++;
+			print_line("model disagrees with the kernel's table", rows[i].line, rows[i].len, rows[i].err,
+				   model);
+		}
+		if (kernel && rows[i].err) {
+			got = wr_fd(fd, rows[i].line, rows[i].len);
+			malformed++;
+			if (got != rows[i].err) {
+				bad++;
+				print_line("kernel disagrees with its own table", rows[i].line, rows[i].len,
+					   rows[i].err, got);
+			}
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	emit("# kvds: kernel_table_rows=%d\n", n);
+	return bad;
+}
+
+static void t_kernel_table(const char *path)
+{
+	failures = 0;
+	if (!path)
+		CHECK(0, "no --table: the kernel's errno table was not passed in");
+	else
+		failures += check_table(path, 1);
+	result("kernel_errno_table", failures);
+}
+
+/* ---- well-formed lines: accepted, and read back in the canonical form ---- */
+
+static const char *pick(const char *const *v, size_t n)
+{
+	return v[rnd() % n];
+}
+
+/* A random well-formed line for `target` over [start, start + len); the canonical dump line goes to `canon`. */
+static size_t gen_good(char *out, size_t cap, const char *target, int pid, unsigned long start, unsigned long len,
+		       char *canon, size_t ccap)
+{
+	static const char *const sp[] = { " ", " ", " ", "  ", "   " };
+	static const char *const hexpre[] = { "0x", "0x", "0X", "", "+0x", "+" };
+	unsigned int flags = rnd() % 32, prio = rnd() % 256;
+	unsigned long long dl = rnd() % 4 == 0 ? 0 : rnd() >> (rnd() % 64);
+	char zs[8] = "";
+	size_t n;
+	int upper = rnd() % 4 == 0;
+
+	if (rnd() % 4 == 0)
+		snprintf(zs, sizeof(zs), "%.*s", (int)(rnd() % 4), "000");
+	n = 0;
+	n += snprintf(out + n, cap - n, "%s%s%s", rnd() % 4 ? "" : " ", target, pick(sp, 5));
+	n += snprintf(out + n, cap - n, upper ? "%s%s%lX%s" : "%s%s%lx%s", pick(hexpre, 6), zs, start, pick(sp, 5));
+	n += snprintf(out + n, cap - n, upper ? "%s%lX%s" : "%s%lx%s", pick(hexpre, 6), len, pick(sp, 5));
+	n += snprintf(out + n, cap - n, "%s%x%s", pick(hexpre, 6), flags, pick(sp, 5));
+	n += snprintf(out + n, cap - n, "%s%llu%s", rnd() % 8 ? "" : "+", dl, pick(sp, 5));
+	n += snprintf(out + n, cap - n, "%s%u%s%s", rnd() % 8 ? "" : "0", prio, rnd() % 4 ? "" : " ",
+		      rnd() % 2 ? "\n" : "");
+	snprintf(canon, ccap, "%d 0x%lx 0x%lx 0x%x %llu %u\n", pid, start, len, flags, dl, prio);
+	return n;
+}
+
+static void t_valid(long count)
+{
+	int p[2], fd = open(DIR "/register", O_WRONLY), lk = open(DIR "/lookup", O_RDWR), cl = open(DIR "/clear", O_WRONLY);
+	int pidfd, shown = 0, me_len;
+	struct mreq req;
+	unsigned long area = (unsigned long)map_pages(64, PROT_READ | PROT_WRITE);
+	long rejected = 0, wrong = 0, model_wrong = 0, via_pidfd = 0;
+	char line[LINE_MAX_K * 2], canon[LINE_MAX_K + 1], ans[LINE_MAX_K + 1], target[32], me[32];
+	struct timespec t0, t1;
+	pid_t holder;
+
+	failures = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (pipe(p))
+		CHECK(0, "pipe");
+	holder = fork();     /* the target: a process with its own copy of `area` */
+	if (holder == 0) {
+		close(p[1]);
+		wait_byte(p[0]);
+		_exit(0);
+	}
+	close(p[0]);
+	pidfd = syscall(SYS_pidfd_open, holder, 0);
+	CHECK(pidfd >= 0 && fd >= 0 && area, "setup: pidfd_open %d", pidfd);
+	me_len = snprintf(me, sizeof(me), "%d\n", holder);
+	for (long i = 0; i < count && pidfd >= 0; i++) {
+		unsigned long pg = rnd() % 60, len = (1 + rnd() % 4) * PAGE;
+		size_t n;
+		int err, model;
+
+		if (rnd() % 8 == 0) {
+			snprintf(target, sizeof(target), "pidfd:%d", pidfd);
+			via_pidfd++;
+		} else {
+			snprintf(target, sizeof(target), "%s%d", rnd() % 8 ? "" : "+", holder);
+		}
+		n = gen_good(line, LINE_MAX_K + 1, target, holder, area + pg * PAGE, len, canon, sizeof(canon));
+		if (n > LINE_MAX_K)
+			n = snprintf(line, sizeof(line), "%s", canon);
+		/* The parse-level model: the target (a live holder, the whole range mapped) is valid by construction,
+		 * and reading its /proc files for every line would cost more than the write. */
+		model = model_parse((unsigned char *)line, n, &req);
+		err = wr_fd(fd, line, n);
+		if (model) {
+			model_wrong++;
+			if (shown++ < 10)
+				print_line("model rejects a well-formed line", (unsigned char *)line, n, 0, model);
+		}
+		if (err) {
+			rejected++;
+			if (shown++ < 10)
+				print_line("well-formed line refused", (unsigned char *)line, n, 0, err);
+			continue;
+		}
+		{
+			char q[64];
+			int qn = snprintf(q, sizeof(q), "%d 0x%lx\n", holder, area + pg * PAGE + len - 1);
+			ssize_t r;
+
+			err = wr_fd(lk, q, qn);
+			r = err ? 0 : pread(lk, ans, sizeof(ans) - 1, 0);
+			ans[r > 0 ? r : 0] = '\0';
+		}
+		if (err || strcmp(ans, canon)) {
+			wrong++;
+			if (shown++ < 10)
+				emit("# read back %s: got \"%s\" want \"%s\"\n", ename(err), err ? "" : ans, canon);
+		}
+		CHECK(wr_fd(cl, me, me_len) == 0, "clear the holder");
+	}
+	close(lk);
+	close(cl);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	close(p[1]);
+	waitpid(holder, NULL, 0);
+	if (pidfd >= 0)
+		close(pidfd);
+	close(fd);
+	CHECK(rejected == 0, "%ld of %ld well-formed lines were refused", rejected, count);
+	CHECK(wrong == 0, "%ld accepted lines did not read back in the canonical form", wrong);
+	CHECK(model_wrong == 0, "the model rejected %ld well-formed lines", model_wrong);
+	emit("# kvds: valid_writes=%ld valid_via_pidfd=%ld valid_ms=%ld\n", count, via_pidfd,
+	     (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	result("random_valid_writes", failures);
+}
+
+/* ---- concurrency: register/clear/lookup/dump racing processes that exit, exec and unmap ---- */
+
+#define CC_SLOTS 16
+#define CC_PAGES 16
+static volatile int cc_stop;
+static int cc_pids[CC_SLOTS];          /* live (or just exited) children, written by the spawner */
+static unsigned long cc_area;          /* mapped before each fork: every child has it at this address */
+static long cc_ops, cc_unexpected, cc_erange;
+static pthread_mutex_t cc_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void cc_note(const char *what, int err)
+{
+	pthread_mutex_lock(&cc_mu);
+	if (cc_unexpected++ < 10)
+		emit("# concurrent %s: unexpected %s\n", what, ename(err));
+	pthread_mutex_unlock(&cc_mu);
+}
+
+static void *cc_worker(void *arg)
+{
+	uint64_t x = (uintptr_t)arg * 0x9e3779b97f4a7c15ULL + 1;
+	int reg_fd = open(DIR "/register", O_WRONLY), lk_fd = open(DIR "/lookup", O_RDWR);
+	char line[LINE_MAX_K + 1], ans[LINE_MAX_K + 1];
+	long ops = 0;
+
+	while (!cc_stop) {
+		int pid, err, op;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		pid = __atomic_load_n(&cc_pids[x % CC_SLOTS], __ATOMIC_RELAXED);
+		op = (x >> 20) % 16;
+		if (pid <= 0)
+			continue;
+		ops++;
+		if (op < 9) {
+			snprintf(line, sizeof(line), "%d 0x%lx 0x%lx 0x%x %llu %u\n", pid,
+				 cc_area + ((x >> 8) % CC_PAGES) * PAGE, (1 + (x >> 30) % 3) * PAGE,
+				 (unsigned int)(x >> 40) % 32, (unsigned long long)(x >> 12), (unsigned int)(x >> 50) % 256);
+			err = wr_fd(reg_fd, line, strlen(line));
+			/* ERANGE: a target caught inside exec, whose new mm has no task_size yet (0 until
+			 * setup_new_exec()): the range is above it, as documented. */
+			if (err && err != ESRCH && err != EEXIST && err != ENOMEM && err != EDQUOT && err != ENOSPC &&
+			    err != ERANGE)
+				cc_note("register", err);
+			if (err == ERANGE)
+				__atomic_fetch_add(&cc_erange, 1, __ATOMIC_RELAXED);
+		} else if (op < 13) {
+			snprintf(line, sizeof(line), "%d 0x%lx\n", pid, cc_area + ((x >> 8) % CC_PAGES) * PAGE);
+			err = wr_fd(lk_fd, line, strlen(line));
+			if (!err && pread(lk_fd, ans, sizeof(ans) - 1, 0) < 0)
+				cc_note("lookup read", errno);
+			if (err && err != ESRCH && err != ENOENT)
+				cc_note("lookup", err);
+		} else if (op < 15) {
+			snprintf(line, sizeof(line), "%d\n", pid);
+			err = wr("clear", line);
+			if (err && err != ESRCH)
+				cc_note("clear", err);
+		} else if ((x >> 33) % 64 == 0) {
+			err = wr("clear", "all\n");
+			if (err)
+				cc_note("clear all", err);
+		} else {
+			free(read_all(DIR "/dump"));
+		}
+	}
+	close(reg_fd);
+	close(lk_fd);
+	__atomic_fetch_add(&cc_ops, ops, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* What a child does before it goes: exit, unmap part of the area, move it, or exec. */
+static void cc_child(uint64_t r)
+{
+	struct timespec ts = { 0, (long)(r % 20) * 1000000L };
+
+	nanosleep(&ts, NULL);
+	switch ((r >> 8) % 4) {
+	case 0:
+		munmap((void *)(cc_area + PAGE * ((r >> 16) % CC_PAGES)), 2 * PAGE);
+		nanosleep(&ts, NULL);
+		break;
+	case 1:
+		mremap((void *)cc_area, CC_PAGES * PAGE, CC_PAGES * PAGE / 2, 0);
+		nanosleep(&ts, NULL);
+		break;
+	case 2:
+		execl("/bin/busybox", "true", (char *)NULL);
+		break;
+	default:
+		break;
+	}
+	_exit(0);
+}
+
+static void t_concurrent(int seconds)
+{
+	pthread_t th[4];
+	struct timespec t0, now;
+	long spawned = 0, elapsed_ms = 0;
+
+	failures = 0;
+	cc_stop = 0;
+	cc_ops = cc_unexpected = 0;
+	CHECK(wr("clear", "all") == 0, "clear");
+	cc_area = (unsigned long)map_pages(CC_PAGES, PROT_READ | PROT_WRITE);
+	CHECK(cc_area, "mmap");
+	for (long i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, cc_worker, (void *)(i + 1));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (elapsed_ms < seconds * 1000L) {
+		int slot = rnd() % CC_SLOTS, old = cc_pids[slot], st;
+		uint64_t r = rnd();
+		pid_t child = fork();
+
+		if (child == 0)
+			cc_child(r);
+		if (child > 0) {
+			spawned++;
+			__atomic_store_n(&cc_pids[slot], child, __ATOMIC_RELAXED);
+		}
+		if (old > 0)
+			waitpid(old, &st, 0);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		elapsed_ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+	}
+	cc_stop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < CC_SLOTS; i++)
+		if (cc_pids[i] > 0)
+			waitpid(cc_pids[i], NULL, 0);
+	memset(cc_pids, 0, sizeof(cc_pids));
+	munmap((void *)cc_area, CC_PAGES * PAGE);
+	CHECK(cc_unexpected == 0, "%ld unexpected errnos under concurrency", cc_unexpected);
+	CHECK(dump(NULL, 0) == 0 || wr("clear", "all") == 0, "clear after the concurrent phase");
+	CHECK(dump(NULL, 0) == 0, "registry not empty after every child exited and clear all: %d", dump(NULL, 0));
+	emit("# kvds: concurrent_ms=%ld concurrent_ops=%ld concurrent_processes=%ld concurrent_erange=%ld\n",
+	     elapsed_ms, cc_ops, spawned, cc_erange);
+	result("concurrent_register_clear_lookup_vs_exit", failures);
 }
 
 static void t_final(void)
@@ -889,18 +1376,29 @@ static void t_final(void)
 
 int main(int argc, char **argv)
 {
-	long fuzz = 10000;
+	long fuzz = 10000, valid = 10000;
 	uint64_t seed = 1;
+	int concurrent = 60;
+	const char *table = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--fuzz") && i + 1 < argc)
 			fuzz = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--valid") && i + 1 < argc)
+			valid = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--concurrent") && i + 1 < argc)
+			concurrent = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--table") && i + 1 < argc)
+			table = argv[++i];
+		else if (!strcmp(argv[i], "--check-table") && i + 1 < argc)
+			return check_table(argv[++i], 0) ? 1 : 0;
 		else if (!strcmp(argv[i], "--ktap") && i + 1 < argc)
 			ktap = fopen(argv[++i], "w");
 		else {
-			fprintf(stderr, "usage: %s [--fuzz N] [--seed S] [--ktap FILE]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--fuzz N] [--valid N] [--seed S] [--concurrent SECONDS] [--table FILE] "
+				"[--ktap FILE] | --check-table FILE\n", argv[0]);
 			return 2;
 		}
 	}
@@ -913,7 +1411,11 @@ int main(int argc, char **argv)
 	t_exit_cleanup();
 	t_bound();
 	t_errno_table();
+	t_kernel_table(table);
 	t_fuzz(fuzz, seed);
+	rng = (seed ? seed : 1) ^ 0x5bd1e995;
+	t_valid(valid);
+	t_concurrent(concurrent);
 	t_final();
 	emit("# kvds: tests=%d\n", test_no);
 	return 0;
