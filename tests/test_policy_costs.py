@@ -124,3 +124,23 @@ def test_generated_traces_have_non_critical_reads() -> None:
     m = run_metrics(simulate(t, make_policy("LRU"), for_trace(t, DEFAULT_FAST, DEFAULT_SLOW,
                                                                  t.peak_live_bytes() // 2)))
     assert 0 < m["noncritical_share"] < 1
+
+
+def test_the_cleaner_frees_its_target_share_with_the_lowest_valued_blocks() -> None:
+    """ExpectedNextUse keeps FREE_TARGET of the fast tier free with background spills at the end of a step: with
+    1,000 full slots it spills that many blocks (FREE_TARGET x 1,000), the cold-hinted ones first; with
+    free_target=0 it spills none."""
+    from harness.policy.expected_next_use import FREE_TARGET
+    from harness.policy.simulator import OP_SPILL_BG
+
+    n, cold = 1000, [7, 400, 901, 950, 999]
+    ev = [(0, ALLOC, b, False, W) for b in range(n)] + [(0, HINT, b, False, COLD) for b in cold]
+    ev.append((1, ACCESS, 0, True, 0))
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, n * SZ, step_us=1e3, io_budget_us=1e9)
+    want = int(FREE_TARGET * n)
+    assert 0 < want <= len(cold)
+    r = simulate(make(ev, n), make_policy("ExpectedNextUse"), tiers, record=True)
+    bg = r.ops["block"][r.ops["op"] == OP_SPILL_BG].tolist()
+    assert len(bg) == want and set(bg) <= set(cold)
+    r0 = simulate(make(ev, n), make_policy("ExpectedNextUse", free_target=0.0), tiers, record=True)
+    assert not (r0.ops["op"] == OP_SPILL_BG).any()

@@ -46,7 +46,9 @@ def judge(goal: Goal, per_policy: dict[str, list[dict]]) -> Verdict:
     elif goal.what == "gap_closed":
         est, label = gap_closed(runs, lru, per_policy[OPTIMUM]), "LRU-to-MIN gap closed "
     elif goal.what == "hi_miss":
-        est, label = mean_ci([r["hi_miss_ratio"] for r in runs if r["hi_miss_ratio"] is not None]), "hi miss "
+        # a miss ratio cannot go below 0: the t interval is clipped there (harness.stats.mean_ci's floor)
+        est = mean_ci([r["hi_miss_ratio"] for r in runs if r["hi_miss_ratio"] is not None], floor=0.0)
+        label = "hi miss "
     else:
         est, label = paired(runs, lru, "slo_high", "difference"), "hi SLO attainment minus LRU's "
     return (judge_at_least if goal.rule == "at_least" else judge_at_most)(est, goal.limit, label)
