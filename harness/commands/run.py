@@ -43,7 +43,7 @@ def stages(suite_dir: Path) -> list[Stage]:
         Stage("qemu", "build (cached) and boot the mm_intent kernel, validate it",
               ("qemu", "validate", "--json"), ("qemu", "validate", "--json"), needs=("qemu.guest",),
               timeout_s=3600),
-        Stage("policy", "policy simulator: LRU vs DeadlineAware and others over 5 seeds",
+        Stage("policy", "policy simulator: ExpectedNextUse vs LRU, MIN as the floor, over 5 seeds",
               ("policy", "compare", "--profile", "deadline_pressure", "--seeds", "5", "--set", "n_requests=32", "--json"),
               ("policy", "compare", "--profile", "deadline_pressure", "--seeds", "10", "--json")),
         Stage("replay-trace", "generate the trace the replay executes",

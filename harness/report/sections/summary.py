@@ -52,10 +52,10 @@ def _rows(ctx: ReportContext) -> list[list[str]]:
     add("malformed writes / console splats",
         lambda l: f"{q[l].get('malformed_writes')} / {q[l].get('splats')}" if l in q else None)
     pol = s.get("policy", {})
-    for p in ("LRU", "DeadlineAware"):
+    for p in ("ExpectedNextUse", "LRU"):
         add(f"simulated decode-critical miss / access, {p}", lambda l, p=p: pol.get(l, {}).get(p))
     rep = s.get("replay", {})
-    for p in ("LRU", "DeadlineAware"):
+    for p in ("ExpectedNextUse", "LRU"):
         add(f"replayed decode-step p99 (us), {p}", lambda l, p=p: rep.get(l, {}).get(p, {}).get("real_p99_us"))
     return rows
 
