@@ -112,6 +112,7 @@ def test_lockdep_variant_fails_validate_after_an_incremental_rebuild(kernel: bui
     assert lockdep and "circular locking dependency" in lockdep[0]["line"], summary["failure"]
 
 
+@pytest.mark.slow   # a third and fourth variant: outside make test's 30-minute budget
 def test_leaking_variant_fails_validate(kernel: build.KernelBuild, tmp_path: Path) -> None:
     """A series that never frees a dropped address-space record: kmemleak's final scan must report it."""
     from harness.results import ResultStore
@@ -122,6 +123,7 @@ def test_leaking_variant_fails_validate(kernel: build.KernelBuild, tmp_path: Pat
     assert "mm_intent" in (run.path / "guest" / "kmemleak.txt").read_text()
 
 
+@pytest.mark.slow   # a third and fourth variant: outside make test's 30-minute budget
 def test_uninitialized_lock_variant_fails_validate(kernel: build.KernelBuild, tmp_path: Path) -> None:
     """A spinlock nobody initialized: lockdep's "trying to register non-static key" must fail validate."""
     from harness.results import ResultStore
