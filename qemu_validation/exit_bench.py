@@ -14,6 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
 from qemu_validation import build, cachedirs, guest
@@ -46,6 +47,8 @@ def parse(text: str) -> dict:
 
 def bench(kernel_id: str | None, iterations: int = 2000, timeout: float = 900,
           store: ResultStore | None = None) -> tuple[dict, Run]:
+    if iterations < 10:
+        raise UserError("--iterations must be at least 10 (a median and a p90 from fewer say nothing)")
     kb = guest.kernel(kernel_id)
     run = (store or ResultStore()).new_run("qemu-exit-bench", {"kernel": kb.id, "label": kb.label,
                                                               "iterations": iterations})
