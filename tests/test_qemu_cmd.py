@@ -48,3 +48,15 @@ def test_decode_exit(qemu_status: int, guest: int | None) -> None:
 
 def test_port_value_saturates() -> None:
     assert [qemu_cmd.port_value(s) for s in (0, 5, 127, 128, 255)] == [0, 5, 127, 127, 127]
+
+
+def test_new_qemu_flags_refuse_bad_input() -> None:
+    """One line, exit 2, before anything boots: validate's counts and seed, exit-bench's iterations."""
+    import subprocess
+    import sys
+    for argv in (["validate", "--concurrent", "-1"], ["validate", "--valid", "x"], ["validate", "--seed", "0"],
+                 ["exit-bench", "--iterations", "5"], ["exit-bench", "--iterations", "0"]):
+        p = subprocess.run([sys.executable, "-m", "harness.cli", "qemu", *argv], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 2, (argv, p.stderr)
+        assert p.stderr.startswith("kvds: error:") and len(p.stderr.strip().splitlines()) == 1, p.stderr
