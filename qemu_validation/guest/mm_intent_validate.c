@@ -1228,7 +1228,7 @@ static void t_valid(long count)
 static volatile int cc_stop;
 static int cc_pids[CC_SLOTS];          /* live (or just exited) children, written by the spawner */
 static unsigned long cc_area;          /* mapped before each fork: every child has it at this address */
-static long cc_ops, cc_unexpected, cc_erange;
+static long cc_ops, cc_unexpected, cc_ebusy;
 static pthread_mutex_t cc_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void cc_note(const char *what, int err)
@@ -1262,13 +1262,12 @@ static void *cc_worker(void *arg)
 				 cc_area + ((x >> 8) % CC_PAGES) * PAGE, (1 + (x >> 30) % 3) * PAGE,
 				 (unsigned int)(x >> 40) % 32, (unsigned long long)(x >> 12), (unsigned int)(x >> 50) % 256);
 			err = wr_fd(reg_fd, line, strlen(line));
-			/* ERANGE: a target caught inside exec, whose new mm has no task_size yet (0 until
-			 * setup_new_exec()): the range is above it, as documented. */
+			/* EBUSY: a target caught inside exec, whose new mm is not set up yet (documented). */
 			if (err && err != ESRCH && err != EEXIST && err != ENOMEM && err != EDQUOT && err != ENOSPC &&
-			    err != ERANGE)
+			    err != EBUSY)
 				cc_note("register", err);
-			if (err == ERANGE)
-				__atomic_fetch_add(&cc_erange, 1, __ATOMIC_RELAXED);
+			if (err == EBUSY)
+				__atomic_fetch_add(&cc_ebusy, 1, __ATOMIC_RELAXED);
 		} else if (op < 13) {
 			snprintf(line, sizeof(line), "%d 0x%lx\n", pid, cc_area + ((x >> 8) % CC_PAGES) * PAGE);
 			err = wr_fd(lk_fd, line, strlen(line));
@@ -1361,8 +1360,8 @@ static void t_concurrent(int seconds)
 	CHECK(cc_unexpected == 0, "%ld unexpected errnos under concurrency", cc_unexpected);
 	CHECK(dump(NULL, 0) == 0 || wr("clear", "all") == 0, "clear after the concurrent phase");
 	CHECK(dump(NULL, 0) == 0, "registry not empty after every child exited and clear all: %d", dump(NULL, 0));
-	emit("# kvds: concurrent_ms=%ld concurrent_ops=%ld concurrent_processes=%ld concurrent_erange=%ld\n",
-	     elapsed_ms, cc_ops, spawned, cc_erange);
+	emit("# kvds: concurrent_ms=%ld concurrent_ops=%ld concurrent_processes=%ld concurrent_ebusy=%ld\n",
+	     elapsed_ms, cc_ops, spawned, cc_ebusy);
 	result("concurrent_register_clear_lookup_vs_exit", failures);
 }
 
