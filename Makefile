@@ -12,11 +12,11 @@ demo: setup
 	$(KVDS) run --quick
 
 test: setup
-	$(VENV)/bin/python -m pytest -q -m "not slow" tests
+	$(VENV)/bin/python -m pytest -q -rs -m "not slow" tests
 
 # Guest-lab experiments that take ~10 minutes each under TCG + KASAN.
 test-slow: setup
-	$(VENV)/bin/python -m pytest -q -m slow tests
+	$(VENV)/bin/python -m pytest -q -rs -m slow tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info
