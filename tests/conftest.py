@@ -4,6 +4,7 @@ way to run the real `kvds` CLI."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +66,13 @@ def run_kvds(args: list[str], env: dict[str, str], timeout: float = 300, **kw) -
 
 
 needs_root = doctor.skip_unless("root")  # the test changes kernel state
+
+
+def needs_tool(path_or_name: str, why: str) -> pytest.MarkDecorator:
+    """Skip when a program set-up installs (harness/setup/debian-packages.txt) is absent, except under CI=true:
+    there set-up ran, so an absent tool is a broken set-up and the test must run (and fail), not skip."""
+    present = Path(path_or_name).exists() if "/" in path_or_name else shutil.which(path_or_name) is not None
+    return pytest.mark.skipif(not present and not doctor.in_ci(), reason=f"{path_or_name} is not installed: {why}")
 
 
 def pytest_configure(config: pytest.Config) -> None:

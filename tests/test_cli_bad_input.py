@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from harness.results import ResultStore
-from tests.conftest import KVDS, REPO, SEED_TRACE, run_kvds
+from tests.conftest import KVDS, REPO, SEED_TRACE, needs_root, needs_tool, run_kvds
 
 GOOD = {"request_id": "r", "block_id": 1, "size_bytes": 4096, "phase": "DECODE"}
 
@@ -146,7 +145,8 @@ def test_bad_mapping_file(name: str, tmp_path, kvds_env) -> None:
     assert_one_line_error(run_kvds(["map", "--mapping", str(p)], kvds_env), needle)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to drop to nobody (setpriv)")
+@needs_root
+@needs_tool("setpriv", "drops to nobody to run a root-only command")
 def test_root_only_command_as_non_root(kvds_env, tmp_path) -> None:
     env = dict(kvds_env, HOME=str(tmp_path))
     os.chmod(tmp_path, 0o777)
@@ -155,7 +155,7 @@ def test_root_only_command_as_non_root(kvds_env, tmp_path) -> None:
     assert_one_line_error(res, "needs root")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="kvds doctor: root needs-root: these commands refuse non-root first")
+@needs_root  # these commands refuse non-root first
 @pytest.mark.parametrize("name", sorted(HARM_CASES))
 def test_harmful_input_is_refused_before_any_change(name: str, tmp_path, kvds_env) -> None:
     argv, needle = HARM_CASES[name]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ import pytest
 
 from harness import doctor
 from harness.kconfig import config_state
-from tests.conftest import REPO, run_kvds
+from tests.conftest import REPO, needs_tool, run_kvds
 
 
 def test_doctor_json_lists_every_area(kvds_env) -> None:
@@ -66,7 +65,7 @@ def _ionice_class_of_child(args: list[str]) -> str | None:
         p.wait()
 
 
-@pytest.mark.skipif(shutil.which("ionice") is None, reason="util-linux ionice is not installed")
+@needs_tool("ionice", "util-linux ionice is the independent evidence")
 @pytest.mark.parametrize("cap,args,expect", [("ioprio", ["-c", "2", "-n", "4"], "best-effort"),
                                              ("ioprio.rt", ["-c", "1", "-n", "0"], "realtime"),
                                              ("ioprio.idle", ["-c", "3"], "idle")])

@@ -14,7 +14,7 @@ from io_priority import bench, device
 from io_priority.workload import Workload
 
 pytestmark = [doctor.skip_unless("loop", "ioprio", "ioprio.rt", "ioprio.idle", "io_uring"),
-              pytest.mark.skipif(not doctor.is_root(), reason="needs root (loop devices, tracefs)")]
+              doctor.skip_unless("root")]
 
 SMALL = device.Layout(32 << 20, 64 << 20)
 

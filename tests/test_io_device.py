@@ -15,7 +15,7 @@ from harness.knobs import create_dir, create_file, loop_attach, mount
 from harness.paths import work_dir
 from io_priority import device
 
-root_only = pytest.mark.skipif(not doctor.is_root(), reason="needs root (loop devices, mounts)")
+root_only = doctor.skip_unless("root")
 
 
 @pytest.mark.skipif(not Path("/dev/vda").exists(), reason="this host has no /dev/vda")

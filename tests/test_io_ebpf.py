@@ -17,7 +17,7 @@ from harness import doctor
 from tests.conftest import run_kvds
 
 pytestmark = [doctor.skip_unless("loop", "ioprio", "ioprio.rt", "ioprio.idle", "ebpf.probe.blk"),
-              pytest.mark.skipif(not doctor.is_root(), reason="needs root (loop devices, BPF programs)"),
+              doctor.skip_unless("root"),
               pytest.mark.timeout(240)]
 
 # eBPF pairs issue with complete by (device, sector): the eBPF track measured 1-3 unpaired of thousands.

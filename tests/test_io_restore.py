@@ -10,13 +10,12 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from harness import doctor
 from tests.conftest import journals_of
 
 pytestmark = [doctor.skip_unless("loop", "ioprio"),
-              pytest.mark.skipif(not doctor.is_root(), reason="needs root (loop devices)")]
+              doctor.skip_unless("root")]
 
 
 def _loops_over(tmp_path: Path) -> list[str]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import stat
 import subprocess
 
 import pytest
 
 from qemu_validation import cpio
+from tests.conftest import needs_tool
 
 
 def _archive() -> cpio.Archive:
@@ -36,7 +36,7 @@ def test_reproducible() -> None:
     assert _archive().to_bytes() == _archive().to_bytes()
 
 
-@pytest.mark.skipif(shutil.which("cpio") is None, reason="GNU cpio not installed")
+@needs_tool("cpio", "GNU cpio reads the archive back")
 def test_gnu_cpio_reads_it(tmp_path) -> None:
     blob = _archive().to_bytes()
     listing = subprocess.run(["cpio", "-t", "-v"], input=blob, capture_output=True, check=True).stdout.decode()

@@ -23,9 +23,10 @@ from harness import doctor, journal
 from harness.knobs.netns import _link_exists, namespaces
 from harness.paths import cache_dir, repo_root
 from harness.remote.lab import SSHD, NetnsLab
+from tests.conftest import needs_tool
 
 pytestmark = [doctor.skip_unless("root"),
-              pytest.mark.skipif(not Path(SSHD).exists(), reason="openssh-server is not installed (setup.sh installs it)")]
+              needs_tool(SSHD, "the lab runs openssh-server in a network namespace")]
 
 
 def kvds(*args: str, store: Path, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -2,18 +2,16 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from harness.knobs.cgroups import hierarchy_for
-from tests.conftest import KVDS, REPO, SEED_TRACE, journals_of, needs_root, run_kvds
+from tests.conftest import KVDS, REPO, SEED_TRACE, journals_of, needs_root, needs_tool, run_kvds
 
 
 @needs_root
-@pytest.mark.skipif(shutil.which("losetup") is None, reason="losetup is not installed")
+@needs_tool("losetup", "replay runs on a loop device")
 def test_seed_trace_replays_on_the_real_kernel(kvds_env: dict, tmp_path: Path) -> None:
     Path(kvds_env["KVDS_WORK_DIR"]).mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([*KVDS, "replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware", "--json"],
