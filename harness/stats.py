@@ -135,8 +135,7 @@ def mean_ci(values: Sequence[float], floor: float | None = None, min_n: int | No
     need = MIN_REPS if min_n is None else max(2, min_n)
     if v.size < need:
         return Estimate(m, math.nan, math.nan, reason=too_few_reps(int(v.size), need), n=int(v.size))
-    t = _T95[v.size - 2] if v.size - 1 <= len(_T95) else 1.96
-    half = t * float(v.std(ddof=1)) / math.sqrt(v.size)
+    half = t_quantile(v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
     lo = m - half if floor is None else max(floor, m - half)
     return Estimate(m, lo, m + half)
 

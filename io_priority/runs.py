@@ -13,12 +13,6 @@ from io_priority.workload import Workload
 ENGINE_NOTE = "ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_set per thread; io_uring via raw syscalls with sqe->ioprio"
 
 
-def finite(obj: Any) -> Any:
-    """NaN/inf (an interval from too few repetitions) -> None, so summary.json is strict JSON (the one encoder
-    every kvds JSON goes through: harness.results.strict)."""
-    return strict(obj)
-
-
 def _config(workload: Workload, dev: devmod.Device, scheduler: str, reps: int, **extra: Any) -> dict[str, Any]:
     return {"engine": workload.engine, "workload": workload.as_dict(), "device": dev.as_dict(),
             "scheduler": scheduler, "reps": reps, "load_generator": ENGINE_NOTE, **extra}
@@ -37,7 +31,7 @@ def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload
                "modes": bench.summarize(variants, results, workload.engine, device_name=dev.name,
                                         buffered=workload.spill_kind == "buffered"),
                **_ebpf_note(ebpf)}
-    summary = finite(summary)
+    summary = strict(summary)  # NaN/inf (too few repetitions) -> null: strict JSON
     run.write_summary(summary)
     return summary, run
 
@@ -76,7 +70,7 @@ def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, la
     points = sweep.points(per_sched)
     summary = {"schema": sweep.SCHEMA, "config": config, "schedulers": per_sched, "points": points,
                "goal": sweep.goal_summary(points, per_sched), **_ebpf_note(False)}
-    summary = finite(summary)
+    summary = strict(summary)  # NaN/inf (too few repetitions) -> null: strict JSON
     run.write_summary(summary)
     sweep.plot(points, run.path / "pareto.png", title=f"kvds io sweep ({workload.engine}, {dev.name})")
     return summary, run
@@ -94,6 +88,6 @@ def fio_check_run(scheduler: str, workload: Workload, layout: Layout, device: st
     for name, arr in samples.items():
         run.write_samples(name, arr)
     summary = {"schema": fio.SCHEMA, "config": config, **summary}
-    summary = finite(summary)
+    summary = strict(summary)  # NaN/inf (too few repetitions) -> null: strict JSON
     run.write_summary(summary)
     return summary, run
