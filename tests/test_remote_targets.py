@@ -110,6 +110,31 @@ def test_guest_target_reports_its_state() -> None:
     assert r.returncode == (0 if ready else 3)
 
 
+# The real `kvds` entry point with one of kvds's own modules broken: a None entry in sys.modules makes importing
+# it raise ImportError. Injected on purpose: a correct checkout cannot have a broken module of its own.
+BROKEN_GUEST_LAB = ("import sys; sys.modules['qemu_validation.guest'] = None; from harness.cli import main; "
+                    "sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("argv", [["remote", "hosts", "--check", "--target", "guest", "--json"],
+                                  ["remote", "baseline", "--duration", "0.3", "--file-mib", "4", "--target", "guest",
+                                   "--json"]], ids=["hosts-check", "dispatch"])
+def test_an_import_error_inside_kvds_is_an_error_not_an_unavailable_guest(tmp_path: Path, argv: list[str]) -> None:
+    """The guest lab ships with kvds, so failing to import it is a kvds bug: exit 1 naming the ImportError, never
+    "unavailable" (exit 3), which would read as a host without the lab."""
+    r = subprocess.run([sys.executable, "-c", BROKEN_GUEST_LAB, *argv], capture_output=True, text=True, cwd=repo_root(),
+                       env={**os.environ, "KVDS_NO_PROGRESS": "1", "KVDS_RESULTS_DIR": str(tmp_path / "results")},
+                       timeout=300)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert "unavailable" not in r.stdout + r.stderr and "Traceback" not in r.stderr
+    if argv[1] == "hosts":
+        assert r.stderr.strip().splitlines() == [r.stderr.strip()]
+        assert "internal error" in r.stderr and "qemu_validation.guest" in r.stderr
+    else:
+        guest = json.loads(r.stdout)["hosts"]["guest"]
+        assert guest["status"] == "failed" and "qemu_validation.guest" in guest["reason"], guest
+
+
 def test_local_plus_guest_dispatch_files_the_local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A non-local target list runs the command per target; local's run is filed tagged 'local', and a target that
     cannot run is reported with its reason while the others still run. The guest is made unavailable through the
