@@ -1,49 +1,54 @@
-/* ioload: the I/O load generator behind `kvds io bench` (compiled by io_priority/native.py).
+/* ioload: the I/O load generator behind `kvds io bench` (compiled by io_priority/native.py, linked with liburing).
  *
  * Why C: a Python reader costs 20-40 us of CPU per read on this 2-vCPU host, more than the device; this
- * program issues reads and writes with no per-I/O interpreter work, so its unloaded QD1 latency can be
- * compared with fio's (`kvds io fio-check`).
+ * program issues reads and writes with no per-I/O interpreter work, so its latency can be compared with fio's
+ * (`kvds io fio-check`).
  *
- * Why raw io_uring syscalls: the PyPI liburing wrapper cannot set sqe->ioprio or take aligned buffers; here
- * the SQE layout comes straight from the kernel UAPI header <linux/io_uring.h>, so the per-request priority
- * is exactly the value the mapping names (a test reads it back from block:block_rq_issue).
+ * Why liburing: the C library (Debian liburing-dev) sets up the ring, maps it and lays out SQEs; the
+ * per-request priority is a plain SQE field (sqe->ioprio = the mapping's value; a test reads it back from
+ * block:block_rq_issue). (The PyPI wrapper's limits, a read-only ioprio and unaligned buffers, do not apply.)
  *
  * Roles:
  *   reader  decode-critical KV reads: random, bs-aligned O_DIRECT reads from [off, off+len).
  *           --rate R > 0: open loop, read i is due at start + i/R; its latency is measured from that
- *           intended time (a stall delays later reads and they are charged for it: no coordinated
- *           omission). --rate 0: closed loop at queue depth 1, latency from submission.
- *   writer  cold KV spill: sequential bs writes over [off, off+len) (wrapping), qd in flight
- *           (io_uring: one ring, qd SQEs; psync: qd threads). O_DIRECT unless --buffered (then fsync
- *           every --fsync-every bytes, so page-cache writeback is part of the load).
- *           --pace slack: before each submission the writer reads the reader's published state and holds
- *           back while a critical read is in flight or when the writes already queued would not drain
- *           before the next read is due (the deadline-aware spill pacer).
+ *           intended time (no coordinated omission). --rate 0: closed loop at queue depth 1.
+ *           --wait sleep|spin: how the reader waits for a read's due time and (io_uring) for its
+ *           completion: sleep in clock_nanosleep / block in io_uring_enter (fio's rate limiting and reaping),
+ *           or spin on the clock / poll the completion queue (a busy serving thread).
+ *           Three clocks per read (--clocks-out): due (intended issue), submit, complete (CLOCK_MONOTONIC ns).
+ *   writer  cold KV spill: sequential writes over [off, off+len) (wrapping). O_DIRECT unless --buffered.
+ *           --pace none: bs writes, qd in flight (io_uring: one ring; psync: qd threads).
+ *           --pace slack: the v1 pacer (holds back while a read is in flight or when the queued writes
+ *           would not drain before the next read is due).
+ *           --pace deadline: spill scheduler v2 (io_uring whatever --engine says: a batch at a chosen depth
+ *           from one thread). After each critical read completes, it submits batches of k writes of size s
+ *           (s from --bs-min to --bs in powers of two, k <= --qd) chosen so that the batch's predicted tail
+ *           completion time plus --guard-us fits in the slack before the next read is due; the prediction is
+ *           the --model-q quantile of the last 32 observed batch times at (s, k) (never a mean plus deviations),
+ *           extrapolated conservatively (linearly in bytes) from the nearest observed smaller batch.
+ *           --wlog-out: per write (submit, complete, bytes), for stall detection and the learned model.
  *
  * Protocol: each role prints "ready" once the device is open, then waits for "go <start_ns>" on stdin
- * (CLOCK_MONOTONIC); it runs until start + duration and prints one JSON line of counters. The reader
- * writes its latencies (int64 ns) to --out.
+ * (CLOCK_MONOTONIC); it runs until start + duration and prints one JSON line of counters.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/io_uring.h>
+#include <liburing.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
-#include <limits.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#define NR_io_uring_setup 425
-#define NR_io_uring_enter 426
 #ifndef SYS_ioprio_set
 #define SYS_ioprio_set 251
 #endif
@@ -61,19 +66,20 @@ struct slack_state {
 };
 
 /* Per-read context written with --ctx-out (one int64 per read, in the order of the latencies):
- * service_ns << 2 | bits, service_ns = completion - actual issue (excluding lateness behind earlier reads);
- * bit 0: a spill write was in flight when the read was issued; bit 1: a spill write was submitted while the
- * read was in flight. A read with neither is "clean": no spill write shared the device with it. */
+ * service_ns << 2 | bits; bit 0: a spill write was in flight when the read was issued; bit 1: a spill write
+ * was submitted while the read was in flight. A read with neither is "clean". */
 #define CTX_WRITE_INFLIGHT 1
 #define CTX_WRITE_SUBMITTED 2
 
 enum { REAP_WAIT, REAP_FIO, REAP_SPIN };
+enum { WAIT_SLEEP, WAIT_SPIN };
+enum { PACE_NONE, PACE_SLACK, PACE_DEADLINE };
 
 struct opts {
-    const char *role, *dev, *engine, *out, *shm, *pace, *ctx_out;
-    long long bs, off, len, duration_ms, fsync_every, guard_us;
-    double rate, budget_devs;
-    int qd, prio, buffered, reap;
+    const char *role, *dev, *engine, *out, *shm, *ctx_out, *clocks_out, *wlog_out;
+    long long bs, bs_min, off, len, duration_ms, fsync_every, guard_us;
+    double rate, budget_devs, model_q;
+    int qd, prio, buffered, reap, wait, pace;
     unsigned long long seed;
 };
 
@@ -88,11 +94,15 @@ static void sleep_until(int64_t t) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
 }
 
+static void spin_until(int64_t t) {
+    while (now_ns() < t) __builtin_ia32_pause();
+}
+
 static void futex_wake_all(volatile uint32_t *w) {
     syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Sleep while *w == seen, at most timeout_ns (a shared mapping: not FUTEX_PRIVATE). */
+/* Sleep while *w == seen, at most timeout_ns (a shared mapping: not FUTEX_PRIVATE unless private_). */
 static void futex_wait_for(volatile uint32_t *w, uint32_t seen, int64_t timeout_ns, int private_) {
     if (timeout_ns <= 0) return;
     struct timespec ts = {timeout_ns / 1000000000LL, timeout_ns % 1000000000LL};
@@ -104,19 +114,17 @@ static void die(const char *what) {
     exit(1);
 }
 
+static void die_ret(const char *what, int ret) {  /* liburing returns -errno */
+    errno = -ret;
+    die(what);
+}
+
 static void set_thread_prio(int prio) {
     if (prio >= 0 && syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0 /* calling thread */, prio) != 0)
         die("ioprio_set");
 }
 
-/* ---------- a minimal io_uring over raw syscalls ---------- */
-struct ring {
-    int fd;
-    unsigned *sq_head, *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
-    struct io_uring_sqe *sqes;
-    struct io_uring_cqe *cqes;
-};
-
+/* ---------- io_uring through liburing ---------- */
 #ifndef IORING_SETUP_COOP_TASKRUN
 #define IORING_SETUP_COOP_TASKRUN (1U << 8)
 #endif
@@ -129,83 +137,65 @@ struct ring {
 
 /* Ring set-up flags. fio 3.33 asks for COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN: completions are then
  * posted by the waiting task itself inside io_uring_enter(GETEVENTS) instead of through task_work that
- * interrupts it (TWA_SIGNAL). On a loop device, whose completions arrive from its kworker on the other vCPU,
- * the default mode cost about 2x fio's QD1 p50 (120 vs 55-65 us). --uring-flags plain|fio selects. */
+ * interrupts it. On a loop device, whose completions arrive from its kworker on the other vCPU, the default
+ * mode cost about 2x fio's QD1 p50 (120 vs 55-65 us). --uring-flags plain|fio selects. */
 static unsigned uring_setup_flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-static unsigned uring_flags_used;
 
-static void ring_init(struct ring *r, unsigned entries) {
+static void ring_init(struct io_uring *r, unsigned entries) {
     struct io_uring_params p;
     memset(&p, 0, sizeof p);
     p.flags = uring_setup_flags;
-    r->fd = (int)syscall(NR_io_uring_setup, entries, &p);
-    if (r->fd < 0 && errno == EINVAL && p.flags) {  /* older kernel: the flags are an optimisation only */
+    int ret = io_uring_queue_init_params(entries, r, &p);
+    if (ret == -EINVAL && p.flags) {  /* older kernel: the flags are an optimisation only */
         memset(&p, 0, sizeof p);
-        r->fd = (int)syscall(NR_io_uring_setup, entries, &p);
+        ret = io_uring_queue_init_params(entries, r, &p);
     }
-    if (r->fd < 0) die("io_uring_setup");
-    uring_flags_used = p.flags;
-    size_t sq_sz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-    size_t cq_sz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-    int single = p.features & IORING_FEAT_SINGLE_MMAP;
-    if (single && cq_sz > sq_sz) sq_sz = cq_sz;
-    char *sq = mmap(NULL, sq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
-    if (sq == MAP_FAILED) die("mmap sq ring");
-    char *cq = sq;
-    if (!single) {
-        cq = mmap(NULL, cq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_CQ_RING);
-        if (cq == MAP_FAILED) die("mmap cq ring");
-    }
-    r->sq_head = (unsigned *)(sq + p.sq_off.head);
-    r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
-    r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
-    r->sq_array = (unsigned *)(sq + p.sq_off.array);
-    r->cq_head = (unsigned *)(cq + p.cq_off.head);
-    r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
-    r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
-    r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
-    r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
-    if (r->sqes == MAP_FAILED) die("mmap sqes");
+    if (ret < 0) die_ret("io_uring_queue_init_params", ret);
 }
 
-/* Queue one read/write SQE carrying the request's I/O priority (sqe->ioprio, the per-request field). */
-static void ring_queue(struct ring *r, int op, int fd, void *buf, unsigned len, long long off, int prio,
+/* Queue one read/write carrying the request's I/O priority in its SQE (the per-request field). */
+static void ring_queue(struct io_uring *r, int op, int fd, void *buf, unsigned len, long long off, int prio,
                        unsigned long long tag) {
-    unsigned tail = *r->sq_tail;
-    unsigned idx = tail & *r->sq_mask;
-    struct io_uring_sqe *sqe = &r->sqes[idx];
-    memset(sqe, 0, sizeof *sqe);
-    sqe->opcode = (unsigned char)op;
-    sqe->fd = fd;
-    sqe->addr = (unsigned long long)(uintptr_t)buf;
-    sqe->len = len;
-    sqe->off = (unsigned long long)off;
+    struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+    if (!sqe) { errno = EBUSY; die("io_uring_get_sqe"); }
+    io_uring_prep_rw(op, sqe, fd, buf, len, (__u64)off);
     sqe->ioprio = prio >= 0 ? (unsigned short)prio : 0;
-    sqe->user_data = tag;
-    r->sq_array[idx] = idx;
-    __atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+    io_uring_sqe_set_data64(sqe, tag);
 }
 
-static int ring_enter(struct ring *r, unsigned submit, unsigned wait) {
-    for (;;) {
-        /* GETEVENTS always: with DEFER_TASKRUN completions are only posted inside io_uring_enter(GETEVENTS),
-         * so even a non-waiting call (wait = 0) must ask for them. */
-        long ret = syscall(NR_io_uring_enter, r->fd, submit, wait, IORING_ENTER_GETEVENTS, NULL, 0);
-        if (ret >= 0) return (int)ret;
-        if (errno != EINTR) die("io_uring_enter");
-    }
+/* Submit what is queued and post deferred completions without waiting: fio's commit,
+ * io_uring_enter(n, 0, GETEVENTS) (with DEFER_TASKRUN completions are only posted inside GETEVENTS). */
+static void ring_submit(struct io_uring *r) {
+    int ret;
+    while ((ret = io_uring_submit_and_get_events(r)) == -EINTR) {}
+    if (ret < 0) die_ret("io_uring_submit_and_get_events", ret);
 }
 
 /* Pop one completion if present; returns 1 and fills res/tag. */
-static int ring_pop(struct ring *r, int *res, unsigned long long *tag) {
-    unsigned head = *r->cq_head;
-    if (head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE)) return 0;
-    struct io_uring_cqe *c = &r->cqes[head & *r->cq_mask];
+static int ring_pop(struct io_uring *r, int *res, unsigned long long *tag) {
+    struct io_uring_cqe *c;
+    if (io_uring_peek_cqe(r, &c) != 0 || !c) return 0;
     *res = c->res;
-    *tag = c->user_data;
-    __atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
+    *tag = io_uring_cqe_get_data64(c);
+    io_uring_cqe_seen(r, c);
     return 1;
+}
+
+/* Block until one completion is there (io_uring_enter(0, 1, GETEVENTS)), then pop it. */
+static void ring_wait(struct io_uring *r, int *res, unsigned long long *tag) {
+    struct io_uring_cqe *c;
+    int ret;
+    while ((ret = io_uring_wait_cqe(r, &c)) == -EINTR) {}
+    if (ret < 0) die_ret("io_uring_wait_cqe", ret);
+    *res = c->res;
+    *tag = io_uring_cqe_get_data64(c);
+    io_uring_cqe_seen(r, c);
+}
+
+/* Post deferred completions without waiting (a spinning reaper's poll). */
+static void ring_poll(struct io_uring *r) {
+    int ret = io_uring_get_events(r);
+    if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) die_ret("io_uring_get_events", ret);
 }
 
 /* ---------- helpers ---------- */
@@ -246,12 +236,31 @@ static void *aligned(size_t n) {
     return p;
 }
 
+/* A growable array of int64 records (reads' clocks, writes' log). */
+struct rec { int64_t *v; size_t n, cap; };
+
+static void rec_push(struct rec *r, int64_t a, int64_t b, int64_t c) {
+    if (r->n + 3 > r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 3 * 4096;
+        r->v = realloc(r->v, r->cap * sizeof(int64_t));
+        if (!r->v) die("realloc");
+    }
+    r->v[r->n++] = a;
+    r->v[r->n++] = b;
+    r->v[r->n++] = c;
+}
+
+static void write_file(const char *path, const void *p, size_t bytes, const char *what) {
+    FILE *f = fopen(path, "wb");
+    if (!f || (bytes && fwrite(p, 1, bytes, f) != bytes) || fclose(f)) die(what);
+}
+
 /* ---------- reader ---------- */
 static int reader(struct opts *o) {
     int fd = open(o->dev, O_RDONLY | O_DIRECT);
     if (fd < 0) die("open device for reading");
     int uring = strcmp(o->engine, "io_uring") == 0;
-    struct ring r;
+    struct io_uring r;
     if (uring) ring_init(&r, 4);
     else set_thread_prio(o->prio);
     void *buf = aligned((size_t)o->bs);
@@ -263,6 +272,7 @@ static int reader(struct opts *o) {
     int64_t *lat = malloc(cap * sizeof(int64_t));
     int64_t *ctx = malloc(cap * sizeof(int64_t));
     if (!lat || !ctx) die("malloc");
+    struct rec clocks = {0};
     size_t n = 0;
     long long errors = 0, late = 0;
     rng_state = o->seed ? o->seed : 88172645463325252ULL;
@@ -275,7 +285,9 @@ static int reader(struct opts *o) {
         if (interval) {
             if (due >= end) break;
             if (ss) ss->next_due_ns = due;
-            if (now_ns() < due) sleep_until(due); else if (i) late++;
+            if (now_ns() < due) {
+                if (o->wait == WAIT_SPIN) spin_until(due); else sleep_until(due);
+            } else if (i) late++;
         }
         int64_t t0 = now_ns();
         if (!interval && t0 >= end) break;
@@ -290,16 +302,19 @@ static int reader(struct opts *o) {
         if (uring) {
             int cres; unsigned long long tag;
             ring_queue(&r, IORING_OP_READ, fd, buf, (unsigned)o->bs, off, o->prio, 1);
-            if (o->reap == REAP_FIO) {
+            if (o->reap == REAP_SPIN || o->wait == WAIT_SPIN) {
+                /* a busy serving thread: submit, then poll the CQ without ever blocking */
+                ring_submit(&r);
+                while (!ring_pop(&r, &cres, &tag)) ring_poll(&r);
+            } else if (o->reap == REAP_FIO) {
                 /* fio's sequence: submit (min_complete 0), look at the CQ, then block for one completion */
-                ring_enter(&r, 1, 0);
-                while (!ring_pop(&r, &cres, &tag)) ring_enter(&r, 0, 1);
-            } else if (o->reap == REAP_SPIN) {
-                ring_enter(&r, 1, 0);
-                while (!ring_pop(&r, &cres, &tag)) ring_enter(&r, 0, 0);
+                ring_submit(&r);
+                if (!ring_pop(&r, &cres, &tag)) ring_wait(&r, &cres, &tag);
             } else {
-                ring_enter(&r, 1, 1);
-                while (!ring_pop(&r, &cres, &tag)) ring_enter(&r, 0, 1);
+                int ret;
+                while ((ret = io_uring_submit_and_wait(&r, 1)) == -EINTR) {}
+                if (ret < 0) die_ret("io_uring_submit_and_wait", ret);
+                if (!ring_pop(&r, &cres, &tag)) ring_wait(&r, &cres, &tag);
             }
             res = cres;
         } else {
@@ -325,20 +340,29 @@ static int reader(struct opts *o) {
         }
         ctx[n] = ((t1 - t0) << 2) | c;
         lat[n++] = t1 - (interval ? due : t0);
+        rec_push(&clocks, interval ? due : t0, t0, t1);
     }
     int64_t elapsed = now_ns() - start;
-    FILE *f = fopen(o->out, "wb");
-    if (!f || fwrite(lat, sizeof(int64_t), n, f) != n || fclose(f)) die("write latencies");
-    if (o->ctx_out) {
-        f = fopen(o->ctx_out, "wb");
-        if (!f || fwrite(ctx, sizeof(int64_t), n, f) != n || fclose(f)) die("write read contexts");
-    }
-    printf("{\"role\":\"reader\",\"reads\":%zu,\"errors\":%lld,\"late\":%lld,\"elapsed_ns\":%" PRId64 "}\n",
-           n, errors, late, elapsed);
+    write_file(o->out, lat, n * sizeof(int64_t), "write latencies");
+    if (o->ctx_out) write_file(o->ctx_out, ctx, n * sizeof(int64_t), "write read contexts");
+    if (o->clocks_out) write_file(o->clocks_out, clocks.v, clocks.n * sizeof(int64_t), "write read clocks");
+    printf("{\"role\":\"reader\",\"reads\":%zu,\"errors\":%lld,\"late\":%lld,\"elapsed_ns\":%" PRId64
+           ",\"start_ns\":%" PRId64 "}\n", n, errors, late, elapsed, start);
     return 0;
 }
 
 /* ---------- writer ---------- */
+#define NSIZES 8
+#define MAXQD 64
+#define MODEL_RING 32
+#define MODEL_MIN 4   /* observations before a bucket's own quantile is trusted */
+
+/* Spill scheduler v2's latency model: per (size, depth) the last MODEL_RING batch completion times. */
+struct model {
+    int64_t obs[NSIZES][MAXQD + 1][MODEL_RING];
+    int n[NSIZES][MAXQD + 1];
+};
+
 struct wshared {
     struct opts *o;
     int fd;
@@ -346,22 +370,22 @@ struct wshared {
     struct slack_state *ss;  /* published to always (the reader marks overlapped reads); gates only if paced */
     int paced;
     pthread_mutex_t mu;
-    long long next_off, bytes, writes, errors, gated_ns, since_fsync, submitted, skipped_windows;
+    long long next_off, bytes, writes, errors, gated_ns, since_fsync, submitted, skipped_windows, batches;
     int inflight;
-    int gated_waiters;      /* psync threads held back now; gated_ns counts time with at least one */
+    int gated_waiters;
     int64_t gated_since;
-    double est_ns, dev_ns;  /* per-write device time: EWMA of latency / depth, and of its absolute deviation */
-    double one_ns, one_dev_ns;  /* latency of a write alone on the device (submitted at depth 1), EWMA + dev */
-    uint32_t seq_seen;      /* the reader's read_seq when the pacer last looked */
+    double est_ns, dev_ns;
+    double one_ns, one_dev_ns;
+    uint32_t seq_seen;
     long long submitted_at_seq;
-    volatile uint32_t completions;  /* private futex word: psync threads held back wait for a completion */
+    volatile uint32_t completions;
+    struct rec wlog;         /* per write: submit, complete, bytes */
+    struct model *model;     /* --pace deadline */
+    long long sizes[NSIZES];
+    int nsizes;
+    long long chosen[NSIZES][MAXQD + 1];  /* batches submitted per (size, depth) */
 };
 
-/* The time the pacer budgets for the writes queued plus one more to drain: the larger of (queued + 1) x the
- * per-write share (mean + --budget-devs deviations: a write that takes longer than its mean is exactly the
- * one still on the device when the read arrives) and the latency of one write alone (mean + deviations).
- * The per-write share is latency / depth; when the host serves several writes at once it is far below one
- * write's own latency, and budgeting the last write of a window by it would land that write on the read. */
 static double drain_budget(struct wshared *w, int inflight) {
     double devs = w->o->budget_devs;
     double queued = (w->est_ns + devs * w->dev_ns) * (inflight + 1);
@@ -369,18 +393,14 @@ static double drain_budget(struct wshared *w, int inflight) {
     return queued > one ? queued : one;
 }
 
-/* The pacer's rule: may one more write be queued now without delaying the next critical read?
- * No while a read is in flight. Otherwise the writes queued plus this one, at the budgeted time each, plus
- * the guard, must end before the next read is due. Called with the writer's state locked. */
+/* The v1 pacer's rule (--pace slack), called with the writer's state locked. */
 static int slack_allows(struct wshared *w, int inflight) {
     struct slack_state *ss = w->ss;
     if (!w->paced) return 1;
     uint32_t seq = __atomic_load_n(&ss->read_seq, __ATOMIC_ACQUIRE);
     if (seq != w->seq_seen) {
-        /* A read finished. If the whole window before it passed without a write (budget too large to fit),
-         * shrink the estimates a little (2%), so a budget inflated by one slow write cannot starve the spill. */
         if (w->submitted == w->submitted_at_seq && inflight == 0 && w->est_ns > 0) {
-            w->est_ns *= 0.98;  /* halves in ~35 skipped windows: a gentle probe, not one per few reads */
+            w->est_ns *= 0.98;
             w->dev_ns *= 0.98;
             w->one_ns *= 0.98;
             w->one_dev_ns *= 0.98;
@@ -392,7 +412,7 @@ static int slack_allows(struct wshared *w, int inflight) {
     if (__atomic_load_n(&ss->inflight_since, __ATOMIC_SEQ_CST)) return 0;
     int64_t slack = ss->next_due_ns - now_ns();
     double guard = w->o->guard_us * 1000.0;
-    if (w->est_ns <= 0) return inflight == 0 && slack > guard;  /* first write: learn the estimate */
+    if (w->est_ns <= 0) return inflight == 0 && slack > guard;
     return slack > drain_budget(w, inflight) + guard;
 }
 
@@ -405,42 +425,36 @@ static void note_submit(struct wshared *w) {
 }
 
 static void ewma(double *mean, double *dev, double x) {
-    if (*mean <= 0) {
-        *mean = x;
-        *dev = x / 2;
-        return;
-    }
+    if (*mean <= 0) { *mean = x; *dev = x / 2; return; }
     double err = x - *mean;
     *mean += err / 8.0;
     *dev += ((err < 0 ? -err : err) - *dev) / 4.0;
 }
 
-static void note_completion(struct wshared *w, int64_t lat, int depth) {
+static void note_completion(struct wshared *w, int64_t t_sub, int64_t t_done, long long bytes, int depth) {
+    int64_t lat = t_done - t_sub;
     if (depth <= 1 || w->one_ns <= 0) ewma(&w->one_ns, &w->one_dev_ns, (double)lat);
     double per = (double)lat / (depth > 0 ? depth : 1);
-    if (w->est_ns <= 0) {
-        w->est_ns = per;
-        w->dev_ns = per / 2;
-    } else {
+    if (w->est_ns <= 0) { w->est_ns = per; w->dev_ns = per / 2; }
+    else {
         double err = per - w->est_ns;
         w->est_ns += err / 8.0;
         w->dev_ns += ((err < 0 ? -err : err) - w->dev_ns) / 4.0;
     }
     if (w->ss) __atomic_sub_fetch(&w->ss->w_inflight, 1, __ATOMIC_SEQ_CST);
+    rec_push(&w->wlog, t_sub, t_done, bytes);
 }
 
-/* How long a held-back writer with nothing in flight may sleep: until the reader's next read completes
- * (futex on read_seq), bounded by the end of the run and two read intervals. */
 static int64_t idle_wait_ns(struct wshared *w) {
     int64_t left = w->end - now_ns();
-    int64_t cap = w->ss->interval_ns > 0 ? 2 * w->ss->interval_ns : 1000000;
+    int64_t cap = w->ss && w->ss->interval_ns > 0 ? 2 * w->ss->interval_ns : 1000000;
     return left < cap ? left : cap;
 }
 
-static long long take_offset(struct wshared *w) {
+static long long take_offset(struct wshared *w, long long bs) {
+    if (w->next_off + bs > w->o->off + w->o->len) w->next_off = w->o->off;
     long long off = w->next_off;
-    w->next_off += w->o->bs;
-    if (w->next_off + w->o->bs > w->o->off + w->o->len) w->next_off = w->o->off;
+    w->next_off += bs;
     return off;
 }
 
@@ -455,7 +469,6 @@ static void *psync_writer(void *arg) {
         while (now_ns() < w->end && !slack_allows(w, w->inflight)) {
             if (!held && w->gated_waiters++ == 0) w->gated_since = now_ns();
             held = 1;
-            /* Writes in flight: wake on the next completion (the budget may then fit), else on the next read. */
             int busy = w->inflight > 0;
             uint32_t seen = busy ? w->completions : w->ss->read_seq;
             int64_t wait = busy ? 200000 : idle_wait_ns(w);
@@ -465,7 +478,7 @@ static void *psync_writer(void *arg) {
         }
         if (held && --w->gated_waiters == 0) w->gated_ns += now_ns() - w->gated_since;
         if (now_ns() >= w->end) { pthread_mutex_unlock(&w->mu); break; }
-        long long off = take_offset(w);
+        long long off = take_offset(w, o->bs);
         int depth = ++w->inflight;
         note_submit(w);
         pthread_mutex_unlock(&w->mu);
@@ -474,7 +487,7 @@ static void *psync_writer(void *arg) {
         int64_t t1 = now_ns();
         pthread_mutex_lock(&w->mu);
         w->inflight--;
-        note_completion(w, t1 - t0, depth);
+        note_completion(w, t0, t1, res > 0 ? res : 0, depth);
         if (res == o->bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
         else w->errors++;
         int do_sync = o->buffered && o->fsync_every > 0 && w->since_fsync >= o->fsync_every;
@@ -489,7 +502,7 @@ static void *psync_writer(void *arg) {
 
 static void uring_writer(struct wshared *w) {
     struct opts *o = w->o;
-    struct ring r;
+    struct io_uring r;
     ring_init(&r, (unsigned)(o->qd < 2 ? 2 : o->qd));
     char *bufs = aligned((size_t)o->bs * (size_t)o->qd);
     int64_t *issued = calloc((size_t)o->qd, sizeof(int64_t));
@@ -509,18 +522,18 @@ static void uring_writer(struct wshared *w) {
             depth_at[slot] = ++w->inflight;
             note_submit(w);
             ring_queue(&r, IORING_OP_WRITE, w->fd, bufs + (size_t)slot * (size_t)o->bs, (unsigned)o->bs,
-                       take_offset(w), o->prio, (unsigned long long)slot);
+                       take_offset(w, o->bs), o->prio, (unsigned long long)slot);
             queued++;
         }
         if (held && !gate_since) gate_since = now_ns();
         if (!held && gate_since) { w->gated_ns += now_ns() - gate_since; gate_since = 0; }
-        if (queued || w->inflight > 0) ring_enter(&r, queued, 0);  /* submit, and post deferred completions */
+        if (queued || w->inflight > 0) ring_submit(&r);  /* submit, and post deferred completions */
         int got = 0, res;
         unsigned long long tag;
         while (ring_pop(&r, &res, &tag)) {
             int slot = (int)tag;
             w->inflight--;
-            note_completion(w, now_ns() - issued[slot], depth_at[slot]);
+            note_completion(w, issued[slot], now_ns(), res > 0 ? res : 0, depth_at[slot]);
             free_slots[nfree++] = slot;
             if (res == o->bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
             else w->errors++;
@@ -532,10 +545,163 @@ static void uring_writer(struct wshared *w) {
         }
         if (stop && w->inflight == 0) break;
         if (got || (queued && nfree > 0 && !held)) continue;
-        if (w->inflight > 0) ring_enter(&r, 0, 1);  /* queue full, held back or draining: next completion */
-        else if (held) futex_wait_for(&w->ss->read_seq, w->seq_seen, idle_wait_ns(w), 0);  /* next read */
+        if (w->inflight > 0) {  /* queue full, held back or draining: next completion */
+            ring_wait(&r, &res, &tag);
+            int slot = (int)tag;
+            w->inflight--;
+            note_completion(w, issued[slot], now_ns(), res > 0 ? res : 0, depth_at[slot]);
+            free_slots[nfree++] = slot;
+            if (res == o->bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
+            else w->errors++;
+        } else if (held) futex_wait_for(&w->ss->read_seq, w->seq_seen, idle_wait_ns(w), 0);  /* next read */
     }
     if (gate_since) w->gated_ns += now_ns() - gate_since;
+    io_uring_queue_exit(&r);
+}
+
+/* ---------- spill scheduler v2 (--pace deadline) ---------- */
+static int cmp64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The --model-q quantile of a bucket's observed batch times, or -1 with fewer than MODEL_MIN observations. */
+static double bucket_tail(struct wshared *w, int si, int k) {
+    int n = w->model->n[si][k];
+    if (n < MODEL_MIN) return -1;
+    if (n > MODEL_RING) n = MODEL_RING;
+    int64_t tmp[MODEL_RING];
+    memcpy(tmp, w->model->obs[si][k], (size_t)n * sizeof(int64_t));
+    qsort(tmp, (size_t)n, sizeof(int64_t), cmp64);
+    double pos = w->o->model_q * (n - 1);
+    int lo = (int)pos;
+    double frac = pos - lo;
+    return lo + 1 < n ? tmp[lo] * (1 - frac) + tmp[lo + 1] * frac : (double)tmp[lo];
+}
+
+/* Predicted tail time of a batch of k writes of size sizes[si]: the bucket's own quantile when it has enough
+ * observations, else the tail of the nearest observed smaller batch (fewer bytes) scaled by bytes (linear
+ * scaling counts the per-batch overhead again, so it over-predicts: conservative). -1: nothing to go on. */
+static double predict(struct wshared *w, int si, int k) {
+    double own = bucket_tail(w, si, k);
+    if (own >= 0) return own;
+    double best = -1;
+    long long bytes = w->sizes[si] * k, best_bytes = 0;
+    for (int s2 = 0; s2 < w->nsizes; s2++)
+        for (int k2 = 1; k2 <= w->o->qd; k2++) {
+            long long b2 = w->sizes[s2] * k2;
+            if (b2 >= bytes || b2 <= best_bytes) continue;
+            double t = bucket_tail(w, s2, k2);
+            if (t < 0) continue;
+            best = t * (double)bytes / (double)b2;
+            best_bytes = b2;
+        }
+    return best;
+}
+
+static void model_add(struct wshared *w, int si, int k, int64_t t) {
+    int i = w->model->n[si][k]++ % MODEL_RING;
+    w->model->obs[si][k][i] = t;
+}
+
+/* The largest batch (bytes) whose predicted tail plus the guard fits in `slack`; with no observation at all, the
+ * smallest batch (one write of the smallest size) when the slack is at least --explore-frac of a read interval.
+ * Returns 0 when nothing fits. */
+static int choose_batch(struct wshared *w, int64_t slack, int *si_out, int *k_out) {
+    double guard = w->o->guard_us * 1000.0;
+    long long best = 0;
+    int any_model = 0;
+    for (int si = 0; si < w->nsizes; si++)
+        for (int k = 1; k <= w->o->qd; k++) {
+            double t = predict(w, si, k);
+            if (t < 0) continue;
+            any_model = 1;
+            long long bytes = w->sizes[si] * k;
+            if (t + guard <= (double)slack && (bytes > best || (bytes == best && si > *si_out))) {
+                best = bytes;
+                *si_out = si;
+                *k_out = k;
+            }
+        }
+    if (!any_model && slack > w->ss->interval_ns / 2) {  /* learn: one small write with half a window of slack */
+        *si_out = 0;
+        *k_out = 1;
+        return 1;
+    }
+    return best > 0;
+}
+
+static void deadline_writer(struct wshared *w) {
+    struct opts *o = w->o;
+    struct io_uring r;
+    ring_init(&r, (unsigned)(o->qd < 2 ? 2 : o->qd));
+    char *bufs = aligned((size_t)o->bs * (size_t)o->qd);
+    int64_t *issued = calloc((size_t)o->qd, sizeof(int64_t));
+    int64_t gate_since = now_ns();
+    while (now_ns() < w->end) {
+        struct slack_state *ss = w->ss;
+        uint32_t seq = __atomic_load_n(&ss->read_seq, __ATOMIC_ACQUIRE);
+        int si = 0, k = 0;
+        int64_t now = now_ns();
+        int64_t slack = ss->next_due_ns - now;
+        if (__atomic_load_n(&ss->inflight_since, __ATOMIC_SEQ_CST) || !choose_batch(w, slack, &si, &k)) {
+            /* nothing fits before the next read: sleep until that read completes (a fresh window) */
+            futex_wait_for(&ss->read_seq, seq, idle_wait_ns(w), 0);
+            uint32_t s2 = __atomic_load_n(&ss->read_seq, __ATOMIC_ACQUIRE);
+            if (s2 != w->seq_seen) {
+                if (w->submitted == w->submitted_at_seq) w->skipped_windows++;
+                w->seq_seen = s2;
+                w->submitted_at_seq = w->submitted;
+            }
+            continue;
+        }
+        w->gated_ns += now - gate_since;
+        long long bs = w->sizes[si];
+        int64_t t0 = now_ns();
+        for (int j = 0; j < k; j++) {
+            issued[j] = t0;
+            ++w->inflight;
+            note_submit(w);
+            ring_queue(&r, IORING_OP_WRITE, w->fd, bufs + (size_t)j * (size_t)bs, (unsigned)bs,
+                       take_offset(w, bs), o->prio, (unsigned long long)j);
+        }
+        ring_submit(&r);
+        w->batches++;
+        w->chosen[si][k]++;
+        int64_t last = t0;
+        for (int done = 0; done < k;) {
+            int res; unsigned long long tag;
+            if (!ring_pop(&r, &res, &tag)) ring_wait(&r, &res, &tag);
+            int64_t t1 = now_ns();
+            last = t1;
+            w->inflight--;
+            note_completion(w, issued[tag], t1, res > 0 ? res : 0, k);
+            if (res == bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
+            else w->errors++;
+            done++;
+        }
+        model_add(w, si, k, last - t0);
+        if (o->buffered && o->fsync_every > 0 && w->since_fsync >= o->fsync_every) {
+            fsync(w->fd);
+            w->since_fsync = 0;
+        }
+        gate_since = now_ns();
+    }
+    w->gated_ns += now_ns() - gate_since;
+    io_uring_queue_exit(&r);
+}
+
+static void print_model(struct wshared *w) {
+    printf(",\"model_q\":%.3f,\"batches\":%lld,\"model\":[", w->o->model_q, w->batches);
+    int first = 1;
+    for (int si = 0; si < w->nsizes; si++)
+        for (int k = 1; k <= w->o->qd; k++) {
+            if (!w->model->n[si][k]) continue;
+            printf("%s{\"size\":%lld,\"depth\":%d,\"n\":%d,\"tail_ns\":%.0f,\"chosen\":%lld}", first ? "" : ",",
+                   w->sizes[si], k, w->model->n[si][k], bucket_tail(w, si, k), w->chosen[si][k]);
+            first = 0;
+        }
+    printf("]");
 }
 
 static int writer(struct opts *o) {
@@ -545,17 +711,24 @@ static int writer(struct opts *o) {
     w.fd = open(o->dev, O_WRONLY | (o->buffered ? 0 : O_DIRECT));
     if (w.fd < 0) die("open device for writing");
     w.ss = map_shm(o->shm);
-    w.paced = w.ss != NULL && strcmp(o->pace, "slack") == 0;
+    w.paced = w.ss != NULL && o->pace == PACE_SLACK;
+    if (o->pace == PACE_DEADLINE) {
+        if (!w.ss) { fprintf(stderr, "ioload: --pace deadline needs --shm\n"); return 2; }
+        w.model = calloc(1, sizeof(struct model));
+        if (!w.model) die("calloc");
+        for (long long s = o->bs_min; s <= o->bs && w.nsizes < NSIZES; s *= 2) w.sizes[w.nsizes++] = s;
+        if (w.sizes[w.nsizes - 1] != o->bs && w.nsizes < NSIZES) w.sizes[w.nsizes++] = o->bs;
+    }
     w.next_off = o->off;
     pthread_mutex_init(&w.mu, NULL);
     int uring = strcmp(o->engine, "io_uring") == 0;
-    /* The main thread issues the io_uring writes' fsyncs and the final fsync: it carries the spill's class
-     * too, so writeback it starts is tagged like the spill (what escapes is the flusher's share). */
     set_thread_prio(o->prio);
     int64_t start = wait_go();
     w.end = start + o->duration_ms * 1000000LL;
     sleep_until(start);
-    if (uring) {
+    if (o->pace == PACE_DEADLINE) {
+        deadline_writer(&w);
+    } else if (uring) {
         uring_writer(&w);
     } else {
         pthread_t th[256];
@@ -566,11 +739,14 @@ static int writer(struct opts *o) {
     int64_t write_end = now_ns();
     if (o->buffered) fsync(w.fd);
     int64_t sync_end = now_ns();
+    if (o->wlog_out) write_file(o->wlog_out, w.wlog.v, w.wlog.n * sizeof(int64_t), "write the write log");
     printf("{\"role\":\"writer\",\"bytes\":%lld,\"writes\":%lld,\"errors\":%lld,\"elapsed_ns\":%" PRId64
            ",\"final_fsync_ns\":%" PRId64 ",\"gated_ns\":%lld,\"est_service_ns\":%.0f,\"est_dev_ns\":%.0f"
-           ",\"est_one_ns\":%.0f,\"skipped_windows\":%lld}\n",
+           ",\"est_one_ns\":%.0f,\"skipped_windows\":%lld,\"start_ns\":%" PRId64,
            w.bytes, w.writes, w.errors, write_end - start, sync_end - write_end, w.gated_ns, w.est_ns, w.dev_ns,
-           w.one_ns, w.skipped_windows);
+           w.one_ns, w.skipped_windows, start);
+    if (w.model) print_model(&w);
+    printf("}\n");
     return 0;
 }
 
@@ -578,15 +754,16 @@ static void usage(void) {
     fprintf(stderr,
             "usage: ioload reader|writer --dev PATH [--engine psync|io_uring] [--bs N] [--off N] [--len N]\n"
             "       [--duration-ms N] [--prio N] [--rate R] [--out FILE] [--qd N] [--buffered]\n"
-            "       [--fsync-every N] [--shm FILE] [--ctx-out FILE] [--pace none|slack] [--guard-us N] [--budget-devs X] [--seed N]\n"
-            "       [--uring-flags fio|plain] [--reap fio|wait|spin]\n");
+            "       [--fsync-every N] [--shm FILE] [--ctx-out FILE] [--clocks-out FILE] [--wlog-out FILE]\n"
+            "       [--pace none|slack|deadline] [--guard-us N] [--budget-devs X] [--bs-min N] [--model-q Q]\n"
+            "       [--seed N] [--uring-flags fio|plain] [--reap fio|wait|spin] [--wait sleep|spin]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
-    struct opts o = {.engine = "psync", .bs = 16384, .duration_ms = 1000, .prio = -1, .qd = 1,
-                     .fsync_every = 64LL << 20, .pace = "none", .guard_us = 50, .reap = REAP_FIO,
-                     .budget_devs = 2.0};
+    struct opts o = {.engine = "psync", .bs = 16384, .bs_min = 0, .duration_ms = 1000, .prio = -1, .qd = 1,
+                     .fsync_every = 64LL << 20, .guard_us = 50, .reap = REAP_FIO, .budget_devs = 2.0,
+                     .model_q = 0.95};
     if (argc < 2) usage();
     o.role = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -596,6 +773,7 @@ int main(int argc, char **argv) {
         if (ARG("--dev")) o.dev = v;
         else if (ARG("--engine")) o.engine = v;
         else if (ARG("--bs")) o.bs = atoll(v);
+        else if (ARG("--bs-min")) o.bs_min = atoll(v);
         else if (ARG("--off")) o.off = atoll(v);
         else if (ARG("--len")) o.len = atoll(v);
         else if (ARG("--duration-ms")) o.duration_ms = atoll(v);
@@ -606,10 +784,23 @@ int main(int argc, char **argv) {
         else if (ARG("--fsync-every")) o.fsync_every = atoll(v);
         else if (ARG("--shm")) o.shm = v;
         else if (ARG("--ctx-out")) o.ctx_out = v;
-        else if (ARG("--pace")) o.pace = v;
+        else if (ARG("--clocks-out")) o.clocks_out = v;
+        else if (ARG("--wlog-out")) o.wlog_out = v;
         else if (ARG("--guard-us")) o.guard_us = atoll(v);
         else if (ARG("--budget-devs")) o.budget_devs = atof(v);
+        else if (ARG("--model-q")) o.model_q = atof(v);
         else if (ARG("--seed")) o.seed = strtoull(v, NULL, 10);
+        else if (ARG("--pace")) {
+            if (strcmp(v, "none") == 0) o.pace = PACE_NONE;
+            else if (strcmp(v, "slack") == 0) o.pace = PACE_SLACK;
+            else if (strcmp(v, "deadline") == 0) o.pace = PACE_DEADLINE;
+            else usage();
+        }
+        else if (ARG("--wait")) {
+            if (strcmp(v, "sleep") == 0) o.wait = WAIT_SLEEP;
+            else if (strcmp(v, "spin") == 0) o.wait = WAIT_SPIN;
+            else usage();
+        }
         else if (ARG("--reap")) {
             if (strcmp(v, "fio") == 0) o.reap = REAP_FIO;       /* submit, then block for the completion */
             else if (strcmp(v, "wait") == 0) o.reap = REAP_WAIT; /* submit and wait in one io_uring_enter */
@@ -625,8 +816,10 @@ int main(int argc, char **argv) {
 #undef ARG
     }
     if (!o.dev || o.bs <= 0 || o.len <= 0 || o.qd < 1) usage();
+    if (o.pace == PACE_DEADLINE && o.qd > MAXQD) usage();  /* the model's depth buckets */
+    if (o.bs_min <= 0 || o.bs_min > o.bs) o.bs_min = o.bs;
+    if (!(o.model_q > 0 && o.model_q <= 1)) usage();
     if (strcmp(o.engine, "psync") && strcmp(o.engine, "io_uring")) usage();
-    if (strcmp(o.pace, "slack") && strcmp(o.pace, "none")) usage();
     /* Timer precision: the default 50 us slack would be charged to every open-loop read as lateness. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     if (strcmp(o.role, "reader") == 0) {

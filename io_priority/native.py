@@ -21,6 +21,8 @@ from harness.knobs import workers
 from harness.paths import cache_dir
 
 SOURCE = Path(__file__).with_name("ioload.c")
+# ioload links the C liburing (Debian liburing-dev, in harness/setup/debian-packages.txt)
+LIBURING_HEADER = Path("/usr/include/liburing.h")
 
 
 def binary_path() -> Path:
@@ -38,10 +40,11 @@ def build() -> Path:
         raise Unavailable("no C compiler (Debian build-essential) to build io_priority/ioload.c")
     exe.parent.mkdir(parents=True, exist_ok=True)
     tmp = exe.with_suffix(f".tmp{os.getpid()}")
-    res = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(SOURCE), "-lpthread"], capture_output=True,
+    res = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(SOURCE), "-lpthread", "-luring"], capture_output=True,
                          text=True)
     if res.returncode != 0:
-        raise Unavailable(f"compiling {SOURCE.name} failed: {res.stderr.strip()[:500]}")
+        hint = " (liburing-dev missing? `make setup` installs it)" if "liburing" in res.stderr else ""
+        raise Unavailable(f"compiling {SOURCE.name} failed{hint}: {res.stderr.strip()[:500]}")
     tmp.replace(exe)
     return exe
 

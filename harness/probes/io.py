@@ -87,6 +87,8 @@ def _ioload() -> Capability:
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         return unavailable("io.ioload", "no C compiler (Debian build-essential) to build io_priority/ioload.c", AREA)
+    if not native.LIBURING_HEADER.exists():
+        return unavailable("io.ioload", f"no {native.LIBURING_HEADER} (Debian liburing-dev) to build ioload.c", AREA)
     return available("io.ioload", f"not built yet; {cc} builds it on first use", AREA)
 
 
