@@ -157,3 +157,23 @@ def test_local_plus_guest_dispatch_files_the_local_run(tmp_path: Path, monkeypat
     assert meta["kind"] == "host-baseline" and meta["remote"]["host"] == "local"
     assert (run / "samples" / "pread_direct_4k_ns.npy").exists()
     assert (Path(doc["record"]) / "hosts" / "local" / "doctor.json").exists()
+
+
+def test_a_checkout_whose_wheel_will_not_build_is_a_kvds_error_not_an_unavailable_target(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ssh target gets a wheel of this checkout; when pip refuses to build it, kvds is broken here (exit 1),
+    not the targets "unavailable" (exit 3). A checkout with a malformed build-system table: pip's real refusal,
+    reached before any download."""
+    from harness.errors import Unavailable
+    from harness.remote.ship import WheelBuildFailed, build_wheel
+
+    root = tmp_path / "checkout"
+    (root / "harness").mkdir(parents=True)
+    (root / "harness" / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text('[build-system]\nrequires = 5\n\n[project]\nname = "kvds"\nversion = "0"\n'
+                                         '\n[tool.setuptools.packages.find]\ninclude = ["harness*"]\n')
+    monkeypatch.setenv("KVDS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(Exception) as e:
+        build_wheel(root)
+    assert isinstance(e.value, WheelBuildFailed) and not isinstance(e.value, Unavailable), repr(e.value)
+    assert "building the kvds wheel" in str(e.value) and "build-system" in str(e.value)

@@ -23,6 +23,10 @@ SKIP_DIRS = {"__pycache__", ".pytest_cache", "build", "dist"}
 SKIP_SUFFIXES = (".pyc", ".pyo", ".so", ".o", ".egg-info")
 
 
+class WheelBuildFailed(RuntimeError):
+    """`pip wheel` refused this checkout: kvds itself is broken here (exit 1), which no target can be blamed for."""
+
+
 @dataclass(frozen=True)
 class Payload:
     wheel: Path
@@ -80,15 +84,22 @@ def build_wheel(root: Path | None = None) -> Payload:
                 shutil.copy2(p, dest)
             res = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(Path(tmp) / "w"),
                                   str(stage)], capture_output=True, text=True)
-            if res.returncode != 0:
-                last = (res.stderr.strip().splitlines() or ["no output"])[-1]
-                raise Unavailable(f"building the kvds wheel failed: {last}")
+            if res.returncode != 0:  # kvds's own sources failed to build here: a kvds error, not a host's absence
+                raise WheelBuildFailed(f"building the kvds wheel from {root} failed: {_pip_error(res.stderr)}")
             built = sorted((Path(tmp) / "w").glob("kvds-*.whl"))
             out.mkdir(exist_ok=True)
             for w in built:
                 shutil.move(str(w), out / w.name)
         found = sorted(out.glob("kvds-*.whl"))
     return Payload(wheel=found[0], source_hash=digest, dependencies=dependencies(root))
+
+
+def _pip_error(stderr: str, limit: int = 300) -> str:
+    """pip's complaint on one line: its error lines and their explanation, without the note/hint boilerplate."""
+    lines = [ln.strip(" ×╰─>│") for ln in stderr.splitlines()]
+    keep = [ln for ln in lines if ln and not ln.lower().startswith(("note:", "hint:"))]
+    text = "; ".join(keep) or "no output"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def wheelhouse(deps: tuple[str, ...], platform_key: str, pip_platform_args: tuple[str, ...] = ()) -> list[Path]:
