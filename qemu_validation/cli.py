@@ -46,10 +46,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                         "KASAN + lockdep; KTAP summarized")
     v.add_argument("--kernel", metavar="ID", help="validate this build instead of building the debug kernel")
     _spec_args(v)
-    v.add_argument("--fuzz", type=nonneg_int, default=validate.MIN_MALFORMED, help="random malformed writes")
-    v.add_argument("--valid", type=nonneg_int, default=validate.MIN_VALID, help="random well-formed writes")
-    v.add_argument("--concurrent", type=nonneg_int, default=validate.MIN_CONCURRENT_S, metavar="SECONDS",
-                   help="seconds of register/clear/lookup racing process exit, exec and munmap")
+    _profile_args(v)
+    v.add_argument("--fuzz", type=nonneg_int, default=None,
+                   help=f"random malformed writes (full: {validate.MIN_MALFORMED}, quick: "
+                        f"{validate.PROFILES['quick'].fuzz})")
+    v.add_argument("--valid", type=nonneg_int, default=None,
+                   help=f"random well-formed writes (full: {validate.MIN_VALID}, quick: "
+                        f"{validate.PROFILES['quick'].valid})")
+    v.add_argument("--concurrent", type=nonneg_int, default=None, metavar="SECONDS",
+                   help="seconds of register/clear/lookup racing process exit, exec and munmap (full: "
+                        f"{validate.MIN_CONCURRENT_S}, quick: {validate.PROFILES['quick'].concurrent})")
     v.add_argument("--seed", type=positive_int, default=None,
                    help="seed of the random lines (default: a fresh one, printed; pass it back to reproduce)")
     v.add_argument("--timeout", type=positive_float, default=900.0)
@@ -57,9 +63,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     v.set_defaults(func=cmd_validate)
 
     eb = sub.add_parser("exit-bench", help="the exit path's cost in the guest: fork+exit with mm_intent unused, "
-                                           "used by one process, used by 257 processes")
-    eb.add_argument("--kernel", metavar="ID", help="this build instead of the default debug kernel")
+                                           "used by one process, used by 257 processes; several kernels compared")
+    eb.add_argument("--kernel", metavar="ID", action="append", default=[],
+                    help="a build to boot (repeatable: kernels alternate, the first is the reference); default: "
+                         "the kernel --config/--source/--patches describe")
+    _spec_args(eb)
+    eb.add_argument("--config", choices=("debug", "base"), default="debug",
+                    help="without --kernel: debug (KASAN + lockdep + kmemleak, what validate uses) or base "
+                         "(the same kernel without the debug instrumentation)")
     eb.add_argument("--iterations", type=positive_int, default=2000, help="fork+exit per state")
+    eb.add_argument("--reps", type=positive_int, default=3, help="boots per kernel (an interval needs >= 3)")
     eb.add_argument("--timeout", type=positive_float, default=900.0)
     add_json_flag(eb)
     eb.set_defaults(func=cmd_exit_bench)
@@ -67,11 +80,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bn = sub.add_parser("bench", help="time edit -> rebuild -> boot -> validate: a one-line change to the mm_intent "
                                       "series, rebuilt in the warm tree and validated (goal: 90 s)")
     bn.add_argument("--reps", type=positive_int, default=3)
-    bn.add_argument("--fuzz", type=nonneg_int, default=validate.MIN_MALFORMED,
-                    help="random malformed writes per validate")
+    _profile_args(bn)
+    bn.add_argument("--source", default=build.DEFAULT_SOURCE,
+                    help="debian-6.12, a kernel tarball or a source tree (its debug kernel's warm tree is used)")
+    bn.add_argument("--fuzz", type=nonneg_int, default=None,
+                    help="random malformed writes per validate (default: the profile's)")
     bn.add_argument("--timeout", type=positive_float, default=600.0)
     add_json_flag(bn)
     bn.set_defaults(func=cmd_bench)
+
+
+def _profile_args(p: argparse.ArgumentParser) -> None:
+    q = validate.PROFILES["quick"]
+    p.add_argument("--quick", action="store_true",
+                   help=f"the edit loop: every check with {q.fuzz:,} malformed + {q.valid:,} well-formed lines and "
+                        f"a {q.concurrent} s concurrent phase (not the gate: the full profile is)")
+
+
+def _counts(args: argparse.Namespace) -> tuple[int, int, int]:
+    """fuzz, valid, concurrent: the profile's, each overridden by its flag when given."""
+    prof = validate.PROFILES["quick" if args.quick else "full"]
+    return (prof.fuzz if args.fuzz is None else args.fuzz, prof.valid if args.valid is None else args.valid,
+            prof.concurrent if args.concurrent is None else args.concurrent)
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -166,9 +196,10 @@ def _run_status(res: runner.BootResult) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    fuzz, valid, concurrent = _counts(args)
     try:
-        summary, run = validate.validate(args.kernel, _spec(args, True), fuzz=args.fuzz, seed=args.seed,
-                                         timeout=args.timeout, valid=args.valid, concurrent=args.concurrent)
+        summary, run = validate.validate(args.kernel, _spec(args, True), fuzz=fuzz, seed=args.seed,
+                                         timeout=args.timeout, valid=valid, concurrent=concurrent)
     except build.BuildError as exc:
         return _fail(str(exc))
     if args.json:
@@ -180,19 +211,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_exit_bench(args: argparse.Namespace) -> int:
     from qemu_validation import exit_bench
+    if args.kernel and (args.config != "debug" or args.source != build.DEFAULT_SOURCE
+                        or args.patches != ",".join(build.DEFAULT_PATCHES) or args.fragment):
+        raise UserError("--kernel names a build; --config, --source, --patches and --fragment describe one: "
+                        "give one or the other")
     try:
-        out, run = exit_bench.bench(args.kernel, iterations=args.iterations, timeout=args.timeout)
+        out, run = exit_bench.bench(args.kernel, iterations=args.iterations, timeout=args.timeout, reps=args.reps,
+                                    spec=_spec(args, args.config == "debug"))
     except build.BuildError as exc:
         return _fail(str(exc))
     if args.json:
         print(strict_dumps(out, indent=2))
         return 0 if out["ok"] else 1
-    print(f"fork+exit+wait on {out['kernel']['label']} ({out['kernel']['id']}), {args.iterations} per state:")
-    for state, r in out["states"].items():
-        print(f"  {state:>7}: median {r['median_ns'] / 1000:.1f} us, p90 {r['p90_ns'] / 1000:.1f} us, "
-              f"mean {r['mean_ns'] / 1000:.1f} us (n={r['n']})")
-    print(f"  intents held in 'many': {out['intents_held']} by {out['processes_holding']} processes; "
-          f"results: {run.path}")
+    print(f"fork+exit+wait, {args.iterations} per state per boot, {args.reps} boot(s) per kernel in alternating "
+          f"order; mean of per-boot medians [95% interval over boots], ms:")
+    for k in out["kernels"]:
+        what = ("debug" if k["debug"] else "base") + (", mm_intent" if k["mm_intent"] else ", no mm_intent")
+        print(f"  {k['id']} {k['label']} ({k['release']}; {what}; {k['boots']} boots)")
+        for s in exit_bench.STATES:
+            vs = f"  vs unused {k['vs_unused'][s]['text']}: {k['vs_unused'][s]['difference']}" if s != "unused" else ""
+            print(f"    {s:>7}: {k['median_ms'][s]['text']}{vs}")
+    for c in out["comparisons"]:
+        print(f"  {c['kernel']} / {c['reference']} ({c['state']}): {c['text']}: {c['difference']}")
+    print(f"  results: {run.path}")
     if not out["ok"]:
         print(f"  failure: {out['failure'] or 'the benchmark did not finish'}")
     return 0 if out["ok"] else 1
@@ -200,21 +241,36 @@ def cmd_exit_bench(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     try:
-        out, run = rebuild_bench.bench(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout)
+        out, run = rebuild_bench.bench(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout,
+                                       profile="quick" if args.quick else "full", source=args.source)
     except build.BuildError as exc:
         return _fail(str(exc))
     if args.json:
         print(strict_dumps(out, indent=2))
         return 0 if out["all_validated"] else 1
-    print(f"edit -> rebuild -> boot -> validate on {out['base_kernel']['label']} "
-          f"(one line of {rebuild_bench.TARGET_FILE} changed per rep, {args.fuzz} random malformed writes)")
+    c = out["counts"]
+    print(f"edit -> rebuild -> boot -> validate on {out['base_kernel']['label']} ({out['base_kernel']['release']}; "
+          f"one line of {rebuild_bench.TARGET_FILE} changed per rep); {out['profile']} validate: {c['fuzz']:,} "
+          f"malformed + {c['valid']:,} well-formed lines, {c['concurrent_s']} s concurrent"
+          + ("" if out["gate"] else " (the edit loop, not the gate)"))
     print(f"  {'rep':>3}  {'build s':>8}  {'compiled':>8}  {'boot+validate s':>15}  {'total s':>8}  validate")
     for r in out["reps"]:
         print(f"  {r['rep']:>3}  {r['build_seconds']:>8.1f}  {len(r['compiled']):>8}  {r['boot_validate_seconds']:>15.1f}  "
               f"{r['total_seconds']:>8.1f}  {'PASS' if r['validate_ok'] else 'FAIL'} ({r['splats']} splats)")
     print(f"  median {out['median_total_seconds']} s (build {out['median_build_seconds']} s, boot+validate "
           f"{out['median_boot_validate_seconds']} s); verdict: {out['goal_text']}; results: {run.path}")
+    _print_phases(out["median_guest_phases"], f"where boot+validate goes (median of {len(out['reps'])} reps)")
+    for r in out["reps"]:
+        if not r["validate_ok"]:
+            print(f"  rep {r['rep']} failed validate: {r['validate_failure']} (run {r['validate_run']})")
     return 0 if out["all_validated"] else 1
+
+
+def _print_phases(rows: list[dict], title: str) -> None:
+    if rows:
+        print(f"  {title}:")
+        for p in rows:
+            print(f"    {p['phase']:<66} {p['seconds']:>7.1f} s")
 
 
 def _print_summary(s: dict, path: Path) -> None:
@@ -241,6 +297,9 @@ def _print_summary(s: dict, path: Path) -> None:
     print(f"  kmemleak: {s['kmemleak_leaks'] if s['kmemleak_leaks'] is not None else '-'} unreferenced objects")
     print(f"  console splats (oops/BUG/KASAN/lockdep/WARN/leak): {s['splats']}")
     print(f"  boot + validate: {s['boot']['seconds']} s; results: {path}")
+    if not s.get("gate", True):
+        print("  (fewer lines or a shorter concurrent phase than the full profile: the edit loop, not the gate)")
+    _print_phases(s.get("phases") or [], "where the time went (guest clock)")
     for f in t["failures"]:
         print(f"  not ok {f['number']} {f['name']}: {f['reason']}")
         for d in f["diagnostics"][:8]:

@@ -2,18 +2,28 @@
 
 guest/exit_bench.c times fork + exit + wait of a child with the registry unused since boot, used by one other
 process, and used by 257 processes holding 1,025 intents; raw per-iteration samples are reduced in the guest to
-median, p90 and mean. Run it on two kernels (the series before and after a change) to compare exit paths; the
-figures come from one boot each, under TCG and the debug kernel's instrumentation, so compare kernels with the
-same configuration, and states within one run.
+median, p90 and mean. One boot is one repetition: several kernels (the series, the series before a change, a
+kernel without the series: the floor) are booted `reps` times each in alternating order, and each state's
+figure is the mean of the per-boot medians with a t interval over boots (harness.stats.mean_ci). Two kernels,
+or two states of one kernel, are compared by the ratio of those means with its interval
+(harness.stats.rep_mean_ratio), read by the project's one rule: higher or lower only when the whole interval
+says so, otherwise not measurably different.
+
+The debug kernel (KASAN, lockdep, kmemleak) measures its instrumentation as much as the exit path; `--config
+base` builds the same series without it, the configuration the exit path's cost is about. On a kernel
+without mm_intent the program still runs every state (the holders exist, their registrations fail), which is
+the floor the series is measured against.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import subprocess
 from pathlib import Path
 
+from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
@@ -21,6 +31,9 @@ from qemu_validation import build, cachedirs, guest
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "exit_bench.c"
 GUEST_PATH = "bin/exit_bench"
+REGISTER = "/sys/kernel/debug/mm_intent/register"
+STATES = ("unused", "one", "many")          # "warmup" is printed too, and not compared
+EXPECTED_HELD = 1 + 256 * 4                  # exit_bench.c: one intent + HOLDERS * PER_HOLDER
 _LINE = re.compile(r"^exit_bench (\w+) n=(\d+) median_ns=(\d+) p90_ns=(\d+) mean_ns=(\d+)$", re.M)
 _HELD = re.compile(r"^exit_bench intents_held=(\d+) processes_holding=(\d+)$", re.M)
 
@@ -45,21 +58,99 @@ def parse(text: str) -> dict:
             "processes_holding": int(held.group(2)) if held else None}
 
 
-def bench(kernel_id: str | None, iterations: int = 2000, timeout: float = 900,
-          store: ResultStore | None = None) -> tuple[dict, Run]:
+def guest_command(iterations: int) -> list[str]:
+    """Record whether the kernel has mm_intent, then run the benchmark with its status kept."""
+    return ["sh", "-c", f"if [ -e {REGISTER} ]; then echo 1; else echo 0; fi > /share/feature.txt; "
+                        f"/{GUEST_PATH} {iterations} > /share/out.txt; echo $? > /share/status.txt"]
+
+
+def boot_ok(parsed: dict, feature: bool, status: int | None) -> str | None:
+    """Why one boot's figures cannot be used (None when they can). Without mm_intent the holders' registrations
+    fail, so the program holds 0 intents and exits 1; with it every registration must succeed and it exits 0."""
+    missing = [s for s in STATES if s not in parsed["states"]]
+    if missing:
+        return f"states missing from the output: {', '.join(missing)}"
+    if feature:
+        if status != 0 or parsed["intents_held"] != EXPECTED_HELD:
+            return f"held {parsed['intents_held']} intents of {EXPECTED_HELD} (exit status {status})"
+    elif parsed["intents_held"] != 0 or status not in (0, 1):
+        return f"no mm_intent in this kernel, yet {parsed['intents_held']} intents were held (status {status})"
+    return None
+
+
+def difference(e: stats.Estimate) -> str:
+    """A ratio read by the one rule: higher/lower only when its whole interval is on that side of 1."""
+    if not (math.isfinite(e.lo) and math.isfinite(e.hi)):
+        return f"no interval ({e.reason or 'too few repetitions'})"
+    if e.lo > 1.0:
+        return "higher"
+    if e.hi < 1.0:
+        return "lower"
+    return "not measurably different"
+
+
+def _ratio(a: list[float], b: list[float]) -> dict:
+    est = stats.rep_mean_ratio(a, b)
+    return {**est.as_dict(), "text": str(est), "difference": difference(est)}
+
+
+def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, run: Run) -> dict:
+    share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
+    share.mkdir(parents=True)
+    say(f"rep {rep + 1}: {kb.label} ({kb.id}), {iterations} fork+exit per state under TCG")
+    res = guest.run_guest(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
+                          log_dir=share)
+    (share / "initramfs.cpio").unlink(missing_ok=True)
+    read = lambda name: (share / name).read_text().strip() if (share / name).exists() else ""  # noqa: E731
+    parsed = parse(read("out.txt"))
+    feature = read("feature.txt") == "1"
+    status = int(read("status.txt")) if read("status.txt").isdigit() else None
+    why = res.failure() or boot_ok(parsed, feature, status)
+    return {"rep": rep + 1, "kernel": kb.id, "mm_intent": feature, "status": status, "ok": why is None,
+            "failure": why, "seconds": round(res.seconds, 1), **parsed}
+
+
+def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: int) -> dict:
+    """Per kernel and state: mean of per-boot medians with its interval; ratios to the unused state and to the
+    first kernel, each with its reading by the one rule."""
+    rows = []
+    for kb in kernels:
+        mine = [b for b in boots if b["kernel"] == kb.id and b["ok"]]
+        med = {s: [b["states"][s]["median_ns"] / 1e6 for b in mine] for s in STATES}
+        rows.append({"id": kb.id, "label": kb.label, "debug": kb.kasan, "release": kb.info.get("kernel_release"),
+                     "source": kb.info.get("source"), "series": [p["file"] for p in kb.info.get("patches", [])],
+                     "mm_intent": any(b["mm_intent"] for b in mine), "boots": len(mine),
+                     "median_ms": {s: {**stats.mean_ci(v, floor=0.0).as_dict(), "per_boot": v,
+                                       "text": str(stats.mean_ci(v, floor=0.0))} for s, v in med.items()},
+                     "p90_ms_per_boot": {s: [b["states"][s]["p90_ns"] / 1e6 for b in mine] for s in STATES},
+                     "vs_unused": {s: _ratio(med[s], med["unused"]) for s in STATES[1:]},
+                     "_med": med})
+    ref = rows[0] if rows else None
+    comparisons = [{"kernel": r["id"], "reference": ref["id"], "state": s, **_ratio(r["_med"][s], ref["_med"][s])}
+                   for r in rows[1:] for s in STATES] if ref else []
+    for r in rows:
+        del r["_med"]
+    return {"iterations": iterations, "kernels": rows, "comparisons": comparisons, "boots": boots,
+            "ok": bool(boots) and all(b["ok"] for b in boots),
+            "failure": next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None)}
+
+
+def bench(kernel_ids: list[str] | None, iterations: int = 2000, timeout: float = 900, reps: int = 3,
+          spec: build.BuildSpec | None = None, store: ResultStore | None = None) -> tuple[dict, Run]:
+    """Boot each kernel `reps` times in alternating order and time fork+exit+wait in every registry state.
+    Without `kernel_ids`, `spec` is built (default: the debug mm_intent kernel)."""
     if iterations < 10:
         raise UserError("--iterations must be at least 10 (a median and a p90 from fewer say nothing)")
-    kb = guest.kernel(kernel_id)
-    run = (store or ResultStore()).new_run("qemu-exit-bench", {"kernel": kb.id, "label": kb.label,
+    if reps < 1:
+        raise UserError("--reps must be at least 1")
+    ids = list(dict.fromkeys(kernel_ids or []))
+    kernels = [build.find(k) for k in ids] if ids else [build.ensure_built(spec or guest.DEFAULT_SPEC, say=say)]
+    run = (store or ResultStore()).new_run("qemu-exit-bench", {"kernels": [k.id for k in kernels], "reps": reps,
                                                               "iterations": iterations})
-    share = run.path / "guest"
-    share.mkdir()
-    say(f"exit path on {kb.label} ({kb.id}): {iterations} fork+exit per state under TCG")
-    res = guest.run_guest(kb.id, ["sh", "-c", f"/{GUEST_PATH} {iterations} > /share/out.txt"], share,
-                          timeout=timeout, files={GUEST_PATH: binary()}, log_dir=run.path)
-    (run.path / "initramfs.cpio").unlink(missing_ok=True)
-    out = {"kernel": {"id": kb.id, "label": kb.label, "series": [p["file"] for p in kb.info.get("patches", [])]},
-           "ok": res.ok and res.status == 0, "failure": res.failure(),
-           **parse((share / "out.txt").read_text() if (share / "out.txt").exists() else "")}
+    binary()
+    by_id = {k.id: k for k in kernels}
+    boots = [_one_boot(by_id[kid], r, iterations, timeout, run)
+             for r, kid in stats.alternating_order([k.id for k in kernels], reps)]
+    out = summarize(kernels, boots, iterations)
     run.write_summary(out)
     return out, run

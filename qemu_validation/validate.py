@@ -16,12 +16,13 @@ import secrets
 import shlex
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, console, guest, kernel_table, ktap, runner
+from qemu_validation import build, cachedirs, console, guest, kernel_table, ktap, phases, runner
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "mm_intent_validate.c"
 GUEST_PATH = "bin/mm_intent_validate"
@@ -35,6 +36,29 @@ KSELFTEST_CFLAGS = ("-static", "-O2", "-Wall", "-pthread")   # the selftests' ow
 MIN_MALFORMED = 10_000
 MIN_VALID = 10_000
 MIN_CONCURRENT_S = 60
+PHASES_FILE = "phases.txt"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much random and concurrent fuzzing one validate does. `full` is the gate (the issue's minimums);
+    `quick` is the edit loop: every check still runs (tables, KUnit, kselftest, kmemleak, splat scan) with a
+    tenth of the random lines and a 5 s concurrent phase, so a developer hears about a broken edit in about a
+    minute instead of two and a half, and runs the full profile before committing."""
+    name: str
+    fuzz: int
+    valid: int
+    concurrent: int
+
+
+PROFILES = {p.name: p for p in (Profile("full", MIN_MALFORMED, MIN_VALID, MIN_CONCURRENT_S),
+                                Profile("quick", 1_000, 1_000, 5))}
+
+
+def is_gate(fuzz: int, valid: int, concurrent: int) -> bool:
+    """Whether a validate with these counts is the gate (meets the full profile), not a quick loop."""
+    full = PROFILES["full"]
+    return fuzz >= full.fuzz and valid >= full.valid and concurrent >= full.concurrent
 
 
 def validator_binary() -> Path:
@@ -89,15 +113,23 @@ def guest_script(validator_args: list[str]) -> str:
     """What the guest runs: kmemleak baseline, validator, kselftest, KUnit results, final kmemleak scan."""
     k = KMEMLEAK
     return "\n".join([
+        # Phase marks on the guest's clock (qemu_validation/phases.py turns them into a breakdown).
+        f'mark() {{ read up _ < /proc/uptime; echo "$1 $up" >> /share/{PHASES_FILE}; }}',
+        "mark start",
         # Leaks from boot are the kernel's own, not the series': scan once and forget them.
         f"if [ -w {k} ]; then echo scan > {k}; cat {k} > /share/kmemleak-boot.txt; echo clear > {k}; fi",
+        "mark kmemleak_boot",
         f"{shlex.join(['/' + GUEST_PATH, *validator_args])}; v=$?",
+        "mark validator",
         f"/{KSELFTEST_GUEST_PATH} > /share/kselftest.txt 2>&1; s=$?",
+        "mark kselftest",
         f"cat {KUNIT_RESULTS} > /share/kunit.txt 2>&1",
         # kmemleak ignores objects younger than 5 s; two scans settle stale references.
         f"if [ -w {k} ]; then sleep 6; echo scan > {k}; echo scan > {k}; cat {k} > /share/kmemleak.txt; fi",
+        "mark kmemleak",
         # The whole kernel log: the console only shows loglevel < 5, and kmemleak reports at KERN_INFO.
         "dmesg > /share/dmesg.txt",
+        "mark end",
         'echo "kvds: validator=$v kselftest=$s"',
         '[ "$v" -eq 0 ] && [ "$s" -eq 0 ]',
     ])
@@ -140,6 +172,7 @@ def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, f
     ok = res.ok and rep.ok and not problems
     return {
         "ok": ok,
+        "gate": is_gate(fuzz, valid, concurrent),
         "kernel": {"id": kb.id, "label": kb.label, "kasan_lockdep": kb.kasan, "release": kb.info.get("kernel_release")},
         "tests": rep.summary(),
         "malformed_writes": counters.get("malformed_writes", 0),
@@ -199,9 +232,10 @@ def validate(kernel_id: str | None = None, spec: build.BuildSpec | None = None, 
     args = ["--fuzz", str(fuzz), "--valid", str(valid), "--seed", str(seed), "--concurrent", str(concurrent),
             "--table", "/share/table.txt", "--ktap", "/share/ktap.txt"]
     # kunit.enable=1: built-in suites run at boot (allnoconfig leaves KUNIT_DEFAULT_ENABLED off).
+    # printk.time=1: timestamps in dmesg mark the boot phases (the console parser strips them).
     res = guest.run_guest(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
                           files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
-                          extra_append=("kunit.enable=1",))
+                          extra_append=("kunit.enable=1", "printk.time=1"))
     seen = {(f.kind, f.line) for f in res.findings}
     res.findings.extend(f for f in console.scan(_read(share / "dmesg.txt")) if (f.kind, f.line) not in seen)
     (run.path / "initramfs.cpio").unlink(missing_ok=True)
@@ -213,5 +247,7 @@ def validate(kernel_id: str | None = None, spec: build.BuildSpec | None = None, 
         leak_text = ""
         rep.problems.append("kmemleak did not run (no /sys/kernel/debug/kmemleak in the debug kernel?)")
     summary = summarize(res, rep, kb, fuzz, valid, concurrent, seed, kself, kunit, leak_text)
+    summary["phases"] = phases.breakdown(_read(share / "dmesg.txt"), _read(share / PHASES_FILE), rep.counters,
+                                         res.seconds)
     run.write_summary(summary)
     return summary, run
