@@ -13,6 +13,8 @@ and lacks the freepages/thrashing fields.
 
 from __future__ import annotations
 
+import errno
+import os
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +37,8 @@ MIN_VERSION = 9  # thrashing fields appeared in version 9 (Linux 5.0)
 DELAYS = {"swapin": "swapin", "blkio": "blkio", "reclaim": "freepages", "thrashing": "thrashing", "cpu": "cpu"}
 
 TASKSTATS_CMD_GET = 1
+FAMILY = "TASKSTATS"
+REFUSED = (errno.EPERM, errno.EACCES)  # TASKSTATS_CMD_GET is GENL_ADMIN_PERM: it needs CAP_NET_ADMIN
 
 
 @dataclass(frozen=True)
@@ -65,19 +69,37 @@ def decode(raw: bytes) -> dict[str, Any]:
 
 
 class TaskstatsClient:
-    """One genetlink socket to the TASKSTATS family; query(pid) returns Delays or None (gone)."""
+    """One genetlink socket to the TASKSTATS family; query(pid) returns Delays or None (gone).
 
-    def __init__(self) -> None:
+    Only a real absence raises Unavailable: the kernel has no such family (CONFIG_TASKSTATS off), or it refuses
+    this process (no CAP_NET_ADMIN). Any other failure is kvds's and propagates as itself. `family` is the
+    genetlink family's name (tests name one the kernel lacks, or one that does not speak taskstats)."""
+
+    def __init__(self, family: str = FAMILY) -> None:
+        from pyroute2.netlink.exceptions import NetlinkError
+        from pyroute2.netlink.generic import GenericNetlinkSocket
+        from pyroute2.netlink.taskstats import taskstatsmsg
+
+        self.family = family
         try:
-            from pyroute2 import TaskStats
-        except ImportError as exc:  # pragma: no cover - pyroute2 is a declared dependency
-            raise Unavailable(f"pyroute2 missing: {exc}") from None
-        self._sock = TaskStats()
+            self._sock = GenericNetlinkSocket()
+        except OSError as exc:  # a sandbox (seccomp, no netlink) or a kernel without generic netlink
+            if exc.errno in (*REFUSED, errno.EPROTONOSUPPORT, errno.EAFNOSUPPORT):
+                raise Unavailable(f"no generic-netlink socket for this process: {exc}") from None
+            raise
         try:
-            self._sock.bind()
-        except Exception as exc:
+            self._sock.bind(family, taskstatsmsg)
+        except NetlinkError as exc:
             self._sock.close()
-            raise Unavailable(f"taskstats genetlink family not available: {exc}") from None
+            if exc.code == errno.ENOENT:
+                why = " (CONFIG_TASKSTATS off)" if family == FAMILY else ""
+                raise Unavailable(f"the kernel has no {family} generic-netlink family{why}") from None
+            if exc.code in REFUSED:
+                raise Unavailable(_refused(family, exc.code)) from None
+            raise
+        except BaseException:
+            self._sock.close()
+            raise
 
     def close(self) -> None:
         self._sock.close()
@@ -99,6 +121,7 @@ class TaskstatsClient:
 
     def _request(self, attr: str, ident: int) -> Delays | None:
         from pyroute2.netlink import NLM_F_REQUEST
+        from pyroute2.netlink.exceptions import NetlinkError
         from pyroute2.netlink.taskstats import tcmd
 
         msg = tcmd()
@@ -107,9 +130,11 @@ class TaskstatsClient:
         msg["attrs"].append([attr, ident])
         try:
             replies = self._sock.nlm_request(msg, self._sock.prid, msg_flags=NLM_F_REQUEST)
-        except Exception as exc:  # ESRCH: the process is gone (reaped)
-            if getattr(exc, "code", None) == 3 or "No such process" in str(exc):
+        except NetlinkError as exc:
+            if exc.code == errno.ESRCH:  # the process is gone (reaped)
                 return None
+            if exc.code in REFUSED:
+                raise Unavailable(_refused(self.family, exc.code)) from None
             raise
         for reply in replies:
             aggr = reply.get_attr("TASKSTATS_TYPE_AGGR_TGID") or reply.get_attr("TASKSTATS_TYPE_AGGR_PID")
@@ -133,17 +158,20 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def family_status() -> tuple[bool, str]:
-    """Whether the TASKSTATS genetlink family answers for this process (doctor probe)."""
-    import os
+def _refused(family: str, code: int) -> str:
+    return f"the kernel refuses {family} queries from this process ({os.strerror(code)}): they need CAP_NET_ADMIN"
 
+
+def family_status(family: str = FAMILY) -> tuple[bool, str]:
+    """Whether the TASKSTATS genetlink family answers for this process (doctor probe).
+
+    (False, reason) only for a real absence (no family, no permission, a version without the delays kvds
+    reads, no record for this process); an exception inside kvds propagates: it is an error, not a skip."""
     try:
-        with TaskstatsClient() as c:
+        with TaskstatsClient(family) as c:
             d = c.query(os.getpid())
     except Unavailable as exc:
         return False, str(exc)
-    except Exception as exc:
-        return False, f"taskstats query failed: {type(exc).__name__}: {exc}"
     if d is None:
         return False, "taskstats returned no TGID record for this process"
     return True, "TASKSTATS genetlink family answers TGID queries"

@@ -116,23 +116,14 @@ def _libbpf_probe() -> Capability:
 def _taskstats_probe() -> Capability:
     """One TGID query for this process over the TASKSTATS genetlink family."""
     try:
-        from pyroute2.netlink.exceptions import NetlinkError
-
-        from ebpf.taskstats import TaskstatsClient
+        from ebpf.taskstats import family_status
     except Exception as exc:
         return kvds_error("ebpf.taskstats", "importing ebpf.taskstats", AREA, exc)
-    try:
-        with TaskstatsClient() as c:
-            d = c.query(os.getpid())
-    except Unavailable as exc:  # no family, or a version without the delays kvds reads
-        return unavailable("ebpf.taskstats", str(exc), AREA)
-    except (NetlinkError, OSError) as exc:  # the kernel refused the query
-        return unavailable("ebpf.taskstats", f"taskstats query refused: {exc}", AREA)
+    try:  # family_status answers False only for a real absence (no family, no CAP_NET_ADMIN, too old)
+        ok, reason = family_status()
     except Exception as exc:
         return kvds_error("ebpf.taskstats", "querying taskstats", AREA, exc)
-    if d is None:
-        return unavailable("ebpf.taskstats", "taskstats returned no TGID record for this process", AREA)
-    return available("ebpf.taskstats", "TASKSTATS genetlink family answers TGID queries", AREA)
+    return available("ebpf.taskstats", reason, AREA) if ok else unavailable("ebpf.taskstats", reason, AREA)
 
 
 def probes() -> list[Capability]:
