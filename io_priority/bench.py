@@ -17,6 +17,7 @@ from harness import stats
 from harness.knobs import scheduler_of, set_scheduler
 from harness.mapping import Mapping, load_mapping
 from harness.progress import progress
+from io_priority import clocks as clockmod, stalls as stallmod
 from io_priority.blocktrace import BlockIssueTrace
 from io_priority.device import Device
 from io_priority.workload import Applied, RepResult, Runner, Workload, applied
@@ -195,7 +196,10 @@ def write_priority_check(asked: str | None, block: dict[str, Any] | None,
 
 def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
                       unloaded: list[RepResult] | None, n_boot: int = 1000,
-                      device_name: str | None = None, buffered: bool = False) -> dict[str, Any]:
+                      device_name: str | None = None, buffered: bool = False,
+                      stall_ms: float = stallmod.DEFAULT_STALL_MS,
+                      found: list[stallmod.RepStalls] | None = None,
+                      ufound: list[stallmod.RepStalls] | None = None) -> dict[str, Any]:
     groups = [r.latencies_ns for r in reps]
     boot = stats.rep_percentiles(groups, QS, n_boot=n_boot)
     allv = np.concatenate(groups) if groups else np.array([], dtype=np.int64)
@@ -220,6 +224,18 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
         "ebpf_block_layer": _merge_ebpf(reps, device_name) if device_name else None,
     }
     out["overlap"] = _overlap(reps, unloaded, n_boot) if v.mapping is not None else None
+    # three clocks (+ the block layer's), over every read and without the reads stalls delayed
+    found = found if found is not None else stallmod.find_all(reps, stall_ms)
+    ufound = ufound if ufound is not None else (stallmod.find_all(unloaded, stall_ms) if unloaded else None)
+    ref = unloaded if unloaded and v.mapping is not None else None
+    out["clocks"] = clockmod.summarize(reps, None, ref, None, _est, n_boot)
+    keep = [~f.affected if f.affected is not None else None for f in found]
+    ukeep = [~f.affected if f.affected is not None else None for f in ufound] if ufound else None
+    out["stalls"] = stallmod.summary(found, stall_ms)
+    out["stall_free"] = clockmod.summarize(reps, keep, ref, ukeep if ref else None, _est, n_boot)
+    out["block_service_us"] = clockmod.block_service(reps, _est, n_boot)
+    # per repetition, stall-free service p99: what the reference's reproducibility is judged from
+    out["per_rep_service_p99_us"] = _per_rep_service_p99(reps, keep)
     plan = v.plan(engine)
     out["write_priority"] = write_priority_check(str(plan.write_prio) if plan and plan.write_prio else None,
                                                  out["block_layer"], buffered)
@@ -272,15 +288,29 @@ def _overlap(reps: list[RepResult], unloaded: list[RepResult] | None, n_boot: in
     return out
 
 
+def _per_rep_service_p99(reps: list[RepResult], keep: list[np.ndarray | None]) -> list[float] | None:
+    """Each repetition's stall-free service-time p99 (us; NaN under stats.min_samples_for(99) reads)."""
+    if not all(r.has_clocks for r in reps):
+        return None
+    out = []
+    for r, k in zip(reps, keep):
+        svc = r.service_clock_ns if k is None else r.service_clock_ns[k]
+        out.append(float(np.percentile(svc, 99)) / 1e3 if stats.tail_supported(svc.size, 99.0) else math.nan)
+    return out
+
+
 def _tail_p99_us(ns: np.ndarray) -> float | None:
     """p99 in us, or None when fewer than stats.MIN_BEYOND reads lie beyond it."""
     return float(np.percentile(ns, 99)) / 1e3 if stats.tail_supported(ns.size, 99.0) else None
 
 
 def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engine: str,
-              n_boot: int = 1000, device_name: str | None = None, buffered: bool = False) -> dict[str, Any]:
+              n_boot: int = 1000, device_name: str | None = None, buffered: bool = False,
+              stall_ms: float = stallmod.DEFAULT_STALL_MS) -> dict[str, Any]:
     unloaded = results.get("unloaded")
-    modes = {v.label: summarize_variant(v, results[v.label], engine, unloaded, n_boot, device_name, buffered)
+    found = {v.label: stallmod.find_all(results[v.label], stall_ms) for v in variants}
+    modes = {v.label: summarize_variant(v, results[v.label], engine, unloaded, n_boot, device_name, buffered,
+                                        stall_ms, found[v.label], found.get("unloaded"))
              for v in variants}
     base = modes.get("baseline", {}).get("spill_mb_s")
     base_reps = modes.get("baseline", {}).get("spill_mb_s_per_rep")
@@ -309,6 +339,12 @@ def write_samples(run: Any, results: dict[str, list[RepResult]], prefix: str = "
             run.write_samples(f"{name}-rep{k}", r.latencies_ns.astype(np.int64))
             if r.contexts is not None:  # service_ns << 2 | overlap bits, one per read (ioload --ctx-out)
                 run.write_samples(f"{name}-rep{k}-ctx", r.contexts.astype(np.int64))
+            if r.clocks is not None:  # due, submit, complete per read (ns, CLOCK_MONOTONIC)
+                run.write_samples(f"{name}-rep{k}-clocks", r.clocks.astype(np.int64))
+            if r.wlog is not None:  # submit, complete, bytes per spill write
+                run.write_samples(f"{name}-rep{k}-wlog", r.wlog.astype(np.int64))
+            if r.blk_pairs is not None:  # block layer issue, complete, op, class, level per request
+                run.write_samples(f"{name}-rep{k}-blk", r.blk_pairs.astype(np.int64))
 
 
 def with_scheduler(device: Device, scheduler: str | None) -> str:
@@ -378,7 +414,39 @@ def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] =
                   f"{m['spill_retained']:.0%}" if m.get("spill_retained") is not None else "-",
                   _clean_cell(m.get("overlap")), str(m["reads"]), classes or "-")
     Console(width=200).print(t)
+    print_clocks(modes)
     for label, m in modes.items():
         wp = m.get("write_priority")
         if wp and wp["note"]:
             echo(f"{label}: {wp['note']}")
+
+
+def _clock_p(c: dict[str, Any] | None, clock: str, q: str) -> str:
+    return fmt_value(((c or {}).get(f"{clock}_us") or {}).get(q))
+
+
+def print_clocks(modes: dict[str, Any], title: str = "three clocks per read (stall-free; us)") -> None:
+    """End-to-end and service-time interference side by side, wake-up lateness (host) and the block layer's
+    issue -> complete per class (the fourth view), stalls counted apart."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    for col in ("variant", "e2e p50", "e2e p99", "wake-up p99", "backlog p99", "service p50", "service p99",
+                "interference e2e", "interference service", "excess of the p99 tail", "block layer R p99 by class",
+                "stalls (reads delayed)"):
+        t.add_column(col, overflow="fold")
+    for label, m in modes.items():
+        c = m.get("stall_free") or m.get("clocks") or {}
+        inter = c.get("interference") or {}
+        blk = m.get("block_service_us") or {}
+        blk_r = "; ".join(f"{k[2:]} {fmt_value(v.get('p99'))}" for k, v in blk.items() if k.startswith("R "))
+        st = m.get("stalls") or {}
+        t.add_row(label, _clock_p(c, "end_to_end", "p50"), _clock_p(c, "end_to_end", "p99"),
+                  _clock_p(c, "wakeup", "p99"), _clock_p(c, "backlog", "p99"), _clock_p(c, "service", "p50"),
+                  _clock_p(c, "service", "p99"),
+                  fmt_est(inter.get("end_to_end"), "x", 2) if label != "unloaded" else "(reference)",
+                  fmt_est(inter.get("service"), "x", 2) if label != "unloaded" else "(reference)",
+                  clockmod.host_share_text(c.get("excess")) if label != "unloaded" else "-",
+                  blk_r or "-", f"{st.get('stalls', 0)} ({st.get('reads_affected', 0)})")
+    Console(width=220).print(t)

@@ -29,6 +29,10 @@ from io_priority.device import Device
 
 ENGINES = ("psync", "io_uring")
 SPILL_KINDS = ("direct", "buffered")
+# How the critical reader waits for a read's due time (and, io_uring, for its completion): "sleep" in
+# clock_nanosleep and a blocking io_uring_enter, as fio's rate limiting does; "spin" on the clock and a polled
+# completion queue, as a busy serving thread does. Wake-up lateness (one of the three clocks) depends on it.
+WAITS = ("sleep", "spin")
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,9 @@ class Workload:
     dirty_background_ratio: int | None = None
     guard_us: int = 100  # the pacer's margin before a critical read is due
     budget_devs: float = 2.0  # the pacer budgets mean + this many mean deviations of a write's device time
+    wait: str = "sleep"  # the reader's wait (WAITS)
+    spill_bs_min: int = 128 << 10  # spill scheduler v2: the smallest write size it may choose
+    model_q: float = 0.95  # spill scheduler v2: the quantile of observed batch times it budgets
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,18 +66,21 @@ class Applied:
     write_prio: IoPrio | None
     throttle_mbps: float | None
     pacing: str
+    wbt_lat_usec: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"read_ioprio": str(self.read_prio) if self.read_prio else None,
                 "write_ioprio": str(self.write_prio) if self.write_prio else None,
-                "write_throttle_mbps": self.throttle_mbps, "spill_pacing": self.pacing}
+                "write_throttle_mbps": self.throttle_mbps, "spill_pacing": self.pacing,
+                "wbt_lat_usec": self.wbt_lat_usec}
 
 
 def applied(mapping: Mapping, engine: str) -> Applied:
     crit = mapping.for_class(IntentClass.DECODE_CRITICAL)
     spill = mapping.for_class(IntentClass.COLD_SPILLABLE)
     read = crit.uring_ioprio if engine == "io_uring" and crit.uring_ioprio else crit.read_ioprio
-    return Applied(read, spill.write_ioprio, spill.write_throttle_mbps, spill.spill_pacing or "none")
+    return Applied(read, spill.write_ioprio, spill.write_throttle_mbps, spill.spill_pacing or "none",
+                   getattr(spill, "wbt_lat_usec", None))
 
 
 @dataclass
@@ -83,6 +93,12 @@ class RepResult:
     # per read (ioload --ctx-out): service_ns << 2 | bits; bit 0 a spill write was in flight at issue, bit 1
     # one was submitted while the read was in flight
     contexts: np.ndarray | None = None
+    # per read (ioload --clocks-out): due, submit, complete (CLOCK_MONOTONIC ns), one row per latency
+    clocks: np.ndarray | None = None
+    # per spill write (ioload --wlog-out): submit, complete (ns), bytes
+    wlog: np.ndarray | None = None
+    # block layer issue -> complete pairs on the device (tracefs): issue_ns, complete_ns, op, class, level
+    blk_pairs: np.ndarray | None = None
 
     @property
     def service_ns(self) -> np.ndarray | None:
@@ -99,6 +115,35 @@ class RepResult:
         return (self.contexts & 3) != 0
 
     @property
+    def has_clocks(self) -> bool:
+        return self.clocks is not None and self.clocks.shape[0] == self.latencies_ns.size
+
+    @property
+    def wakeup_ns(self) -> np.ndarray | None:
+        """Host lateness: submit - max(due, previous read's completion). The reader is serial, so a read due
+        while the previous one is still on the device waits for it (backlog, charged to the device); what is
+        left between that point and the submission is the reader waking up and getting a CPU."""
+        if not self.has_clocks:
+            return None
+        due, sub, done = self.clocks[:, 0], self.clocks[:, 1], self.clocks[:, 2]
+        prev = np.concatenate([[due[0]] if due.size else [], done[:-1]])
+        return np.maximum(sub - np.maximum(due, prev), 0)
+
+    @property
+    def backlog_ns(self) -> np.ndarray | None:
+        """Lateness behind the previous read still on the device: max(due, previous completion) - due."""
+        if not self.has_clocks:
+            return None
+        due, sub, done = self.clocks[:, 0], self.clocks[:, 1], self.clocks[:, 2]
+        prev = np.concatenate([[due[0]] if due.size else [], done[:-1]])
+        return np.clip(np.minimum(prev, sub) - due, 0, None)
+
+    @property
+    def service_clock_ns(self) -> np.ndarray | None:
+        """Submit -> complete from the clocks (the same figure as service_ns, kept from one source)."""
+        return None if not self.has_clocks else self.clocks[:, 2] - self.clocks[:, 1]
+
+    @property
     def spill_mb_s(self) -> float | None:
         if not self.writer:
             return None
@@ -113,6 +158,8 @@ class Runner:
             raise UserError(f"engine must be one of {', '.join(ENGINES)}")
         if workload.spill_kind not in SPILL_KINDS:
             raise UserError(f"spill kind must be one of {', '.join(SPILL_KINDS)}")
+        if workload.wait not in WAITS:
+            raise UserError(f"wait must be one of {', '.join(WAITS)}")
         self.device, self.w, self.trace = device, workload, trace
         self.scratch = work_dir() / f"io-run-{os.getpid()}-{secrets.token_hex(3)}"
         from harness.knobs import create_dir
@@ -138,12 +185,15 @@ class Runner:
         w, lay = self.w, self.device.layout
         out = self.scratch / f"lat-{seed}.bin"
         ctx_out = self.scratch / f"ctx-{seed}.bin"
+        clk_out = self.scratch / f"clk-{seed}.bin"
+        wlog_out = self.scratch / f"wlog-{seed}.bin"
         ms = str(int(w.duration_s * 1000))
         pacing = plan is not None and plan.pacing == "slack"
         reader_args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.read_bs), "--off", "0",
                        "--len", str(lay.kv_bytes), "--rate", str(w.rate), "--duration-ms", ms, "--out", str(out),
                        "--seed", str(seed + 1), "--prio", str(plan.read_prio.value if plan and plan.read_prio else -1)]
-        reader_args += ["--ctx-out", str(ctx_out), *(reader_extra or [])]
+        reader_args += ["--ctx-out", str(ctx_out), "--clocks-out", str(clk_out), "--wait", w.wait,
+                        *(reader_extra or [])]
         if plan is not None:  # shared page: the pacer's slack, and which reads overlapped a spill write
             self.shm.write_bytes(bytes(4096))
             reader_args += ["--shm", str(self.shm)]
@@ -162,6 +212,10 @@ class Runner:
                     args.append("--buffered")
                 if pacing:
                     args += ["--pace", "slack"]
+                elif plan.pacing == "deadline":  # spill scheduler v2: its own io_uring batches
+                    args += ["--pace", "deadline", "--bs-min", str(min(w.spill_bs_min, w.spill_bs)),
+                             "--model-q", str(w.model_q)]
+                args += ["--wlog-out", str(wlog_out)]
                 writer = native.start("writer", args)
                 if plan.throttle_mbps:
                     self._throttle_group(plan.throttle_mbps).add_pid(writer.pid)
@@ -179,6 +233,10 @@ class Runner:
         lat = np.fromfile(out, dtype=np.int64)
         out.unlink(missing_ok=True)
         ctx = np.fromfile(ctx_out, dtype=np.int64) if ctx_out.exists() else None
-        ctx_out.unlink(missing_ok=True)
-        block = self.trace.collect().as_dict() if self.trace else None
-        return RepResult(lat, rres, wres, block, contexts=ctx)
+        clk = np.fromfile(clk_out, dtype=np.int64).reshape(-1, 3) if clk_out.exists() else None
+        wlog = np.fromfile(wlog_out, dtype=np.int64).reshape(-1, 3) if wlog_out.exists() else None
+        for f in (ctx_out, clk_out, wlog_out):
+            f.unlink(missing_ok=True)
+        counts = self.trace.collect() if self.trace else None
+        return RepResult(lat, rres, wres, counts.as_dict() if counts else None, contexts=ctx, clocks=clk,
+                         wlog=wlog, blk_pairs=counts.pairs if counts else None)
