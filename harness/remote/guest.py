@@ -8,6 +8,7 @@ built, the target says so (kvds never builds a kernel as a side effect of --targ
 
 from __future__ import annotations
 
+import os
 import secrets
 import shlex
 import shutil
@@ -22,6 +23,9 @@ from harness.paths import work_dir
 
 GUEST_TIMEOUT_S = 1800.0
 GUEST_MEMORY_MB = 2048
+GUEST_KERNEL_ENV = "KVDS_GUEST_KERNEL"
+"""A build id, unique id prefix or label (as `kvds qemu run --kernel` takes) to boot instead of the default debug
+kernel: a kernel under test, e.g. with a new patch of the series, while the series' files are being edited."""
 GUEST_CPU = "Nehalem"
 """x86-64-v2 (SSE4.2, POPCNT): the venv's numpy needs it, QEMU's default TCG model (qemu64) lacks it (SIGILL);
 no LA57, so the guest keeps 4-level paging."""
@@ -60,7 +64,8 @@ def guest_lab_status() -> tuple[bool, str]:
             raise doctor.ProbeError(f"{c.name}: {c.reason}")
     if not (tcg.ok or kvm.ok):
         return False, f"the QEMU guest lab cannot run on this host: {tcg.reason}"
-    kb = build.cached(guest.DEFAULT_SPEC)
+    chosen = os.environ.get(GUEST_KERNEL_ENV, "").strip()
+    kb = build.find(chosen) if chosen else build.cached(guest.DEFAULT_SPEC)  # find: UserError for a bad name
     if kb is None:
         return False, ("the QEMU guest lab is not built on this host: its default kernel "
                        f"({build.label_of(guest.DEFAULT_SPEC)}) is not in the build cache; build it with the "
@@ -103,8 +108,8 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
-            res = guest.run_guest(None, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S,
-                                  memory_mb=GUEST_MEMORY_MB, cpu=GUEST_CPU)
+            res = guest.run_guest(os.environ.get(GUEST_KERNEL_ENV, "").strip() or None, ["sh", "-c", cmd], share,
+                                  host_root=True, timeout=GUEST_TIMEOUT_S, memory_mb=GUEST_MEMORY_MB, cpu=GUEST_CPU)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
                 guest.TIMEOUT_STATUS if res.timed_out else guest.KERNEL_FAILURE_STATUS)
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""
