@@ -27,6 +27,11 @@ DAMOS_ACTIONS = ("willneed", "cold", "pageout", "hugepage", "nohugepage", "lru_p
 MEMCG_PLACEMENTS = ("protect", "squeeze")
 """protect: the class's pages are charged to a cgroup that is never squeezed; squeeze: to the limited one."""
 ZSWAP_POLICIES = ("disable", "allow")
+MM_INTENT_FLAGS = {"LATENCY_CRITICAL": 0x01, "RECLAIMABLE": 0x02, "PREFETCHABLE": 0x04, "RECOMPUTE_OK": 0x08,
+                   "BACKGROUND": 0x10}
+"""The mm_intent series' flags (include/uapi/linux/mm_intent.h, MM_INTENT_* without the prefix): a class with
+`mm_intent` has its blocks registered in /sys/kernel/debug/mm_intent with these flags."""
+MM_INTENT_PRIORITY_MAX = 255
 SPILL_PACING = ("none", "slack")
 
 
@@ -43,6 +48,18 @@ class ClassMapping:
     uring_ioprio: IoPrio | None = None
     write_throttle_mbps: float | None = None
     spill_pacing: str | None = None
+    mm_intent: tuple[str, ...] = ()
+    mm_intent_priority: int | None = None
+
+    @property
+    def mm_intent_flags(self) -> int | None:
+        """The register line's flags field, or None when the class is not registered."""
+        if not self.mm_intent:
+            return None
+        flags = 0
+        for name in self.mm_intent:
+            flags |= MM_INTENT_FLAGS[name]
+        return flags
 
     def capabilities(self) -> list[str]:
         """Capability names (as `kvds doctor` reports them) this class's mechanisms need."""
@@ -60,6 +77,8 @@ class ClassMapping:
             caps.append("io_uring")
         if self.write_throttle_mbps is not None:
             caps.append("blkio.throttle")
+        if self.mm_intent:
+            caps.append("mm_intent")
         return caps
 
     def as_dict(self) -> dict[str, Any]:
@@ -142,6 +161,23 @@ def _parse_class(raw: Any, where: str) -> ClassMapping:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             raise UserError(f"{where}.write_throttle_mbps must be a positive number")
         kw["write_throttle_mbps"] = float(v)
+    if "mm_intent" in raw:
+        flags = raw["mm_intent"]
+        if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags):
+            raise UserError(f"{where}.mm_intent must be a non-empty list of flag names like \"LATENCY_CRITICAL\"")
+        for f in flags:
+            if f not in MM_INTENT_FLAGS:
+                raise UserError(f"{where}.mm_intent: unknown flag {f!r} (known: {', '.join(MM_INTENT_FLAGS)})")
+        if len(set(flags)) != len(flags):
+            raise UserError(f"{where}.mm_intent names a flag twice")
+        kw["mm_intent"] = tuple(flags)
+    if "mm_intent_priority" in raw:
+        v = raw["mm_intent_priority"]
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MM_INTENT_PRIORITY_MAX:
+            raise UserError(f"{where}.mm_intent_priority must be an integer 0-{MM_INTENT_PRIORITY_MAX}, not {v!r}")
+        if "mm_intent" not in raw:
+            raise UserError(f"{where}.mm_intent_priority needs mm_intent (the flags the range is registered with)")
+        kw["mm_intent_priority"] = v
     return ClassMapping(**kw)
 
 

@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness import figures, journal, progress, stats
-from harness.errors import UserError
+from harness import doctor, figures, journal, progress, stats
+from harness.errors import Unavailable, UserError
 from harness.mapping import load_mapping
 from harness.results import ResultStore, Run
-from kernel_vm import caps, damon, ebpf_bridge, mglru, swap_backend
+from kernel_vm import caps, damon, ebpf_bridge, mglru, mm_intent, swap_backend
 from kernel_vm.arena import timer_overhead_ns
 from kernel_vm.mix import CLASSES, format_mix, make_layout, parse_mix, DEFAULT_MIX
 from kernel_vm.phases import RepResult, run_once
@@ -47,6 +47,18 @@ class BenchConfig:
     damos: bool = True
     pressure_mode: str = "limit"
     ebpf: bool = False
+    reference: str | None = None
+    """A mapping of `mapping` the others are judged against (summary `comparison`), e.g. memcg-protect."""
+
+
+def intent_mappings(cfg: BenchConfig) -> list[str]:
+    """`mapping` is one name or a comma-separated list (`madvise-only,memcg-protect,mm-intent`)."""
+    names = [n.strip() for n in cfg.mapping.split(",")]
+    if not all(names):
+        raise UserError(f"--mapping {cfg.mapping!r}: empty mapping name")
+    if len(set(names)) != len(names):
+        raise UserError(f"--mapping {cfg.mapping!r} names a mapping twice")
+    return names
 
 
 @dataclass(frozen=True)
@@ -57,14 +69,29 @@ class Variant:
     damos: bool = False
 
 
-def _variants(cfg: BenchConfig, settings: list[mglru.Setting], damon_ok: bool) -> list[Variant]:
+def _variants(cfg: BenchConfig, settings: list[mglru.Setting], damon_ok: bool, mappings: list[str]) -> list[Variant]:
     out = []
     for s in settings:
         suffix = f"@{s.label()}" if s.label() else ""
-        for m in dict.fromkeys((cfg.baseline, cfg.mapping)):
+        for m in dict.fromkeys((cfg.baseline, *mappings)):
             out.append(Variant(m + suffix, m, s))
-        if damon_ok and cfg.damos and any(load_mapping(cfg.mapping).for_class(c).damos_action for c in CLASSES):
-            out.append(Variant(f"{cfg.mapping}+damos{suffix}", cfg.mapping, s, damos=True))
+        for m in mappings:
+            if damon_ok and cfg.damos and any(load_mapping(m).for_class(c).damos_action for c in CLASSES):
+                out.append(Variant(f"{m}+damos{suffix}", m, s, damos=True))
+    return out
+
+
+def unavailable_mappings(mappings: list[str]) -> dict[str, str]:
+    """Mappings this kernel cannot apply, with the doctor's reason (a probe in error raises: a kvds bug is never
+    'unavailable'). Only mm_intent is gated: the other mechanisms' failures are recorded per repetition."""
+    out = {}
+    for name in mappings:
+        if mm_intent.uses_mm_intent(load_mapping(name)):
+            c = caps.capability("mm_intent")
+            if c.is_error:
+                raise doctor.ProbeError(f"mm_intent: {c.reason}")
+            if not c.ok:
+                out[name] = f"mm_intent is {c.status} on this host: {c.reason}"
     return out
 
 
@@ -106,7 +133,7 @@ def summarize_variant(reps: list[RepResult]) -> dict[str, Any]:
         took = np.array(r.residency["after_apply"]["resident"]) - np.array(r.residency["after_pressure"]["resident"])
         share_squeeze.append(float(took[cold_idx].sum() / took.sum()) if took.sum() > 0 else float("nan"))
     facts = [r.facts for r in reps]
-    keep = ("squeeze_limit_bytes", "squeeze_usage_before_limit", "squeeze_usage_after_limit", "limit_error",
+    keep = ("mm_intent", "squeeze_limit_bytes", "squeeze_usage_before_limit", "squeeze_usage_after_limit", "limit_error",
             "squeeze_s", "protect_charged_bytes", "protect_arena_bytes", "squeeze_charged_bytes",
             "squeeze_arena_bytes", "protect_usage_after_limit", "squeeze_limit_hits", "madvise_errors",
             "psi_memory_us", "vmstat", "squeeze_memcg_stat", "probes", "damon", "memcg_version",
@@ -143,6 +170,36 @@ def headline(variants: dict[str, list[RepResult]], base: str, intent: str) -> di
     return out
 
 
+def comparison(summ: dict[str, Any], variants: dict[str, list[RepResult]], reference: str | None,
+               unavailable: dict[str, str]) -> dict[str, Any]:
+    """The guest-lab table: per variant, decode-critical pages swapped out, decode-critical re-access p99 and the
+    cold classes' share of reclaim, each with its interval over repetitions; verdicts by interval (harness.stats):
+    decode-critical swapped out <= 0, and decode-critical p99 / the reference's p99 <= 1 (no worse)."""
+    dc = "decode-critical"
+    i_dc = [c.value for c in CLASSES].index(dc)
+    ref_lat = [r.latency_ns[dc] for r in variants.get(reference or "", []) if dc in r.latency_ns]
+    rows: dict[str, Any] = {}
+    for name, reps in variants.items():
+        swapped = [r.residency["after_pressure"]["swapped"][i_dc] for r in reps]
+        sw = stats.mean_ci(swapped, floor=0)
+        lat = [r.latency_ns[dc] for r in reps if dc in r.latency_ns]
+        row: dict[str, Any] = {
+            "reps": len(reps),
+            "decode_critical_swapped_out": {"per_rep": swapped, "mean": sw.as_dict()},
+            "decode_critical_p99_us": _us(stats.rep_percentiles(lat, (99.0,))[99.0]) if lat else None,
+            "reclaim_share_cold": summ[name]["reclaim_share_cold"]["mean"],
+            "verdicts": {"decode_critical_swapped_out_zero":
+                         stats.judge_at_most(sw, 0, "decode-critical swapped out ").as_dict()},
+        }
+        if ref_lat and lat and name != reference:
+            ratio = stats.rep_ratio(lat, ref_lat, 99.0)
+            row["decode_critical_p99_ratio_over_reference"] = ratio.as_dict()
+            row["verdicts"]["decode_critical_p99_no_worse_than_reference"] = stats.judge_at_most(
+                ratio, 1.0, f"decode-critical p99 / {reference}'s ").as_dict()
+        rows[name] = row
+    return {"reference": reference, "variants": rows, "unavailable": unavailable}
+
+
 def _save_samples(run: Run, variants: dict[str, list[RepResult]], overhead: np.ndarray) -> None:
     run.write_samples("timer_overhead_ns", overhead)
     for vname, reps in variants.items():
@@ -154,20 +211,30 @@ def _save_samples(run: Run, variants: dict[str, list[RepResult]], overhead: np.n
 def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run, dict[str, Any]]:
     """Run the comparison on this host; returns the run and its summary."""
     mix = parse_mix(cfg.mix)
-    for name in (cfg.mapping, cfg.baseline):
-        load_mapping(name)
+    validate(cfg)
+    requested = intent_mappings(cfg)
     needs = ["memcg", "pagemap", "zswap" if cfg.swap == "zswap" else f"swap.{cfg.swap}"]
     caps.require(*needs)
     layout = make_layout(cfg.arena_mb << 20, cfg.block_kb << 10, mmap.PAGESIZE, mix, cfg.seed)
     from kernel_vm.phases import squeeze_limit
 
-    for name in (cfg.mapping, cfg.baseline):
-        squeeze_limit(layout, load_mapping(name), cfg.pressure_pct, 0)  # UserError if pressure is impossible
+    for name in (*requested, cfg.baseline):
+        m = load_mapping(name)
+        squeeze_limit(layout, m, cfg.pressure_pct, 0)  # UserError if pressure is impossible
+        if mm_intent.uses_mm_intent(m):  # UserError before any change if one rep's ranges cannot fit
+            for r in range(cfg.reps):
+                mm_intent.check_fits(m, make_layout(layout.arena_bytes, layout.block_bytes, layout.page_bytes, mix,
+                                                    cfg.seed + r))
+    unavailable = unavailable_mappings(requested)
+    mappings = [n for n in requested if n not in unavailable]
+    if not mappings:
+        raise Unavailable("; ".join(f"{n}: {why}" for n, why in unavailable.items()))
     settings, mglru_doc = mglru.settings_for(cfg.mglru, cfg.mglru_min_ttl_ms)
     dstat = damon.status()
-    variants = _variants(cfg, settings, dstat.usable)
+    variants = _variants(cfg, settings, dstat.usable, mappings)
     names = [v.name for v in variants]
-    config = {**asdict(cfg), "mix": format_mix(mix), "variants": names, "arena_bytes": layout.arena_bytes,
+    config = {**asdict(cfg), "mix": format_mix(mix), "variants": names, "mappings": requested,
+              "unavailable_variants": unavailable, "arena_bytes": layout.arena_bytes,
               "block_bytes": layout.block_bytes, "page_bytes": layout.page_bytes, "n_blocks": layout.n_blocks,
               "class_pages": {c.value: n for c, n in layout.class_pages().items()}, "device": None,
               "layout_seeds": [cfg.seed + r for r in range(cfg.reps)],
@@ -207,6 +274,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
         "schema": SCHEMA,
         "pid": os.getpid(),
         "mapping": cfg.mapping,
+        "mappings": requested,
         "baseline": cfg.baseline,
         "swap": backend.as_dict(),
         "pressure_pct": cfg.pressure_pct,
@@ -227,13 +295,18 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     }
     first = settings[0].label()
     sfx = f"@{first}" if first else ""
-    summary["headline"] = headline(results, cfg.baseline + sfx, cfg.mapping + sfx)
+    summary["headline"] = headline(results, cfg.baseline + sfx, mappings[0] + sfx)
+    ref = cfg.reference + sfx if cfg.reference and cfg.reference in mappings else None
+    summary["comparison"] = comparison(summary["variants"], results, ref,
+                                       {n + sfx: why for n, why in unavailable.items()})
+    if cfg.reference and ref is None:
+        summary["comparison"]["reference_unavailable"] = unavailable.get(cfg.reference, "")
     if dstat.usable and cfg.damos:
         summary["damon"]["per_class"] = damon_per_class(results)
         # fvaddr actions go through the kernel's madvise code (mm/damon/vaddr.c damos_madvise), which
         # CONFIG_ADVISE_SYSCALLS=n compiles out: the schemes then try regions and apply nothing
         summary["damon"]["vaddr_apply"] = _capability_doc("madvise.MADV_PAGEOUT")
-        dv = f"{cfg.mapping}+damos{sfx}"
+        dv = f"{mappings[0]}+damos{sfx}"
         if dv in results:
             hd = headline({dv: results[dv], cfg.baseline + sfx: results[cfg.baseline + sfx]}, cfg.baseline + sfx, dv)
             summary["headline"]["intent_damos"] = dv
@@ -308,5 +381,10 @@ def validate(cfg: BenchConfig) -> None:
         raise UserError(f"--block-kb {cfg.block_kb} is not a whole number of {mmap.PAGESIZE}-byte pages")
     if cfg.arena_mb << 20 < cfg.block_kb << 10:
         raise UserError("--arena-mb is smaller than one block")
-    if cfg.mapping == cfg.baseline:
-        raise UserError(f"--mapping {cfg.mapping!r} is the baseline itself; pick an intent mapping")
+    names = intent_mappings(cfg)
+    for name in (*names, cfg.baseline):
+        load_mapping(name)  # UserError naming an unknown mapping or a bad field
+    if cfg.baseline in names:
+        raise UserError(f"--mapping {cfg.baseline!r} is the baseline itself; pick an intent mapping")
+    if cfg.reference is not None and cfg.reference not in names:
+        raise UserError(f"--reference {cfg.reference!r} is not one of --mapping {cfg.mapping!r}")

@@ -15,13 +15,18 @@ from kernel_vm.mix import DEFAULT_MIX, format_mix
 from kernel_vm.phases import PRESSURE_MODES
 from kernel_vm.swap_backend import BACKENDS
 from harness.results import dumps as strict_dumps
+from harness.stats import verdict_from_dict
 
 def register(sub: argparse._SubParsersAction) -> None:
     vm = sub.add_parser("vm", help="the KV arena under memory pressure (madvise, memcg, swap, DAMON, MGLRU)")
     verbs = vm.add_subparsers(dest="vm_command", metavar="VERB", parser_class=type(vm))
     verbs.required = True
     b = verbs.add_parser("bench", help="baseline (no intent) vs an intent mapping under memcg pressure")
-    b.add_argument("--mapping", default=DEFAULT_MAPPING, help=f"intent mapping (default {DEFAULT_MAPPING})")
+    b.add_argument("--mapping", default=DEFAULT_MAPPING,
+                   help=f"intent mapping, or several comma-separated (default {DEFAULT_MAPPING})")
+    b.add_argument("--reference", default=None,
+                   help="one of --mapping the others are judged against (e.g. memcg-protect): decode-critical "
+                        "swapped out and re-access p99 verdicts by interval")
     b.add_argument("--baseline", default="none", help="the no-intent reference mapping (default none)")
     b.add_argument("--arena-mb", type=positive_int, default=256, help="arena size in MiB (default 256)")
     b.add_argument("--block-kb", type=positive_int, default=64, help="KV block size in KiB (default 64)")
@@ -54,7 +59,7 @@ def run_bench(args: argparse.Namespace) -> int:
     cfg = BenchConfig(mapping=args.mapping, baseline=args.baseline, arena_mb=args.arena_mb, block_kb=args.block_kb,
                       mix=args.mix, swap=args.swap, pressure_pct=args.pressure, reps=args.reps, seed=args.seed,
                       mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos,
-                      pressure_mode=args.pressure_mode, ebpf=args.ebpf)
+                      pressure_mode=args.pressure_mode, ebpf=args.ebpf, reference=args.reference)
     validate(cfg)
     check_fits(cfg.arena_mb << 20)
     require_root("kvds vm bench")
@@ -149,11 +154,39 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
                       f"{_est(h['intent_damos_decode_critical_swapped_out']['mean'])}" +
                       (f", p99 {_est(h['intent_damos_decode_critical_p99_us'])} us"
                        if "intent_damos_decode_critical_p99_us" in h else ""))
+    print_comparison(s.get("comparison") or {})
     for key in ("damon", "mglru", "ebpf", "psi"):
         d = s.get(key, {})
         console.print(f"  {key}: {d.get('status')} - {d.get('reason', '')}")
     print_damon(s.get("damon", {}).get("per_class") or {})
     console.print(f"  timer overhead p50/p99: {s['timer_overhead_ns']['p50']:.0f}/{s['timer_overhead_ns']['p99']:.0f} ns")
+
+
+def print_comparison(comp: dict[str, Any]) -> None:
+    """The guest-lab table: one row per variant (intervals over repetitions), verdicts by interval."""
+    if not comp.get("variants") and not comp.get("unavailable"):
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    ref = comp.get("reference")
+    t = Table(title="decode-critical under the same budget and pressure (95% CIs over repetitions)"
+                    + (f"; verdicts against {ref}" if ref else ""))
+    for col in ("variant", "reps", "decode-critical swapped out", "decode-critical p99 us",
+                "cold share of reclaim", "verdict: swapped out = 0", f"verdict: p99 <= {ref or 'reference'}'s"):
+        t.add_column(col, justify="left" if col.startswith(("variant", "verdict")) else "right", overflow="fold")
+    for name, row in comp.get("variants", {}).items():
+        v = row["verdicts"]
+        t.add_row(name, str(row["reps"]), _est(row["decode_critical_swapped_out"]["mean"]),
+                  _est(row["decode_critical_p99_us"]), _est(row["reclaim_share_cold"], "{:.3f}"),
+                  verdict_from_dict(v["decode_critical_swapped_out_zero"]),
+                  verdict_from_dict(v.get("decode_critical_p99_no_worse_than_reference")) if name != ref
+                  else "(reference)")
+    for name, why in comp.get("unavailable", {}).items():
+        t.add_row(name, "0", f"unavailable: {why}", "", "", "", "")
+    Console(width=200).print(t)
+    if comp.get("reference_unavailable"):
+        Console(width=200).print(f"  reference unavailable: {comp['reference_unavailable']}")
 
 
 def print_damon(per_class: dict[str, Any]) -> None:

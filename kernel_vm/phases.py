@@ -26,7 +26,7 @@ from harness import journal
 from harness.errors import UserError
 from harness.intent import IntentClass
 from harness.mapping import MADVISE_ADVICE, Mapping
-from kernel_vm import measure
+from kernel_vm import measure, mm_intent
 from kernel_vm.arena_process import ArenaProcess
 from kernel_vm.mix import CLASSES, Layout
 from kernel_vm.placement import create_placement
@@ -102,9 +102,14 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
             out.facts["populate_s"] = t.seconds()
             out.residency["after_populate"] = _snapshot(proc, layout)
 
-            # apply the mapping's madvise per class
+            # apply: the mapping's mm_intent registrations, then its madvise per class
             errors: list[str] = []
             t = measure.Stopwatch()
+            registered = mm_intent.uses_mm_intent(mapping)
+            if registered:
+                t_reg = measure.Stopwatch()
+                out.facts["mm_intent"] = mm_intent.register(mapping, layout, proc.pid, proc.address)
+                out.facts["mm_intent"]["register_s"] = t_reg.seconds()
             for cls in CLASSES:
                 blocks = layout.blocks_of(cls)
                 for name in mapping.for_class(cls).madvise:
@@ -162,6 +167,8 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                 out.latency_ns[cls.value] = lat
                 out.faults[cls.value] = {"minor": df.minor, "major": df.major}
             out.residency["after_reaccess"] = _snapshot(proc, layout)
+            if registered:
+                out.facts["mm_intent"]["left_after_clear"] = mm_intent.clear(proc.pid)
             out.facts["psi_memory_us"] = measure.delta(measure.psi_memory(), psi0)
             out.facts["vmstat"] = measure.delta(measure.vmstat(), vm0)
             out.facts["squeeze_limit_hits"] = placement.limit_hits(placement.squeeze) - hits0

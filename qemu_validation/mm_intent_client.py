@@ -20,6 +20,7 @@ from harness.intent import IntentClass, KVBlock, classify
 DEBUGFS = Path("/sys/kernel/debug/mm_intent")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 MAX_ENTRIES = 4096
+MAX_PER_MM = 1024
 LINE_MAX = 128
 
 LATENCY_CRITICAL, RECLAIMABLE, PREFETCHABLE, RECOMPUTE_OK, BACKGROUND = 0x1, 0x2, 0x4, 0x8, 0x10
@@ -44,6 +45,9 @@ ERRNO_MEANING = {
     errno.EDOM: "start or length not page-aligned",
     errno.ESRCH: "no such process",
     errno.ENOSPC: "registry full (4096 entries)",
+    errno.EDQUOT: "the target's address space already holds 1024 intents",
+    errno.EBUSY: "the target shares its address space with another process, or is inside exec()",
+    errno.ENOMEM: "part of the range is not mapped",
     errno.EEXIST: "overlaps a range already registered for this process",
     errno.ENOENT: "no intent covers that address",
 }
@@ -94,29 +98,43 @@ def parse_dump(text: str) -> list[Entry]:
     return out
 
 
-def arena_entries(pid: int, base: int, block_bytes: int, blocks: Iterable[KVBlock], current_step: int | None = None,
-                  classes: dict[IntentClass, int] | None = None) -> list[Entry]:
-    """Entries for blocks laid out back to back from `base` (block i at base + i * block_bytes), coalesced.
-
-    A block's deadline is its deadline_us in ns (0 when unknown) and its priority its request_priority.
-    """
+def block_entries(pid: int, base: int, block_bytes: int,
+                  intents: Iterable[tuple[int, int, int] | None]) -> list[Entry]:
+    """Entries for blocks laid out back to back from `base` (block i at base + i * block_bytes), one
+    (flags, deadline_ns, priority) per block or None for a block left unregistered; neighbours with the same
+    intent are coalesced into one range (the registry holds MAX_PER_MM intents per address space)."""
     if block_bytes <= 0 or block_bytes % PAGE_SIZE:
         raise UserError(f"block size {block_bytes} must be a positive multiple of the page size")
-    flags_of = classes or CLASS_FLAGS
     out: list[Entry] = []
-    for i, b in enumerate(blocks):
-        cls = classify(b, current_step)
-        e = entry(pid, base + i * block_bytes, block_bytes, flags_of[cls],
-                  (b.deadline_us or 0) * 1000, max(0, min(255, b.request_priority)))
+    last_block = -2
+    for i, intent in enumerate(intents):
+        if intent is None:
+            continue
+        flags, deadline_ns, priority = intent
+        e = entry(pid, base + i * block_bytes, block_bytes, flags, deadline_ns, priority)
         last = out[-1] if out else None
-        if last and last.start + last.length == e.start and (last.flags, last.deadline_ns, last.priority) == (
+        if last and last_block == i - 1 and (last.flags, last.deadline_ns, last.priority) == (
                 e.flags, e.deadline_ns, e.priority):
             out[-1] = Entry(pid, last.start, last.length + e.length, e.flags, e.deadline_ns, e.priority)
         else:
             out.append(e)
-    if len(out) > MAX_ENTRIES:
-        raise UserError(f"{len(out)} ranges exceed the registry's {MAX_ENTRIES} entries")
+        last_block = i
+    if len(out) > MAX_PER_MM:
+        raise UserError(f"{len(out)} ranges exceed the {MAX_PER_MM} intents one address space may hold "
+                        "(use larger blocks or a smaller arena)")
     return out
+
+
+def arena_entries(pid: int, base: int, block_bytes: int, blocks: Iterable[KVBlock], current_step: int | None = None,
+                  classes: dict[IntentClass, int] | None = None) -> list[Entry]:
+    """Entries for KVBlocks laid out back to back from `base`, each by its intent class (harness.intent.classify).
+
+    A block's deadline is its deadline_us in ns (0 when unknown) and its priority its request_priority.
+    """
+    flags_of = classes or CLASS_FLAGS
+    return block_entries(pid, base, block_bytes, (
+        (flags_of[classify(b, current_step)], (b.deadline_us or 0) * 1000, max(0, min(255, b.request_priority)))
+        for b in blocks))
 
 
 class Registry:

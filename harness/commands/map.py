@@ -14,7 +14,7 @@ from harness.mapping import DEFAULT_MAPPING, available_mappings, load_mapping
 from harness.results import dumps as strict_dumps
 
 COLUMNS = ("madvise", "damos_action", "memcg", "zswap", "read_ioprio", "write_ioprio", "uring_ioprio",
-           "write_throttle_mbps", "spill_pacing")
+           "write_throttle_mbps", "spill_pacing", "mm_intent", "mm_intent_priority")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

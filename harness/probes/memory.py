@@ -138,7 +138,32 @@ def _psi() -> Capability:
         return unavailable("psi.memory", f"no memory PSI ({why}; psi=0 on the command line also disables it)", AREA)
 
 
+def _mm_intent() -> Capability:
+    """The experimental mm_intent registry (kernel_patches/mm_intent): its debugfs files, or why they are absent.
+
+    debugfs may simply not be mounted (kvds mounts it through the journal when it registers), so an unmounted
+    debugfs is answered from the kernel config, never by mounting here."""
+    from harness.knobs.mounts import DEBUGFS, is_mounted
+
+    reg = Path(DEBUGFS) / "mm_intent" / "register"
+    state = config_state("MM_INTENT")
+    if is_mounted(DEBUGFS, "debugfs"):
+        if os.geteuid() != 0:
+            return Capability("mm_intent", "needs-root", "debugfs (and /sys/kernel/debug/mm_intent) is root-only", AREA)
+        if reg.exists():
+            return available("mm_intent", f"{reg} present (CONFIG_MM_INTENT)", AREA)
+        return unavailable("mm_intent", f"no {reg.parent}: kernel {os.uname().release} does not carry the mm_intent "
+                           "series (it runs in the QEMU guest lab's kernels)", AREA)
+    if state in ("y", "m"):
+        return available("mm_intent", f"CONFIG_MM_INTENT={state}; debugfs is not mounted yet (kvds mounts it)", AREA)
+    if state == "n":
+        return unavailable("mm_intent", f"CONFIG_MM_INTENT is off in kernel {os.uname().release} (no "
+                           f"{reg.parent}; the mm_intent series runs in the QEMU guest lab's kernels)", AREA)
+    return unavailable("mm_intent", f"debugfs is not mounted and kernel {os.uname().release} publishes no config: "
+                       f"cannot tell whether {reg.parent} exists", AREA)
+
+
 def probes() -> list[Capability]:
     out = [_madvise(name, adv) for name, adv in MADVISE_ADVICE.items()]
-    out += _swap() + _memcg() + _damon() + [_mglru(), _pagemap(), _psi()]
+    out += _swap() + _memcg() + _damon() + [_mglru(), _pagemap(), _psi(), _mm_intent()]
     return out

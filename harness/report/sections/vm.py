@@ -7,6 +7,7 @@ import math
 from harness.intent import IntentClass
 from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
+from harness.stats import verdict_from_dict
 
 NAN = math.nan
 
@@ -64,6 +65,7 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
     path = figures.grouped_bars(classes, swapped, ctx.fig(f"vm-swapped-{run.run_id}.png"),
                                 "Pages swapped out after the squeeze, by intent class", "% of the class's pages")
     ctx.doc.figure(path, f"Per-class share of pages swapped out ({suite.label}); 'n/a': not measured")
+    _comparison(ctx, s.get("comparison") or {})
     h = s.get("headline", {})
     for key in ("damon", "mglru"):
         st = s.get(key) or {}
@@ -74,6 +76,27 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
                                         for k in ("baseline", "intent")},
         "decode_critical_p99_us": {k: fmt.value(h, f"{k}_decode_critical_p99_us", "value") for k in ("baseline", "intent")},
     }
+
+
+def _comparison(ctx: ReportContext, comp: dict) -> None:
+    """The guest-lab table (none / madvise-only / memcg-protect / mm-intent): decode-critical pages swapped out,
+    their re-access p99, the cold classes' share of reclaim, and the verdicts against the reference mapping."""
+    if not comp.get("variants"):
+        return
+    ref = comp.get("reference")
+    rows = []
+    for name, row in comp["variants"].items():
+        v = row.get("verdicts", {})
+        rows.append([name, row.get("reps"), fmt.estimate(row.get("decode_critical_swapped_out", {}).get("mean")),
+                     fmt.estimate(row.get("decode_critical_p99_us")), fmt.estimate(row.get("reclaim_share_cold")),
+                     verdict_from_dict(v.get("decode_critical_swapped_out_zero")),
+                     "(reference)" if name == ref else verdict_from_dict(v.get("decode_critical_p99_no_worse_than_reference"))])
+    for name, why in (comp.get("unavailable") or {}).items():
+        rows.append([name, 0, f"unavailable: {why}", "-", "-", "-", "-"])
+    ctx.doc.para("Decode-critical protection under the same resident budget and pressure"
+                 + (f", judged by interval against {ref}:" if ref else ":"))
+    ctx.doc.table(["variant", "reps", "decode-critical swapped out", "decode-critical re-access p99 (us)",
+                   "cold share of reclaim", "verdict: swapped out = 0", "verdict: p99 no worse than reference"], rows)
 
 
 def render(ctx: ReportContext) -> None:
