@@ -177,3 +177,85 @@ def test_a_checkout_whose_wheel_will_not_build_is_a_kvds_error_not_an_unavailabl
         build_wheel(root)
     assert isinstance(e.value, WheelBuildFailed) and not isinstance(e.value, Unavailable), repr(e.value)
     assert "building the kvds wheel" in str(e.value) and "build-system" in str(e.value)
+
+
+NO_SUCH_HOST = "ssh://no-such-host.invalid"  # RFC 6761: a .invalid name never resolves
+COMMANDS_WITH_TARGETS = {
+    "remote-hosts-check": ["remote", "hosts", "--check"],
+    "remote-doctor": ["remote", "doctor"],
+    "remote-run": ["remote", "run", "--target", "local", "--", "doctor"],  # local runs nothing: all refused first
+    "remote-baseline": ["remote", "baseline", "--duration", "0.3", "--file-mib", "4"],
+    "vm-bench": ["vm", "bench", "--arena-mb", "16", "--reps", "1"],
+    "io-bench": ["io", "bench", "--duration", "1", "--reps", "1"],
+}
+
+
+@pytest.mark.parametrize("argv", list(COMMANDS_WITH_TARGETS.values()), ids=list(COMMANDS_WITH_TARGETS))
+def test_an_unresolvable_ssh_host_is_bad_input_exit_2_before_anything_is_written(tmp_path: Path,
+                                                                                argv: list[str]) -> None:
+    """Every command that takes --target refuses a host name that does not exist (here, in a hosts file too): one
+    line naming it, exit 2, no wheel built, no invocation record, nothing run on the other targets."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"local\n{NO_SUCH_HOST} name=typo\n")
+    store = tmp_path / "results"
+    for where in (["--target", NO_SUCH_HOST], ["--hosts", str(hosts)]):
+        if argv[:2] == ["remote", "run"] and where[0] == "--hosts":
+            args = argv[:2] + where + argv[4:]
+        else:
+            k = argv.index("--") if "--" in argv else len(argv)
+            args = argv[:k] + where + argv[k:]
+        r = kvds(*args, env={"KVDS_RESULTS_DIR": str(store), "KVDS_CACHE_DIR": str(tmp_path / "cache")})
+        assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
+        assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "Traceback" not in r.stderr
+        assert "no-such-host.invalid" in r.stderr and "does not resolve" in r.stderr, r.stderr
+        assert not store.exists() or not any(store.iterdir()), sorted(store.iterdir())
+        assert not (tmp_path / "cache" / "remote").exists()  # refused before the wheel was built
+
+
+@pytest.fixture
+def silent_port():
+    """A local port that takes TCP connections and never says anything: a host that resolves but does not answer."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    yield s.getsockname()[1]
+    s.close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens once it is closed: connections are refused
+
+
+def test_a_host_that_resolves_but_refuses_or_never_answers_is_a_run_failure_exit_1(silent_port: int) -> None:
+    """Not bad input: the name is fine, the host fails. Exit 1 with that host's reason on one line, no traceback
+    (paramiko's own thread logs one unless kvds silences it)."""
+    cases = {f"ssh://127.0.0.1:{_closed_port()}": "Connection refused",
+             f"ssh://127.0.0.1:{silent_port}": "no SSH server answered within 1 s"}
+    for target, why in cases.items():
+        r = kvds("remote", "hosts", "--check", "--target", target, "--connect-timeout", "1")
+        assert r.returncode == 1, (target, r.returncode, r.stdout, r.stderr)
+        assert r.stderr == "", r.stderr
+        lines = r.stdout.strip().splitlines()
+        assert len(lines) == 1 and f"failed: cannot connect to {target.replace('//', '//root@')}" in lines[0], lines
+        assert why in lines[0], lines
+
+
+def test_a_command_run_on_a_host_that_refuses_fails_that_host_exit_1(tmp_path: Path) -> None:
+    """`kvds vm bench --target` (any opted-in command) through the dispatcher: the host is marked failed with the
+    reason on one line, exit 1, and the invocation is recorded."""
+    target = f"ssh://127.0.0.1:{_closed_port()}"
+    r = kvds("vm", "bench", "--arena-mb", "16", "--reps", "1", "--target", target, "--connect-timeout", "1", "--json",
+             env={"KVDS_RESULTS_DIR": str(tmp_path / "results")})
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    doc = json.loads(r.stdout)
+    (host,) = doc["hosts"].values()
+    assert host["status"] == "failed" and host["stage"] == "connect", host
+    assert "Connection refused" in host["reason"] and "\n" not in host["reason"], host
+    assert Path(doc["record"]).is_dir()

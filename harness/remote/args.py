@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from harness.errors import UserError
-from harness.remote.targets import LocalTarget, Target, check_unique, parse_hosts_file, parse_target
+from harness.remote.targets import LocalTarget, SshTarget, Target, check_unique, parse_hosts_file, parse_target
+
+NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+"""getaddrinfo's answers that the name itself does not exist (a typo, or a *.invalid name, RFC 6761)."""
 
 # option -> takes a value; these are removed from the argv a host runs
 TARGET_OPTIONS: dict[str, bool] = {
@@ -78,6 +82,23 @@ def resolve_targets(args: argparse.Namespace) -> list[Target]:
     if getattr(args, "hosts", None):
         targets += parse_hosts_file(args.hosts)
     return check_unique(targets) if targets else [LocalTarget()]
+
+
+def check_resolvable(targets: Sequence[Target]) -> None:
+    """Refuse, before anything runs or is written, an ssh target whose host name does not exist: bad input (exit 2).
+
+    Only the resolver's "no such name" counts. A resolver that cannot be reached (EAI_AGAIN) and a host that
+    resolves but refuses or times out are not the user's mistake: that host fails at connect, like any
+    unreachable one (exit 1, its reason on one line)."""
+    for t in targets:
+        if not isinstance(t, SshTarget):
+            continue
+        try:
+            socket.getaddrinfo(t.host, t.port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            if exc.errno in NO_SUCH_NAME:
+                raise UserError(f"target {t.describe()}: host name {t.host!r} does not resolve ({exc.strerror})") from None
+            # any other resolver failure is left to the connect stage, which reports it as that host's failure
 
 
 def only_local(targets: Sequence[Target]) -> bool:

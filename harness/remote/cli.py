@@ -10,7 +10,8 @@ import argparse
 
 from harness.cli import add_json_flag, positive_float, positive_int
 from harness.errors import UserError
-from harness.remote.args import add_target_args, add_target_options, resolve_targets, ssh_options
+from harness.remote.args import (add_target_args, add_target_options, check_resolvable, resolve_targets,
+                                 ssh_options)
 from harness.remote.targets import GuestTarget, LocalTarget, SshTarget, Target
 from harness.results import dumps as strict_dumps
 
@@ -54,6 +55,8 @@ def _targets(args: argparse.Namespace) -> list[Target]:
 
 def run_hosts(args: argparse.Namespace) -> int:
     targets = _targets(args)
+    if args.check:
+        check_resolvable(targets)
     rows = []
     opts = ssh_options(args)
     for t in targets:

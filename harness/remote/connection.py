@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import math
 import os
 import socket
@@ -20,6 +21,11 @@ from fabric import Connection
 
 from harness.remote.args import SshOptions
 from harness.remote.targets import SshTarget
+
+
+# paramiko's transport thread logs its own failures with a traceback, which logging's last resort prints on
+# stderr when no handler is configured; kvds reports each failure itself, on one line
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 class HostKeyRefused(Exception):
@@ -69,6 +75,24 @@ def _keepalive(sock: socket.socket | None) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), val)
 
 
+NO_BANNER = ("Error reading SSH protocol banner", "No existing session")
+"""paramiko's two words for "the port took the connection but no SSH banner came": which one depends on whether
+its transport thread or the client notices first."""
+
+
+def _why(exc: BaseException, timeout: float) -> str:
+    """One line saying why a connection failed: refused, timed out, unreachable (per address tried)."""
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):  # every address refused or unreachable
+        return "; ".join(f"{addr[0]} port {addr[1]}: {e.strerror or e}" for addr, e in exc.errors.items())
+    if isinstance(exc, TimeoutError):
+        return f"timed out after {timeout:g} s"
+    if isinstance(exc, paramiko.SSHException) and str(exc) in NO_BANNER:
+        return f"no SSH server answered within {timeout:g} s ({exc})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
 def open_connection(target: SshTarget, opts: SshOptions, events: list[str]) -> Connection:
     """A connected fabric Connection; raises HostKeyRefused or ConnectFailed with a one-line reason."""
     identity = target.identity or opts.identity
@@ -96,6 +120,6 @@ def open_connection(target: SshTarget, opts: SshOptions, events: list[str]) -> C
     except paramiko.AuthenticationException as exc:
         raise ConnectFailed(f"authentication as {target.user} failed ({exc}); kvds uses keys and agents only") from None
     except (OSError, EOFError, paramiko.SSHException) as exc:
-        raise ConnectFailed(f"cannot connect to {target.describe()}: {exc or type(exc).__name__}") from None
+        raise ConnectFailed(f"cannot connect to {target.describe()}: {_why(exc, opts.connect_timeout)}") from None
     _keepalive(conn.transport.sock if conn.transport else None)
     return conn

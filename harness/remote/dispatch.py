@@ -10,7 +10,8 @@ import socket
 from typing import Callable, Sequence
 
 from harness.errors import UserError
-from harness.remote.args import (SshOptions, only_local, resolve_targets, ssh_options, strip_target_argv)
+from harness.remote.args import (SshOptions, check_resolvable, only_local, resolve_targets, ssh_options,
+                                 strip_target_argv)
 from harness.remote.targets import Target
 from harness.results import ResultStore
 
@@ -42,6 +43,7 @@ def run_on_targets(host_argv: Sequence[str], targets: Sequence[Target], opts: Ss
     from harness.remote.execute import Executor
     from harness.remote.summary import as_json, print_summary
 
+    check_resolvable(targets)  # a host name that does not exist is bad input: refused before the record is made
     store = ResultStore()
     record = store.new_run("remote", {"argv": list(host_argv), "targets": [t.describe() for t in targets]},
                            host=socket.gethostname())
