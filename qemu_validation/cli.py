@@ -77,6 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_json_flag(eb)
     eb.set_defaults(func=cmd_exit_bench)
 
+    from qemu_validation import reclaim_bench
+    reclaim_bench.add_parser(sub, _spec_args, add_json_flag)
+
     bn = sub.add_parser("bench", help="time edit -> rebuild -> boot -> validate: a one-line change to the mm_intent "
                                       "series, rebuilt in the warm tree and validated (goal: 90 s)")
     bn.add_argument("--reps", type=positive_int, default=3)

@@ -1,0 +1,228 @@
+"""`kvds qemu reclaim-bench`: what mm_intent's reclaim consumer costs and what it protects, inside the guest kernel.
+
+guest/reclaim_bench.c joins a memory cgroup with swap (zram), and per round faults a 32 MiB arena back in and
+asks memory.reclaim for twice that, timing the write and reading pgscan/pgsteal from memory.stat. States:
+"off" (nothing registered since boot: the hooks are patched-out branches), then "empty" (the key on, this
+process without intents) and "on" (1,024 latency-critical ranges on a mapping reclaim never sees, so every
+arena folio is looked up and none matches: the decisions are those of "off", the difference is the lookups'
+cost) alternating round by round, then "critical" (half the arena registered latency-critical: the effect).
+
+One boot is one repetition; each state's figure is the mean over boots of the per-boot median time per round,
+with a t interval over boots (harness.stats.mean_ci); "on" and "empty" are compared with "off" and with each
+other by the ratio of those means and its interval (harness.stats.rep_mean_ratio), read by the project's one
+rule (higher or lower only when the whole interval says so). Several kernels (for instance one without the
+series) boot in alternating order, the first being the reference. The debug kernel measures KASAN and lockdep
+as much as reclaim: compare states within a kernel, or use `--config base`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import statistics
+import subprocess
+from pathlib import Path
+
+from harness import stats
+from harness.errors import UserError
+from harness.progress import say
+from harness.results import ResultStore, Run
+from qemu_validation import build, cachedirs, guest
+from qemu_validation.exit_bench import difference
+
+SOURCE = Path(__file__).resolve().parent / "guest" / "reclaim_bench.c"
+GUEST_PATH = "bin/reclaim_bench"
+STATES = ("off", "empty", "on", "critical")
+COST_PAIRS = (("on", "off"), ("empty", "off"), ("on", "empty"))   # (state, reference)
+MAX_RANGES = 1024                                                 # reclaim_bench.c: ranges registered in "on"
+_ROUND = re.compile(r"^reclaim_bench (\w+) round=(\d+) ns=(\d+) pgscan=(\d+) pgsteal=(\d+) swapped=(\d+) "
+                    r"swapped_critical=(\d+) present_critical=(\d+)$", re.M)
+_HEAD = re.compile(r"^reclaim_bench feature=(\d) arena_pages=(\d+) rounds=(\d+)$", re.M)
+_RANGES = re.compile(r"^reclaim_bench ranges=(\d+)$", re.M)
+_ERROR = re.compile(r"^reclaim_bench error (.*)$", re.M)
+
+
+def binary() -> Path:
+    key = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    out = cachedirs.guest_bin() / key / "reclaim_bench"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        p = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(SOURCE)],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise build.BuildError(f"compiling {SOURCE.name} failed:\n{p.stderr.strip()[-1500:]}")
+    return out
+
+
+def parse(text: str) -> dict:
+    """The guest's lines: per state, its rounds in order; the header; the ranges held in "on"; an error line."""
+    rounds: dict[str, list[dict]] = {}
+    for m in _ROUND.finditer(text):
+        ns, scan, steal, swapped, cswapped, cpresent = map(int, m.groups()[2:])
+        rounds.setdefault(m.group(1), []).append({"ns": ns, "pgscan": scan, "pgsteal": steal, "swapped": swapped,
+                                                  "swapped_critical": cswapped, "present_critical": cpresent})
+    head, ranges, err = _HEAD.search(text), _RANGES.search(text), _ERROR.search(text)
+    return {"rounds": rounds, "feature": bool(head and head.group(1) == "1"),
+            "arena_pages": int(head.group(2)) if head else None, "ranges": int(ranges.group(1)) if ranges else None,
+            "error": err.group(1) if err else None}
+
+
+def boot_ok(parsed: dict, rounds: int, status: int | None) -> str | None:
+    """Why one boot's figures cannot be used (None when they can)."""
+    if parsed["error"]:
+        return parsed["error"]
+    want = STATES if parsed["feature"] else STATES[:3]
+    short = [s for s in want if len(parsed["rounds"].get(s, [])) != rounds]
+    if short:
+        return f"states without their {rounds} rounds: {', '.join(short)} (exit status {status})"
+    if parsed["feature"] and (status != 0 or parsed["ranges"] != MAX_RANGES):
+        return f"held {parsed['ranges']} ranges of {MAX_RANGES} (exit status {status})"
+    if not parsed["feature"] and status not in (0, 1):
+        return f"exit status {status}"
+    return None
+
+
+def boot_figures(parsed: dict) -> dict:
+    """Per state: median ns per round, pages scanned and stolen per round (medians), ns per stolen page, and for
+    "critical" the worst round's critical pages swapped out and the fewest of the other half swapped."""
+    out = {}
+    for s, rs in parsed["rounds"].items():
+        steal = sum(r["pgsteal"] for r in rs)
+        out[s] = {"rounds": len(rs), "median_ms": statistics.median(r["ns"] for r in rs) / 1e6,
+                  "median_pgscan": statistics.median(r["pgscan"] for r in rs),
+                  "median_pgsteal": statistics.median(r["pgsteal"] for r in rs),
+                  "ns_per_stolen_page": sum(r["ns"] for r in rs) / steal if steal else None,
+                  "max_swapped_critical": max(r["swapped_critical"] for r in rs),
+                  "min_swapped_other": min(r["swapped"] for r in rs)}
+    return out
+
+
+def guest_command(rounds: int, arena_mb: int) -> list[str]:
+    return ["sh", "-c", f"/{GUEST_PATH} {rounds} {arena_mb} > /share/out.txt 2>&1; echo $? > /share/status.txt"]
+
+
+def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeout: float, run: Run) -> dict:
+    share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
+    share.mkdir(parents=True)
+    say(f"rep {rep + 1}: {kb.label} ({kb.id}), {rounds} rounds per state of memory.reclaim on {arena_mb} MiB")
+    res = guest.run_guest(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
+                          files={GUEST_PATH: binary()}, log_dir=share)
+    (share / "initramfs.cpio").unlink(missing_ok=True)
+    read = lambda name: (share / name).read_text().strip() if (share / name).exists() else ""  # noqa: E731
+    parsed = parse(read("out.txt"))
+    status = int(read("status.txt")) if read("status.txt").isdigit() else None
+    why = res.failure() or boot_ok(parsed, rounds, status)
+    return {"rep": rep + 1, "kernel": kb.id, "mm_intent": parsed["feature"], "status": status, "ok": why is None,
+            "failure": why, "seconds": round(res.seconds, 1), "figures": boot_figures(parsed), **parsed}
+
+
+def _ratio(a: list[float], b: list[float]) -> dict:
+    est = stats.rep_mean_ratio(a, b)
+    return {**est.as_dict(), "text": str(est), "difference": difference(est)}
+
+
+def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int, arena_mb: int) -> dict:
+    rows = []
+    for kb in kernels:
+        mine = [b for b in boots if b["kernel"] == kb.id and b["ok"]]
+        states = [s for s in STATES if mine and all(s in b["figures"] for b in mine)]
+        med = {s: [b["figures"][s]["median_ms"] for b in mine] for s in states}
+        rows.append({
+            "id": kb.id, "label": kb.label, "debug": kb.kasan, "release": kb.info.get("kernel_release"),
+            "mm_intent": any(b["mm_intent"] for b in mine), "boots": len(mine),
+            "median_ms": {s: {**stats.mean_ci(v, floor=0.0).as_dict(), "per_boot": v,
+                              "text": str(stats.mean_ci(v, floor=0.0))} for s, v in med.items()},
+            "per_boot": {s: [b["figures"][s] for b in mine] for s in states},
+            "cost": {f"{a}/{b}": _ratio(med[a], med[b]) for a, b in COST_PAIRS if a in med and b in med},
+            "_med": med})
+    ref = rows[0] if rows else None
+    comparisons = [{"kernel": r["id"], "reference": ref["id"], "state": s, **_ratio(r["_med"][s], ref["_med"][s])}
+                   for r in rows[1:] for s in STATES[:3] if s in r["_med"] and s in ref["_med"]] if ref else []
+    for r in rows:
+        del r["_med"]
+    return {"rounds": rounds, "arena_mb": arena_mb, "kernels": rows, "comparisons": comparisons, "boots": boots,
+            "ok": bool(boots) and all(b["ok"] for b in boots),
+            "failure": next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None)}
+
+
+def bench(kernel_ids: list[str] | None, rounds: int = 10, arena_mb: int = 32, timeout: float = 1200, reps: int = 3,
+          spec: build.BuildSpec | None = None, store: ResultStore | None = None) -> tuple[dict, Run]:
+    """Boot each kernel `reps` times in alternating order and time memory.reclaim in every registry state."""
+    if rounds < 3:
+        raise UserError("--rounds must be at least 3 (a median of fewer rounds says nothing)")
+    if not 4 <= arena_mb <= 256:
+        raise UserError("--arena-mb must be between 4 and 256 (the guest has 1 GiB and a 512 MiB zram swap)")
+    if reps < 1:
+        raise UserError("--reps must be at least 1")
+    ids = list(dict.fromkeys(kernel_ids or []))
+    kernels = [build.find(k) for k in ids] if ids else [build.ensure_built(spec or guest.DEFAULT_SPEC, say=say)]
+    run = (store or ResultStore()).new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels], "reps": reps,
+                                                                 "rounds": rounds, "arena_mb": arena_mb})
+    binary()
+    by_id = {k.id: k for k in kernels}
+    boots = [_one_boot(by_id[kid], r, rounds, arena_mb, timeout, run)
+             for r, kid in stats.alternating_order([k.id for k in kernels], reps)]
+    out = summarize(kernels, boots, rounds, arena_mb)
+    run.write_summary(out)
+    return out, run
+
+
+def add_parser(sub, spec_args, json_flag) -> None:
+    """`kvds qemu reclaim-bench`, registered by qemu_validation/cli.py (whose --source/--patches helpers it reuses)."""
+    from harness.cli import positive_float, positive_int
+    rb = sub.add_parser("reclaim-bench", help="mm_intent's reclaim consumer in the guest: memory.reclaim time and "
+                                              "pgscan/pgsteal with the feature off, on with 1,024 ranges, and the "
+                                              "critical pages it keeps")
+    rb.add_argument("--kernel", metavar="ID", action="append", default=[],
+                    help="a build to boot (repeatable: kernels alternate, the first is the reference); default: "
+                         "the kernel --config/--source/--patches describe")
+    spec_args(rb)
+    rb.add_argument("--config", choices=("debug", "base"), default="debug",
+                    help="without --kernel: debug (KASAN + lockdep + kmemleak) or base (no debug instrumentation)")
+    rb.add_argument("--rounds", type=positive_int, default=10, help="memory.reclaim rounds per state per boot")
+    rb.add_argument("--arena-mb", type=positive_int, default=32, help="anonymous memory reclaimed per round")
+    rb.add_argument("--reps", type=positive_int, default=3, help="boots per kernel (an interval needs >= 3)")
+    rb.add_argument("--timeout", type=positive_float, default=1200.0)
+    json_flag(rb)
+    rb.set_defaults(func=cmd)
+
+
+def cmd(args) -> int:
+    import sys
+    from harness.results import dumps
+    from qemu_validation import cli
+    if args.kernel and (args.config != "debug" or args.source != build.DEFAULT_SOURCE
+                        or args.patches != ",".join(build.DEFAULT_PATCHES) or args.fragment):
+        raise UserError("--kernel names a build; --config, --source, --patches and --fragment describe one: "
+                        "give one or the other")
+    try:
+        out, run = bench(args.kernel, rounds=args.rounds, arena_mb=args.arena_mb, timeout=args.timeout,
+                         reps=args.reps, spec=cli._spec(args, args.config == "debug"))
+    except build.BuildError as exc:
+        print(f"kvds: qemu: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(dumps(out, indent=2))
+        return 0 if out["ok"] else 1
+    print(f"memory.reclaim of a {args.arena_mb} MiB arena (faulted back in each round), {args.rounds} rounds per "
+          f"state per boot, {args.reps} boot(s) per kernel in alternating order; mean of per-boot medians "
+          f"[95% interval over boots], ms per round:")
+    for k in out["kernels"]:
+        what = ("debug" if k["debug"] else "base") + (", mm_intent" if k["mm_intent"] else ", no mm_intent")
+        print(f"  {k['id']} {k['label']} ({k['release']}; {what}; {k['boots']} boots)")
+        for s, m in k["median_ms"].items():
+            per = k["per_boot"][s]
+            extra = (f"; critical pages swapped (worst round) {max(b['max_swapped_critical'] for b in per)}, "
+                     f"other half swapped (fewest) {min(b['min_swapped_other'] for b in per)}") if s == "critical" else ""
+            steal = [b["median_pgsteal"] for b in per]
+            scan = [b["median_pgscan"] for b in per]
+            print(f"    {s:>8}: {m['text']}  pgscan {statistics.median(scan):.0f}, pgsteal "
+                  f"{statistics.median(steal):.0f} per round (median over boots){extra}")
+        for pair, r in k["cost"].items():
+            print(f"    {pair}: {r['text']}: {r['difference']}")
+    for c in out["comparisons"]:
+        print(f"  {c['kernel']} / {c['reference']} ({c['state']}): {c['text']}: {c['difference']}")
+    print(f"  results: {run.path}")
+    if not out["ok"]:
+        print(f"  failure: {out['failure'] or 'the benchmark did not finish'}")
+    return 0 if out["ok"] else 1
