@@ -1,0 +1,78 @@
+"""`kvds qemu reclaim-bench`: the host's reading of the guest's lines (fast), bad input (fast), and one real boot
+of the mm_intent debug kernel in which a memory.reclaim that takes the untagged half of the arena leaves the
+latency-critical half resident (slow: it builds and boots a kernel)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from qemu_validation import reclaim_bench
+
+KVDS = [sys.executable, "-m", "harness.cli", "qemu"]
+
+
+def _round(state: str, i: int, ns: int, swapped: int = 8192, crit_swapped: int = 0, crit_present: int = 0) -> str:
+    return (f"reclaim_bench {state} round={i} ns={ns} pgscan=9000 pgsteal=8192 swapped={swapped} "
+            f"swapped_critical={crit_swapped} present_critical={crit_present}")
+
+
+def _out(feature: int = 1, ranges: int = reclaim_bench.MAX_RANGES, rounds: int = 3, crit_swapped: int = 0) -> str:
+    lines = [f"reclaim_bench feature={feature} arena_pages=8192 rounds={rounds}"]
+    lines += [_round("off", i, 100_000_000 + i) for i in range(rounds)]
+    for i in range(rounds):
+        lines.append(_round("empty", i, 101_000_000))
+        if i == 0:
+            lines.append(f"reclaim_bench ranges={ranges}")
+        lines.append(_round("on", i, 102_000_000))
+    if feature:
+        lines += [_round("critical", i, 50_000_000, swapped=4096, crit_swapped=crit_swapped, crit_present=4096)
+                  for i in range(rounds)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_complete_boot_is_read_and_reduced() -> None:
+    p = reclaim_bench.parse(_out())
+    assert p["feature"] and p["arena_pages"] == 8192 and p["ranges"] == reclaim_bench.MAX_RANGES
+    assert [len(p["rounds"][s]) for s in reclaim_bench.STATES] == [3, 3, 3, 3]
+    assert reclaim_bench.boot_ok(p, 3, 0) is None
+    f = reclaim_bench.boot_figures(p)
+    assert f["off"]["median_ms"] == pytest.approx(100.000001)
+    assert f["off"]["ns_per_stolen_page"] == pytest.approx((3 * 100_000_000 + 3) / (3 * 8192))
+    assert f["critical"]["max_swapped_critical"] == 0 and f["critical"]["min_swapped_other"] == 4096
+
+
+def test_incomplete_or_wrong_boots_are_refused() -> None:
+    assert "on" in reclaim_bench.boot_ok(reclaim_bench.parse(_out().split("reclaim_bench on round=2")[0]), 3, 0)
+    assert "held 1000" in reclaim_bench.boot_ok(reclaim_bench.parse(_out(ranges=1000)), 3, 1)
+    err = reclaim_bench.parse("reclaim_bench error no swap and no unused zram0\n")
+    assert reclaim_bench.boot_ok(err, 3, 1) == "no swap and no unused zram0"
+    # a kernel without the series: three states, registrations failed, exit 1 is expected
+    floor = reclaim_bench.parse(_out(feature=0, ranges=0))
+    assert "critical" not in floor["rounds"] and reclaim_bench.boot_ok(floor, 3, 1) is None
+
+
+@pytest.mark.parametrize("argv", [
+    ["reclaim-bench", "--rounds", "2"], ["reclaim-bench", "--arena-mb", "1000"], ["reclaim-bench", "--reps", "0"],
+    ["reclaim-bench", "--kernel", "0123", "--config", "base"], ["reclaim-bench", "--config", "kasan"],
+])
+def test_bad_input_is_one_line_exit_2(argv: list[str]) -> None:
+    p = subprocess.run([*KVDS, *argv], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, (argv, p.stdout, p.stderr)
+    assert p.stderr.startswith("kvds: error:") and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@pytest.mark.slow
+def test_critical_half_stays_resident_in_a_real_guest(tmp_path) -> None:
+    """One boot of the default debug kernel (mm_intent with its reclaim consumer): every round of the critical
+    state takes untagged pages and no latency-critical one."""
+    from harness.results import ResultStore
+    out, _ = reclaim_bench.bench(None, rounds=3, arena_mb=8, reps=1, store=ResultStore(tmp_path))
+    assert out["ok"], out["failure"]
+    (boot,) = out["boots"]
+    assert boot["mm_intent"]
+    crit = boot["rounds"]["critical"]
+    assert all(r["swapped_critical"] == 0 and r["present_critical"] == 8 * 256 // 2 for r in crit)
+    assert all(r["swapped"] > 0 for r in crit)
