@@ -29,10 +29,12 @@ def plot_summary(summary: dict[str, Any], out: Path) -> Path:
     fig, (ax_lat, ax_sw) = plt.subplots(1, 2, figsize=(13, 4.8))
     width = 0.8 / len(variants)
     x = np.arange(len(classes))
+    any_p99 = False
     for i, (vname, v) in enumerate(variants.items()):
         p99 = [v["classes"][c]["reaccess_us"]["p99"] for c in classes]
         val, lo, hi = (np.array([_num(e.get(k)) for e in p99]) for k in ("value", "lo", "hi"))
-        have = np.isfinite(val)  # a p99 with too few re-accesses beyond it: no bar, an "n/a" mark
+        have = np.isfinite(val) & (val > 0)  # a p99 with too few re-accesses beyond it: no bar, an "n/a" mark
+        any_p99 = any_p99 or bool(have.any())
         err = np.nan_to_num(np.vstack([np.clip(val - lo, 0, None), np.clip(hi - val, 0, None)]))[:, have]
         ax_lat.bar((x + i * width)[have], val[have], width, yerr=err, capsize=3, label=vname,
                    color=colors[i % len(colors)])
@@ -50,7 +52,8 @@ def plot_summary(summary: dict[str, Any], out: Path) -> Path:
     for ax in (ax_lat, ax_sw):
         ax.set_xticks(x + width * (len(variants) - 1) / 2, classes, rotation=20, ha="right")
         ax.legend(fontsize=8)
-    ax_lat.set_yscale("log")
+    if any_p99:  # a log axis needs one positive bar (a small arena may have no class with a supported p99)
+        ax_lat.set_yscale("log")
     ax_lat.set_ylabel("first-touch re-access p99 (us, log; 95% CI)")
     ax_lat.set_title("re-access latency per class after the squeeze")
     ax_sw.set_ylabel("% of the class's pages after the squeeze")

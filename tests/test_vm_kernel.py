@@ -142,3 +142,27 @@ def test_mglru_absent_is_skipped_with_reason_or_compared() -> None:
         assert doc == {"status": "skipped", "reason": reason}
         with pytest.raises(Unavailable):
             mglru.settings_for("on", None)
+
+
+def test_mm_intent_variant_registers_or_is_unavailable_with_the_doctors_reason(kvds_env: dict[str, str]) -> None:
+    """Where the kernel lacks the mm_intent registry (this host's), the mm-intent variant is reported unavailable
+    with the doctor's reason while the other variants run; alone it is exit 3. Where it has it (the guest lab),
+    the variant registered its ranges in one cgroup and cleared them again."""
+    cap = doctor.capability("mm_intent")
+    assert not cap.is_error, cap.reason
+    res = run_kvds(["vm", "bench", "--mapping", "memcg-protect,mm-intent", "--reference", "memcg-protect",
+                    "--arena-mb", "8", "--reps", "1", "--json"], kvds_env)
+    assert res.returncode == 0, res.stderr
+    s = json.loads(res.stdout)["summary"]
+    assert s["comparison"]["reference"] == "memcg-protect"
+    if cap.ok:
+        assert set(s["variants"]) == {"none", "memcg-protect", "mm-intent"}
+        rep = s["variants"]["mm-intent"]["per_rep"][0]
+        assert rep["mm_intent"]["ranges"] > 0 and rep["mm_intent"]["left_after_clear"] == 0
+        assert "protect_charged_bytes" not in rep  # the whole arena in one cgroup: no split
+        return
+    assert set(s["variants"]) == {"none", "memcg-protect"}
+    assert s["comparison"]["unavailable"] == {"mm-intent": f"mm_intent is {cap.status} on this host: {cap.reason}"}
+    only = run_kvds(["vm", "bench", "--mapping", "mm-intent", "--arena-mb", "8", "--reps", "1"], kvds_env)
+    assert only.returncode == 3 and cap.reason in only.stderr and "Traceback" not in only.stderr, only.stderr
+    assert len(only.stderr.strip().splitlines()) == 1
