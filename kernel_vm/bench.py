@@ -200,6 +200,26 @@ def comparison(summ: dict[str, Any], variants: dict[str, list[RepResult]], refer
     return {"reference": reference, "variants": rows, "unavailable": unavailable}
 
 
+def mm_intent_doc(variants: dict[str, list[RepResult]], unavailable: dict[str, str]) -> dict[str, Any]:
+    """Whether the kernel's reclaim read the registry in this run: `consumer` (its stats file exists; the
+    counters' sum over every registering repetition), `registry only` (intents recorded, nothing reads them),
+    `unavailable` (the doctor's reason) or `not used`."""
+    facts = [r.facts["mm_intent"] for reps in variants.values() for r in reps if r.facts.get("mm_intent")]
+    if not facts:
+        if unavailable:
+            return {"status": "unavailable", "reason": "; ".join(unavailable.values())}
+        return {"status": "not used", "reason": "no mapping registers mm_intent ranges"}
+    if all(f.get("reclaim_stats") is not None for f in facts):
+        total: dict[str, int] = {}
+        for f in facts:
+            for k, v in f["reclaim_stats"].items():
+                total[k] = total.get(k, 0) + int(v)
+        return {"status": "consumer", "reason": "reclaim reads the registry (debugfs mm_intent/stats present)",
+                "reclaim_stats_total": total}
+    return {"status": "registry only", "reason": "no /sys/kernel/debug/mm_intent/stats: this kernel records the "
+            "intents but nothing in reclaim reads them (the series without its reclaim consumer)"}
+
+
 def _save_samples(run: Run, variants: dict[str, list[RepResult]], overhead: np.ndarray) -> None:
     run.write_samples("timer_overhead_ns", overhead)
     for vname, reps in variants.items():
@@ -296,6 +316,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     first = settings[0].label()
     sfx = f"@{first}" if first else ""
     summary["headline"] = headline(results, cfg.baseline + sfx, mappings[0] + sfx)
+    summary["mm_intent"] = mm_intent_doc(results, unavailable)
     ref = cfg.reference + sfx if cfg.reference and cfg.reference in mappings else None
     summary["comparison"] = comparison(summary["variants"], results, ref,
                                        {n + sfx: why for n, why in unavailable.items()})

@@ -155,7 +155,7 @@ def print_summary(path: Any, s: dict[str, Any]) -> None:
                       (f", p99 {_est(h['intent_damos_decode_critical_p99_us'])} us"
                        if "intent_damos_decode_critical_p99_us" in h else ""))
     print_comparison(s.get("comparison") or {})
-    for key in ("damon", "mglru", "ebpf", "psi"):
+    for key in ("damon", "mglru", "ebpf", "psi", "mm_intent"):
         d = s.get(key, {})
         console.print(f"  {key}: {d.get('status')} - {d.get('reason', '')}")
     print_damon(s.get("damon", {}).get("per_class") or {})

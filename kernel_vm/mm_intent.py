@@ -65,6 +65,12 @@ def register(mapping: Mapping, layout: Layout, pid: int, base: int,
             "first_lines": [e.line().strip() for e in entries[:3]]}
 
 
+def reclaim_stats(registry: mic.Registry | None = None) -> dict[str, int] | None:
+    """The reclaim consumer's counters (system-wide; in the guest lab only the arena has intents), or None on a
+    kernel whose registry nothing in reclaim reads."""
+    return (registry or mic.Registry()).stats()
+
+
 def clear(pid: int, registry: mic.Registry | None = None) -> int:
     """Clear the process's intents; returns how many the dump still lists for it (0 unless the kernel failed)."""
     reg = registry or mic.Registry()

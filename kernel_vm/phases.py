@@ -136,6 +136,7 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                 except Exception as exc:
                     out.facts.setdefault("probes", {})[p.name] = {"error": f"{type(exc).__name__}: {exc}"}
             psi0, vm0 = measure.psi_memory(), measure.vmstat()
+            intent0 = mm_intent.reclaim_stats() if registered else None
             hits0 = placement.limit_hits(placement.squeeze)
             t = measure.Stopwatch()
             try:
@@ -168,6 +169,9 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                 out.faults[cls.value] = {"minor": df.minor, "major": df.major}
             out.residency["after_reaccess"] = _snapshot(proc, layout)
             if registered:
+                intent1 = mm_intent.reclaim_stats()
+                out.facts["mm_intent"]["reclaim_stats"] = (
+                    measure.delta(intent1, intent0) if intent0 is not None and intent1 is not None else None)
                 out.facts["mm_intent"]["left_after_clear"] = mm_intent.clear(proc.pid)
             out.facts["psi_memory_us"] = measure.delta(measure.psi_memory(), psi0)
             out.facts["vmstat"] = measure.delta(measure.vmstat(), vm0)

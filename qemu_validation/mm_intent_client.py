@@ -170,6 +170,20 @@ class Registry:
             n += 1
         return n
 
+    def stats(self) -> dict[str, int] | None:
+        """What reclaim did with the intents (the reclaim consumer's `stats`: lookups, protected_folios/pages,
+        demoted_folios/pages, summed over CPUs since boot); None on a kernel without the consumer."""
+        f = self.root / "stats"
+        if not f.exists():
+            return None
+        out: dict[str, int] = {}
+        for n, line in enumerate(f.read_text().splitlines(), start=1):
+            k, _, v = line.partition(" ")
+            if not v.strip().isdigit():
+                raise ValueError(f"mm_intent stats line {n} is not '<name> <count>': {line!r}")
+            out[k] = int(v)
+        return out
+
     def dump(self) -> list[Entry]:
         return parse_dump((self.root / "dump").read_text())
 

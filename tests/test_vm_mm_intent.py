@@ -59,6 +59,18 @@ def test_too_many_ranges_for_one_address_space_is_bad_input() -> None:
     assert mm_intent.check_fits(load_mapping("mm-intent"), _layout(*CLASSES)) == 5
 
 
+def test_reclaim_stats_parse_the_consumers_format(tmp_path: Path) -> None:
+    reg = mic.Registry(tmp_path)
+    assert reg.stats() is None  # a kernel whose reclaim does not read the registry has no stats file
+    (tmp_path / "stats").write_text("lookups 12\nprotected_folios 3\nprotected_pages 3\ndemoted_folios 0\n"
+                                    "demoted_pages 0\n")
+    assert reg.stats() == {"lookups": 12, "protected_folios": 3, "protected_pages": 3, "demoted_folios": 0,
+                           "demoted_pages": 0}
+    (tmp_path / "stats").write_text("lookups twelve\n")
+    with pytest.raises(ValueError, match="line 1"):
+        reg.stats()
+
+
 GUEST_SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
@@ -73,7 +85,7 @@ GUEST_SCRIPT = textwrap.dedent("""
         facts = mm_intent.register(load_mapping("mm-intent"), lay, proc.pid, proc.address)
         dump = Path("/sys/kernel/debug/mm_intent/dump").read_text()
         left = mm_intent.clear(proc.pid)
-        out.write_text(json.dumps({"pid": proc.pid, "address": proc.address, "facts": facts, "dump": dump,
+        out.write_text(json.dumps({"stats": mm_intent.reclaim_stats(), "pid": proc.pid, "address": proc.address, "facts": facts, "dump": dump,
                                    "left": left, "dump_after": Path("/sys/kernel/debug/mm_intent/dump").read_text()}))
 """)
 
@@ -102,4 +114,7 @@ def test_guest_kernel_lists_exactly_the_arena_register_lines(tmp_path: Path) -> 
     assert listed == want and len(want) == got["facts"]["ranges"] > 1
     # every block except the unregistered warm ones, in bytes
     assert got["facts"]["registered_bytes"] == int((lay.block_class != CLASSES.index(IntentClass.WARM)).sum()) * (64 << 10)
+    if got["stats"] is not None:  # a kernel with the reclaim consumer (patch 0005) publishes its counters
+        assert set(got["stats"]) >= {"lookups", "protected_folios", "protected_pages", "demoted_folios",
+                                     "demoted_pages"}
     assert got["left"] == 0 and str(got["pid"]) not in [ln.split()[0] for ln in got["dump_after"].splitlines()]

@@ -67,7 +67,7 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
     ctx.doc.figure(path, f"Per-class share of pages swapped out ({suite.label}); 'n/a': not measured")
     _comparison(ctx, s.get("comparison") or {})
     h = s.get("headline", {})
-    for key in ("damon", "mglru"):
+    for key in ("damon", "mglru", "mm_intent"):
         st = s.get(key) or {}
         if st:
             ctx.doc.para(f"{key.upper()}: {st.get('status')}" + (f" ({st.get('reason')})" if st.get("reason") else ""))
