@@ -14,7 +14,7 @@ from harness.remote import add_target_args
 from harness.progress import say
 from io_priority.device import CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
 from io_priority import sweep
-from io_priority.workload import ENGINES, SPILL_KINDS, Workload
+from io_priority.workload import ENGINES, SPILL_KINDS, WAITS, Workload
 from harness.results import dumps as strict_dumps
 
 SCHEDULERS = ("mq-deadline", "bfq", "kyber", "none")
@@ -54,6 +54,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reps", type=positive_int, default=3, help="repetitions per variant, alternating (default 3)")
     p.add_argument("--rate", type=nonneg_float, default=200.0,
                    help="critical reads per second, one per decode step, open loop (0 = closed loop at QD1; default 200)")
+    p.add_argument("--wait", choices=WAITS, default="sleep",
+                   help="how the reader waits for each read's due time and (io_uring) its completion: sleep "
+                        "(clock_nanosleep and a blocking io_uring_enter, like fio's rate limiting; default) or spin "
+                        "(busy clock and a polled completion queue, like a busy serving thread)")
     p.add_argument("--read-kib", type=positive_int, default=16, help="critical read size in KiB (default 16)")
     p.add_argument("--spill-kib", type=positive_int, default=1024, help="spill write size in KiB (default 1024)")
     p.add_argument("--spill-qd", type=positive_int, default=8, help="spill writes in flight (default 8)")
@@ -100,7 +104,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(s)
     s.set_defaults(func=cmd_sweep)
 
-    f = verbs.add_parser("fio-check", help="unloaded QD1 latency: kvds's reader vs fio on the same device")
+    f = verbs.add_parser("fio-check", help="unloaded QD1 latency, closed loop (default) or open loop at --rate N: "
+                                           "kvds's reader vs fio on the same device, with the same --wait")
     f.add_argument("--scheduler", choices=SCHEDULERS, default="mq-deadline")
     f.add_argument("--uring-ab", action="store_true",
                    help="io_uring: also run ioload with its earlier ring set-up / reap sequence (the cause of a gap)")
@@ -112,7 +117,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
     return Workload(engine=args.engine, duration_s=args.duration, read_bs=args.read_kib << 10, rate=args.rate,
                     spill_bs=args.spill_kib << 10, spill_qd=args.spill_qd, spill_kind=args.spill,
                     guard_us=args.guard_us, budget_devs=args.budget_devs, fsync_every=args.fsync_every_mib * MiB,
-                    dirty_background_ratio=args.dirty_background_ratio)
+                    dirty_background_ratio=args.dirty_background_ratio, wait=args.wait)
 
 
 def layout_from(args: argparse.Namespace) -> Layout:
@@ -183,6 +188,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_fio_check(args: argparse.Namespace) -> int:
     from io_priority import runs
 
+    if args.wait == "spin":
+        raise UserError("fio-check --wait spin: fio has no spinning wait to compare with (its thinktime_spin ran one "
+                        "read in 2 s on this host); use --wait sleep, or kvds io bench --wait spin for kvds alone")
     _require(args, [])
     doctor.require("fio")
     summary, run = runs.fio_check_run(args.scheduler, workload_from(args), layout_from(args), args.device,

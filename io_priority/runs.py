@@ -83,7 +83,7 @@ def fio_check_run(scheduler: str, workload: Workload, layout: Layout, device: st
     dev = devmod.prepare(device, layout, destroy_data)
     sched = bench.with_scheduler(dev, scheduler)
     summary, samples = fio.check(dev, workload, reps, uring_ab)
-    config = _config(workload, dev, sched, reps, mode="unloaded-qd1")
+    config = _config(workload, dev, sched, reps, mode=fio.mode_name(workload))
     run = ResultStore().new_run("io-fio-check", config)
     for name, arr in samples.items():
         run.write_samples(name, arr)
