@@ -32,7 +32,7 @@ MM_INTENT_FLAGS = {"LATENCY_CRITICAL": 0x01, "RECLAIMABLE": 0x02, "PREFETCHABLE"
 """The mm_intent series' flags (include/uapi/linux/mm_intent.h, MM_INTENT_* without the prefix): a class with
 `mm_intent` has its blocks registered in /sys/kernel/debug/mm_intent with these flags."""
 MM_INTENT_PRIORITY_MAX = 255
-SPILL_PACING = ("none", "slack")
+SPILL_PACING = ("none", "slack", "deadline")  # slack: v1 pacer; deadline: spill scheduler v2 (io_priority)
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class ClassMapping:
     uring_ioprio: IoPrio | None = None
     write_throttle_mbps: float | None = None
     spill_pacing: str | None = None
+    wbt_lat_usec: int | None = None  # writeback throttling target of the spill's device (its queue/wbt_lat_usec)
     mm_intent: tuple[str, ...] = ()
     mm_intent_priority: int | None = None
 
@@ -161,6 +162,11 @@ def _parse_class(raw: Any, where: str) -> ClassMapping:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             raise UserError(f"{where}.write_throttle_mbps must be a positive number")
         kw["write_throttle_mbps"] = float(v)
+    if "wbt_lat_usec" in raw:
+        v = raw["wbt_lat_usec"]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise UserError(f"{where}.wbt_lat_usec must be an integer >= 0 (0 turns writeback throttling off)")
+        kw["wbt_lat_usec"] = v
     if "mm_intent" in raw:
         flags = raw["mm_intent"]
         if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags):
