@@ -135,16 +135,26 @@ def test_uninitialized_lock_variant_fails_validate(kernel: build.KernelBuild, tm
 
 
 def test_bench_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.KernelBuild, tmp_path: Path) -> None:
-    """`kvds qemu bench`: the touched file really recompiles in the debug kernel's tree, the rebuilt kernel
-    validates, and the bench's kernels do not stay in the cache. (Its figures are quoted, not asserted.)"""
+    """`kvds qemu bench --quick`: the touched file really recompiles in the debug kernel's tree, the rebuilt
+    kernel passes the quick validate (every check, fewer lines), the guest's time is broken down by phase from
+    the real boot, and the bench's kernels do not stay in the cache. (Its figures are quoted, not asserted.)"""
     from harness.results import ResultStore
     from qemu_validation import rebuild_bench
     before = {b.id for b in build.all_builds()}
-    out, run = rebuild_bench.bench(reps=1, fuzz=100, store=ResultStore(tmp_path))
+    out, run = rebuild_bench.bench(reps=1, profile="quick", store=ResultStore(tmp_path))
     (rep,) = out["reps"]
     assert rep["incremental"] and "mm/mm_intent.o" in rep["compiled"] and rep["validate_ok"], rep
+    assert rep["malformed_writes"] >= 1_000 and rep["valid_writes"] == 1_000 and out["gate"] is False
     assert rep["kernel"] not in {b.id for b in build.all_builds()} and {b.id for b in build.all_builds()} == before
     assert json.loads((run.path / "summary.json").read_text())["reps"][0]["nonce"] == rep["nonce"]
+    phases = {p["phase"].strip(): p["seconds"] for p in rep["guest_phases"]}
+    for name in ("KUnit suite (at boot)", "kmemleak boot scan", "validator", "validator: concurrent phase",
+                 "kselftest", "KUnit results + final kmemleak scans (6 s settle included)"):
+        assert name in phases, phases
+    assert phases["validator: concurrent phase"] >= 5.0 and phases["KUnit results + final kmemleak scans "
+                                                                    "(6 s settle included)"] >= 6.0
+    top = sum(p["seconds"] for p in rep["guest_phases"] if not p["phase"].startswith(" "))
+    assert abs(top - rep["guest_seconds"]) < 1.0, (top, rep["guest_seconds"])
 
 
 CLIENT = '''
