@@ -252,6 +252,11 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
         out["spill_gated_fraction"] = float(np.mean([r.writer["gated_ns"] / r.writer["elapsed_ns"]
                                                      for r in writers]))
         out["final_fsync_ms"] = float(np.mean([r.writer["final_fsync_ns"] / 1e6 for r in writers]))
+        if v.plan(engine) and v.plan(engine).pacing == "deadline":  # spill scheduler v2's learned model
+            out["spill_v2"] = {"model_q": writers[0].writer.get("model_q"),
+                               "batches": [r.writer.get("batches", 0) for r in writers],
+                               "skipped_windows": [r.writer.get("skipped_windows", 0) for r in writers],
+                               "model": [r.writer.get("model", []) for r in writers]}
         if v.plan(engine) and v.plan(engine).pacing == "slack":  # what the pacer learned, per repetition
             out["pacer"] = {"est_write_us": [r.writer.get("est_service_ns", 0) / 1e3 for r in writers],
                             "est_dev_us": [r.writer.get("est_dev_ns", 0) / 1e3 for r in writers],

@@ -166,6 +166,30 @@ class Runner:
         create_dir(self.scratch)
         self.shm = create_file(Path("/dev/shm") / f"kvds-io-slack-{os.getpid()}-{secrets.token_hex(3)}", 4096)
         self._cgroups: dict[float, Cgroup] = {}
+        self._wbt_default: str | None = None
+
+    def _wbt_path(self) -> Path:
+        return Path("/sys/block") / self.device.name / "queue" / "wbt_lat_usec"
+
+    def _apply_wbt(self, plan: Applied | None) -> None:
+        """queue/wbt_lat_usec of the benchmark device as the variant's mapping asks (journaled; the device's own
+        value for variants that do not ask). Never on the root disk (device.py refuses it as a benchmark device;
+        checked again here because this is a write to its queue)."""
+        from harness.knobs import read_knob, write_knob
+        from harness.knobs.guards import _disk_of, root_disks
+
+        path = self._wbt_path()
+        if not path.exists():
+            if plan is not None and plan.wbt_lat_usec is not None:
+                raise UserError(f"{self.device.path} has no queue/wbt_lat_usec (writeback throttling)")
+            return
+        if self._wbt_default is None:
+            self._wbt_default = read_knob(path)
+        want = str(plan.wbt_lat_usec) if plan is not None and plan.wbt_lat_usec is not None else self._wbt_default
+        if read_knob(path) != want:
+            if _disk_of(self.device.name) in root_disks():
+                raise UserError(f"refusing to change {path}: the root disk is not kvds's to tune")
+            write_knob(path, want)
 
     def _throttle_group(self, mbps: float) -> Cgroup:
         if mbps not in self._cgroups:
@@ -197,6 +221,7 @@ class Runner:
         if plan is not None:  # shared page: the pacer's slack, and which reads overlapped a spill write
             self.shm.write_bytes(bytes(4096))
             reader_args += ["--shm", str(self.shm)]
+        self._apply_wbt(plan)
         if self.trace:
             self.trace.clear()
         reader = native.start("reader", reader_args)
