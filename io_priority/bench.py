@@ -54,9 +54,10 @@ def ebpf_session() -> Callable[..., Any] | None:
 
 def run_variants(device: Device, workload: Workload, variants: list[Variant], reps: int,
                  trace: bool = True, label: str = "",
-                 ebpf: bool = False) -> tuple[dict[str, list[RepResult]], list[tuple[int, str]]]:
+                 ebpf: bool = False, first_rep: int = 0) -> tuple[dict[str, list[RepResult]], list[tuple[int, str]]]:
     """Every variant `reps` times in ABBA order; returns results per variant and the order actually run.
-    ebpf: wrap each repetition in the eBPF track's per-class block-layer histogram session."""
+    ebpf: wrap each repetition in the eBPF track's per-class block-layer histogram session.
+    first_rep: continue an earlier call's alternation (the sweep's auto-grow adds repetitions in rounds)."""
     session = ebpf_session() if ebpf else None
     if ebpf and session is None:
         from harness.errors import Unavailable
@@ -67,12 +68,13 @@ def run_variants(device: Device, workload: Workload, variants: list[Variant], re
     tracer = BlockIssueTrace(*device.dev_t) if trace else None
     runner = Runner(device, workload, tracer)
     by_label = {v.label: v for v in variants}
-    order = stats.alternating_order(list(by_label), reps)
+    order = stats.alternating_order(list(by_label), first_rep + reps)[first_rep * len(by_label):]
+    total = first_rep + reps
     results: dict[str, list[RepResult]] = {v.label: [] for v in variants}
     try:
         with progress(f"io bench {label}".strip(), total=len(order)) as bar:
             for i, (rep, name) in enumerate(order):
-                bar.update(description=f"{label} rep {rep + 1}/{reps} {name}".strip())
+                bar.update(description=f"{label} rep {rep + 1}/{total} {name}".strip())
                 plan = by_label[name].plan(workload.engine)
                 if session is not None:
                     with session(probes=("blk",), devices=[device.path]) as rec:

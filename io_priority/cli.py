@@ -75,6 +75,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--guard-us", type=positive_int, default=100, help="the slack pacer's safety margin (us)")
     p.add_argument("--budget-devs", type=nonneg_float, default=2.0,
                    help="the slack pacer budgets each write at mean + this many mean deviations (default 2)")
+    p.add_argument("--stall-ms", type=positive_float, default=50.0,
+                   help="a read slower than this (service time) during which no spill write completed is a stall: "
+                        "counted and reported apart, with the stall-free figures beside the all-reads ones (default 50)")
     p.add_argument("--no-trace", dest="trace", action="store_false",
                    help="do not record block-layer priorities (block:block_rq_issue)")
     add_json_flag(p)
@@ -95,14 +98,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(b)
     b.set_defaults(func=cmd_bench)
 
-    s = verbs.add_parser("sweep", help="scheduler x mapping grid: table, Pareto frontier, PNG scatter")
+    s = verbs.add_parser("sweep", help="scheduler x mapping grid: table, Pareto frontier, PNG scatter (default "
+                                       f"{sweep.DEFAULT_REPS} reps x {sweep.DEFAULT_DURATION_S:g} s, auto-grown)")
     s.add_argument("--quick", action="store_true",
                    help=f"{QUICK_DURATION_S:g} s x 2 repetitions, mq-deadline and bfq only, mappings "
                         f"{', '.join(sweep.QUICK_MAPPINGS)}, {QUICK_KV_MIB}+{QUICK_SPILL_MIB} MiB device (about a minute)")
-    s.add_argument("--schedulers", nargs="+", choices=SCHEDULERS, default=None)
-    s.add_argument("--mappings", nargs="+", default=None, help="mappings applied as 'separated' variants")
+    s.add_argument("--schedulers", nargs="+", choices=SCHEDULERS, default=None,
+                   help=f"default {' '.join(sweep.DEFAULT_SCHEDULERS)}")
+    s.add_argument("--mappings", nargs="+", default=None,
+                   help=f"mappings applied as 'separated' variants (default {' '.join(sweep.DEFAULT_MAPPINGS)})")
+    s.add_argument("--until-width", type=nonneg_float, default=sweep.DEFAULT_UNTIL_WIDTH,
+                   help="auto-grow: add 2 repetitions per round to each scheduler with a point whose judged "
+                        "interference is inconclusive with an interval wider than this (hi/lo), until none is left "
+                        f"or --time-cap passes (default {sweep.DEFAULT_UNTIL_WIDTH:g}; 0 = off)")
+    s.add_argument("--time-cap", type=positive_float, default=sweep.DEFAULT_TIME_CAP_S,
+                   help=f"auto-grow stops before a round that would end after this many seconds "
+                        f"(default {sweep.DEFAULT_TIME_CAP_S:g})")
     _common(s)
-    s.set_defaults(func=cmd_sweep)
+    s.set_defaults(func=cmd_sweep, reps=sweep.DEFAULT_REPS, duration=sweep.DEFAULT_DURATION_S)
 
     f = verbs.add_parser("fio-check", help="unloaded QD1 latency, closed loop (default) or open loop at --rate N: "
                                            "kvds's reader vs fio on the same device, with the same --wait")
@@ -155,7 +168,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     _require(args, [args.mapping])
     summary, run = runs.bench_run(args.mode, args.mapping, args.scheduler, workload_from(args), layout_from(args),
-                              args.device, args.destroy_data, args.reps, args.trace, args.ebpf)
+                                  args.device, args.destroy_data, args.reps, args.trace, args.ebpf, args.stall_ms)
     if args.json:
         _print_json({"run": str(run.path), **summary})
     else:
@@ -170,13 +183,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from io_priority import runs, sweep
 
-    schedulers = args.schedulers or (["mq-deadline", "bfq"] if args.quick else list(SCHEDULERS))
+    schedulers = args.schedulers or list(sweep.DEFAULT_SCHEDULERS)
     mappings = args.mappings or list(sweep.QUICK_MAPPINGS if args.quick else sweep.DEFAULT_MAPPINGS)
     if args.quick:
         args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
+    grow = None if args.quick or not args.until_width else sweep.Grow(args.until_width, args.time_cap)
     _require(args, mappings)
     summary, run = runs.sweep_run(schedulers, mappings, workload_from(args), layout_from(args), args.device,
-                              args.destroy_data, args.reps, args.trace)
+                                  args.destroy_data, args.reps, args.trace, grow, args.stall_ms)
     if args.json:
         _print_json({"run": str(run.path), **summary})
     else:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from harness.results import ResultStore, Run, strict
-from io_priority import bench, device as devmod
+from io_priority import bench, device as devmod, stalls as stallmod
 from io_priority.bench import SCHEMA, Variant
 from io_priority.device import Layout
 from io_priority.workload import Workload
 
-ENGINE_NOTE = "ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_set per thread; io_uring via raw syscalls with sqe->ioprio"
+ENGINE_NOTE = ("ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_set per thread; io_uring via liburing "
+               "with sqe->ioprio per request")
 
 
 def _config(workload: Workload, dev: devmod.Device, scheduler: str, reps: int, **extra: Any) -> dict[str, Any]:
@@ -19,17 +21,18 @@ def _config(workload: Workload, dev: devmod.Device, scheduler: str, reps: int, *
 
 
 def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload, layout: Layout, device: str,
-              destroy_data: bool, reps: int, trace: bool, ebpf: bool = False) -> tuple[dict[str, Any], Run]:
+              destroy_data: bool, reps: int, trace: bool, ebpf: bool = False,
+              stall_ms: float = stallmod.DEFAULT_STALL_MS) -> tuple[dict[str, Any], Run]:
     dev = devmod.prepare(device, layout, destroy_data)
     sched = bench.with_scheduler(dev, scheduler)
     variants = bench.standard_variants(modes, mapping)
     results, order = bench.run_variants(dev, workload, variants, reps, trace, label=sched, ebpf=ebpf)
-    config = _config(workload, dev, sched, reps, mapping=mapping, modes=modes)
+    config = _config(workload, dev, sched, reps, mapping=mapping, modes=modes, stall_ms=stall_ms)
     run = ResultStore().new_run("io-bench", config)
     bench.write_samples(run, results)
     summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order],
                "modes": bench.summarize(variants, results, workload.engine, device_name=dev.name,
-                                        buffered=workload.spill_kind == "buffered"),
+                                        buffered=workload.spill_kind == "buffered", stall_ms=stall_ms),
                **_ebpf_note(ebpf)}
     summary = strict(summary)  # NaN/inf (too few repetitions) -> null: strict JSON
     run.write_summary(summary)
@@ -47,23 +50,45 @@ def _ebpf_note(used: bool) -> dict[str, Any]:
 
 
 def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, layout: Layout, device: str,
-              destroy_data: bool, reps: int, trace: bool) -> tuple[dict[str, Any], Run]:
+              destroy_data: bool, reps: int, trace: bool, grow: "sweep.Grow | None" = None,
+              stall_ms: float = stallmod.DEFAULT_STALL_MS) -> tuple[dict[str, Any], Run]:
     from harness.mapping import load_mapping
     from io_priority import sweep
 
+    t0 = time.monotonic()
     dev = devmod.prepare(device, layout, destroy_data)
     variants = [Variant("unloaded", None), Variant("baseline", load_mapping("none"))]
     variants += [Variant(m, load_mapping(m)) for m in mappings]
     per_sched: dict[str, Any] = {}
-    all_results = {}
-    for sched in schedulers:
-        bench.with_scheduler(dev, sched)
-        results, order = bench.run_variants(dev, workload, variants, reps, trace, label=sched)
-        all_results[sched] = results
-        per_sched[sched] = {"rep_order": [[r, n] for r, n in order],
-                            "modes": bench.summarize(variants, results, workload.engine,
-                                                     buffered=workload.spill_kind == "buffered")}
-    config = _config(workload, dev, ",".join(schedulers), reps, mappings=mappings, schedulers=schedulers)
+    all_results: dict[str, dict[str, list[Any]]] = {}
+    orders: dict[str, list[tuple[int, str]]] = {}
+    done = {s: 0 for s in schedulers}
+    todo = {s: reps for s in schedulers}
+    rounds: list[dict[str, Any]] = []
+    while True:
+        for sched in schedulers:
+            if not todo[sched]:
+                continue
+            bench.with_scheduler(dev, sched)
+            results, order = bench.run_variants(dev, workload, variants, todo[sched], trace, label=sched,
+                                                first_rep=done[sched])
+            for name, rs in results.items():
+                all_results.setdefault(sched, {}).setdefault(name, []).extend(rs)
+            orders.setdefault(sched, []).extend(order)
+            done[sched] += todo[sched]
+            per_sched[sched] = {"rep_order": [[r, n] for r, n in orders[sched]], "reps": done[sched],
+                                "modes": bench.summarize(variants, all_results[sched], workload.engine,
+                                                         buffered=workload.spill_kind == "buffered",
+                                                         stall_ms=stall_ms)}
+        elapsed = time.monotonic() - t0
+        step = sweep.grow_step(sweep.points(per_sched), grow, elapsed, done)
+        rounds.append({"reps": dict(done), "elapsed_s": round(elapsed, 1), **step})
+        if not step["more"]:
+            break
+        todo = {s: step["more"].get(s, 0) for s in schedulers}
+    reps = max(done.values())
+    config = _config(workload, dev, ",".join(schedulers), reps, mappings=mappings, schedulers=schedulers,
+                     grow=grow.as_dict() if grow else None, rounds=rounds, stall_ms=stall_ms)
     run = ResultStore().new_run("io-sweep", config)
     for sched, results in all_results.items():
         bench.write_samples(run, results, prefix=f"{sched}--")

@@ -8,13 +8,21 @@ factor (p99 / unloaded p99 under the same scheduler) <= 1.5 while the spill keep
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import stats
 
 SCHEMA = "kvds.io-sweep/1"
-DEFAULT_MAPPINGS = ("ioprio-only", "throttle-only", "paced-only", "intent-paced", "paced-weighted")
+# The default sweep: the single knobs, the v1 pacer and spill scheduler v2, under mq-deadline and bfq (kyber and
+# none ignore priorities; --schedulers adds them). Its size (DEFAULT_* below, the CLI's defaults) was chosen so
+# that three back-to-back runs fit a 25-minute window with the other measurements and give the same verdict per
+# point on this host (io_priority/README.md, "Reproducing a verdict").
+DEFAULT_MAPPINGS = ("ioprio-only", "throttle-only", "intent-paced", "spill-v2")
+DEFAULT_SCHEDULERS = ("mq-deadline", "bfq")
+DEFAULT_REPS, DEFAULT_DURATION_S = 4, 2.0
+DEFAULT_UNTIL_WIDTH, DEFAULT_TIME_CAP_S = 2.0, 200.0
 # --quick (about a minute): one single-knob mapping and the two combined ones
 QUICK_MAPPINGS = ("ioprio-only", "intent-paced", "paced-weighted")
 GOAL_INTERFERENCE = 1.5
@@ -44,6 +52,56 @@ def points(per_sched: dict[str, Any]) -> list[dict[str, Any]]:
                                     and _mbs(q) is not None))
     judge(out, per_sched)
     return out
+
+
+@dataclass(frozen=True)
+class Grow:
+    """Auto-grow of a sweep (--until-width, --time-cap): after each round, every scheduler with a judged point
+    whose goal interference is still inconclusive and whose interval is wider than `width` (hi / lo) gets `step`
+    more repetitions (an even number keeps the ABBA alternation balanced), until none is left or `time_cap_s`
+    seconds have passed since the sweep started. Repetition length (--duration) stays fixed: pooling
+    repetitions of different lengths would weigh them unequally."""
+
+    width: float
+    time_cap_s: float
+    step: int = 2
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"width": self.width, "time_cap_s": self.time_cap_s, "step": self.step}
+
+
+def interval_width(e: dict[str, Any] | None) -> float | None:
+    """hi / lo of an interval (None without a positive interval)."""
+    if not e or not (_finite(e.get("lo")) and _finite(e.get("hi"))) or e["lo"] <= 0:
+        return None
+    return e["hi"] / e["lo"]
+
+
+def grow_step(pts: list[dict[str, Any]], grow: Grow | None, elapsed_s: float,
+              reps_done: dict[str, int]) -> dict[str, Any]:
+    """Which schedulers need more repetitions after a round, and why the sweep stops otherwise."""
+    if grow is None:
+        return {"more": {}, "stop": "no auto-grow (--until-width not given)"}
+    from io_priority.bench import estimate_of
+
+    wide: dict[str, list[str]] = {}
+    for p in pts:
+        if p["variant"] == "baseline":
+            continue
+        e, label = goal_interference(p)
+        v = stats.judge_at_most(estimate_of(e), GOAL_INTERFERENCE, label)
+        w = interval_width(e)
+        if v.status == stats.INCONCLUSIVE and (w is None or w > grow.width):
+            wide.setdefault(p["scheduler"], []).append(p["variant"])
+    if not wide:
+        return {"more": {}, "stop": f"every judged interval decided or narrower than {grow.width:g}x"}
+    # the next round's time, estimated from this one's pace, must fit under the cap
+    per_rep = elapsed_s / max(1, sum(reps_done.values()))
+    if elapsed_s + per_rep * grow.step * len(wide) > grow.time_cap_s:
+        return {"more": {}, "stop": f"time cap {grow.time_cap_s:g} s (still wide: "
+                                    + ", ".join(f"{s}/{v}" for s, vs in wide.items() for v in vs) + ")"}
+    return {"more": {s: grow.step for s in wide}, "stop": None,
+            "wide": {s: vs for s, vs in wide.items()}}
 
 
 def _sf(m: dict[str, Any], clock: str) -> dict[str, Any] | None:
