@@ -144,3 +144,48 @@ def test_the_cleaner_frees_its_target_share_with_the_lowest_valued_blocks() -> N
     assert len(bg) == want and set(bg) <= set(cold)
     r0 = simulate(make(ev, n), make_policy("ExpectedNextUse", free_target=0.0), tiers, record=True)
     assert not (r0.ops["op"] == OP_SPILL_BG).any()
+
+
+# Clean copies: request 0 owns A and B (B, allocated last, is its open block), request 1 owns C. Fast tier of 2,
+# LRU. A is spilled while complete, read back, then evicted again with nothing to write; B (the open block when
+# spilled) keeps no copy once read back, so it is written again.
+CLEAN = [(0, ALLOC, A, False, W), (0, ALLOC, B, False, W), (1, ALLOC, C, False, W),
+         (2, ACCESS, A, True, 0), (3, ACCESS, B, True, 0), (4, ACCESS, C, True, 0), (5, ACCESS, A, True, 0)]
+
+
+def _clean_run(slow_bytes: int = 0):
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 2 * SZ, slow_bytes)
+    return simulate(make(CLEAN, 3, request=[0, 0, 1]), make_policy("LRU"), tiers, record=True)
+
+
+def test_a_complete_block_read_back_is_evicted_again_without_a_write() -> None:
+    from harness.policy.simulator import OP_EVICT_CLEAN, OP_SPILL_SYNC
+
+    r = _clean_run()
+    ops = list(zip(r.ops["step"].tolist(), r.ops["op"].tolist(), r.ops["block"].tolist()))
+    assert [(s, b) for s, op, b in ops if op == OP_SPILL_SYNC] == [(1, A), (2, B), (3, C), (5, B)]
+    assert [(s, b) for s, op, b in ops if op == OP_EVICT_CLEAN] == [(4, A)]
+    assert (r.spills, r.clean_evictions, r.dc_misses) == (4, 1, 4)
+    # step 4 reads C back and frees its room by A's clean eviction (no write); step 5 writes B again
+    assert r.step_latency_us.tolist() == pytest.approx([READ + WRITE, READ + WRITE, READ, READ + WRITE])
+
+
+def test_a_bounded_slow_tier_releases_a_kept_copy_instead_of_failing() -> None:
+    # one slot of slow tier: B's spill at step 2 needs the room A's kept copy holds, so that copy is released
+    # and A's later eviction writes again
+    r = _clean_run(slow_bytes=SZ)
+    assert (r.spills, r.clean_evictions) == (5, 0)
+
+
+def test_replay_plan_evicts_a_clean_block_to_the_slot_it_was_written_to() -> None:
+    from harness.policy.replay_plan import make_plan
+    from harness.policy.simulator import OP_EVICT_CLEAN, OP_MISS, OP_SPILL_SYNC
+
+    r = _clean_run()
+    plan = make_plan(r.ops, np.full(3, SZ, dtype=np.int64))
+    of_a = lambda code: [int(plan.slow[i]) for i in range(len(plan))  # noqa: E731
+                         if plan.op[i] == code and plan.block[i] == A]
+    written = of_a(OP_SPILL_SYNC)
+    assert len(written) == 1 and of_a(OP_MISS) == written * 2          # both read-backs read that slot
+    assert of_a(OP_EVICT_CLEAN) == [-1]                                  # no I/O: no slow slot to touch
+    assert len(set(written) | {int(s) for s in plan.slow if s >= 0}) == plan.slow_slots

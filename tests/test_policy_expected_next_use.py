@@ -91,3 +91,61 @@ def test_a_shared_block_read_by_more_prefills_is_worth_more() -> None:
     for i, (step, kind, b, crit, cls) in enumerate(ev):
         pol.on_event(i, kind, b, step, crit, cls)
     assert pol.key(0, len(ev), 2, W) > pol.key(1, len(ev), 2, W)
+
+
+# Look-ahead: request 0 owns L (its window block) and H (a heavy-hitter candidate), request 1 owns X and Y.
+# Fast tier of 3. H and X are read once each (X a step later, so it is worth a little more); Y's allocation
+# spills H. At step 4 request 0 is announced for the next batch (L hinted prefetch-soon): at the end of that step
+# the look-ahead reads H back, evicting X (H's rate for a request sure to decode next step, rate / p, now exceeds
+# X's), so step 5's read of H hits. Without the look-ahead it misses.
+L_, H_, X_, Y_ = range(4)
+LOOK = [(0, ALLOC, L_, False, DC), (0, ALLOC, H_, False, W), (0, ALLOC, X_, False, W),
+        (1, ACCESS, L_, True, 0), (1, ACCESS, H_, True, 0), (2, ACCESS, X_, True, 0),
+        (3, ALLOC, Y_, False, DC), (4, ACCESS, Y_, True, 0), (4, HINT, L_, True, PS),
+        (5, ACCESS, L_, True, 0), (5, ACCESS, H_, True, 0)]
+THREE = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 3 * SZ)
+
+
+def _look(lookahead: float):
+    pol = make_policy("ExpectedNextUse", free_target=0.0, lookahead=lookahead)
+    return pol, simulate(make(LOOK, 4, request=[0, 0, 1, 1]), pol, THREE, record=True)
+
+
+def test_lookahead_fetches_a_spilled_candidate_of_the_announced_batch() -> None:
+    from harness.policy.simulator import OP_PREFETCH, OP_SPILL_SYNC
+
+    pol, r = _look(1.0)
+    ops = list(zip(r.ops["step"].tolist(), r.ops["op"].tolist(), r.ops["block"].tolist()))
+    assert (3, OP_SPILL_SYNC, H_) in ops                       # Y's allocation spilled H (the lowest rate)
+    assert (4, OP_PREFETCH, H_) in ops                         # fetched at the end of the announcing step
+    assert (4, OP_SPILL_SYNC, X_) not in ops and r.spills == 2  # X went in the background, not on a step
+    assert (r.prefetches, r.prefetch_used, r.dc_misses) == (1, 1, 0)
+    _, off = _look(0.0)
+    assert (off.prefetches, off.dc_misses) == (0, 1)
+
+
+def test_the_lookahead_value_lasts_one_step() -> None:
+    """H's keep-value is raised by 1/p (its request decodes next step) for that step only, then falls back to its
+    observed rate: a stale raise would keep an unread block over better ones."""
+    import math
+
+    pol, _ = _look(1.0)
+    base = pol.score[H_] + pol.logw[H_]
+    pol.boost[H_] = 4                                          # as after step 4's look-ahead, before H's read
+    assert pol.key(H_, 0, 5, W) == base - math.log(pol.p)
+    assert pol.key(H_, 0, 6, W) == base
+
+
+def test_a_recompute_ok_block_read_as_a_heavy_hitter_is_spilled_not_dropped() -> None:
+    # A and B are prompt blocks (recompute-ok); A is read by a decode as a heavy hitter, B never. Recompute is
+    # cheap, so a never-read block is dropped; a re-read one keeps a slow-tier copy the look-ahead can fetch
+    ev = [(0, ALLOC, 0, False, codes.RECOMPUTE_OK), (0, ALLOC, 1, False, codes.RECOMPUTE_OK),
+          (1, ACCESS, 0, True, 0), (2, ALLOC, 2, False, W), (2, ACCESS, 2, True, 0), (3, ACCESS, 2, True, 0),
+          (4, ALLOC, 3, False, W)]
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 2 * SZ, recompute_us_per_byte=1.0 / SZ)
+    r = simulate(make(ev, 4), make_policy("ExpectedNextUse", free_target=0.0), tiers, record=True)
+    from harness.policy.simulator import OP_DROP, OP_SPILL_SYNC
+    moves = [(op, b) for op, b in zip(r.ops["op"].tolist(), r.ops["block"].tolist()) if op in (OP_DROP, OP_SPILL_SYNC)]
+    assert moves == [(OP_DROP, 1), (OP_SPILL_SYNC, 0)]
+    r0 = simulate(make(ev, 4), make_policy("ExpectedNextUse", free_target=0.0, spill_reused=0.0), tiers)
+    assert (r0.drops, r0.spills) == (2, 0)

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = verbs.add_parser("compare", help="all policies on one profile, over several seeds, with 95%% CIs")
     options.add_profile_args(c)
     options.add_tier_args(c)
-    c.add_argument("--seeds", default="5", help="seed count (>= 5) or comma list")
+    c.add_argument("--seeds", default="5", help="seed count (>= 5), comma list or ranges (200-219)")
     c.add_argument("--policies", default="all",
                    help="comma list or 'all'; a policy may carry parameters, e.g. ExpectedNextUse:priority_weight=1.5")
     _add_trace_args(c)
@@ -40,15 +40,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     options.add_tier_args(s)
     s.add_argument("--fractions", default="0.25,0.5,0.75", help="fast-tier fractions of peak live KV bytes")
     s.add_argument("--metric", default="dc_miss_ratio", help="metric to tabulate (see README.md)")
-    s.add_argument("--seeds", default="5")
+    s.add_argument("--seeds", default="5", help="seed count (>= 5), comma list or ranges (200-219)")
     s.add_argument("--policies", default="all")
     _add_trace_args(s)
     add_json_flag(s)
     s.set_defaults(func=cmd_sweep)
 
     o = verbs.add_parser("goals", help="issue 14's goals on all five profiles: verdicts with 95%% intervals")
-    o.add_argument("--seeds", default="5")
+    o.add_argument("--seeds", default="5", help="seed count (>= 5), comma list or ranges (200-219)")
     o.add_argument("--profiles", default="all", help="comma list or 'all'")
+    o.add_argument("--tables", action="store_true",
+                   help="also print each profile's compare table (the same rows `policy compare` prints)")
     options.add_tier_args(o)
     add_json_flag(o)
     o.set_defaults(func=cmd_goals)
@@ -209,9 +211,19 @@ def cmd_goals(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"run": str(run.path), "verdicts": result})
         return 0
+    if args.tables:
+        from harness.policy.compare import versus, versus_table
+
+        for p, per in per_profile.items():
+            print(f"profile {p}, seeds {','.join(map(str, seeds))}, fast tier {cap.label()}; mean ±95% CI half-width")
+            print(table(summ(per)))
+            print(versus_table(versus(per)))
+            print()
     print(f"{len(seeds)} seeds, fast tier {cap.label()}, prefetch and spills charged to the I/O budget; "
           f"verdicts from the whole 95% interval (paired over seeds against LRU)")
-    print(render(["profile", "policy", "verdict"], [[goal.profile, goal.policy, str(v)] for goal, v in verdicts]))
+    print(render(["profile", "policy", "verdict"],
+                 [[goal.profile, goal.policy + (" (offline bound: feasibility)" if goal.policy == g.PRIO_BOUND else ""),
+                   str(v)] for goal, v in verdicts]))
     print(f"results: {run.path}")
     return 0
 

@@ -27,6 +27,7 @@ Reads: the events so far only (no trace length, no later event); tests/test_poli
 """
 from __future__ import annotations
 
+import heapq
 import math
 
 from harness.policy import codes
@@ -45,6 +46,7 @@ LAYOUT_FIRST = 200.0    # sink/window blocks outrank every heavy-hitter candidat
 P_EMA = 0.05            # smoothing of the decode probability estimate
 P_START = 0.5
 TIGHT_REF_US = 100_000.0  # DeadlineAware: a 100 ms TPOT scores tightness 0.5
+LOOKAHEAD_PER_REQUEST = 12  # look-ahead candidates taken per next-batch request (4 cost misses, 30 = 12: seeds 50-53)
 
 
 class ExpectedNextUse(Policy):
@@ -56,8 +58,10 @@ class ExpectedNextUse(Policy):
     observes_events = True
 
     def __init__(self, priority_weight: float = 0.0, decay: float = DECAY, prior: float = PRIOR_SCALE,
-                 free_target: float = FREE_TARGET) -> None:
+                 free_target: float = FREE_TARGET, lookahead: float = 1.0, spill_reused: float = 1.0) -> None:
         self.free_target = float(free_target)
+        self.prefetch_lookahead = bool(lookahead)
+        self.spill_reused = bool(spill_reused)
         self.kappa = float(priority_weight)
         self.lam = float(decay)
         self.horizon = 1.0 / (1.0 - math.exp(-self.lam))   # decayed reads of a block read once per step
@@ -84,6 +88,11 @@ class ExpectedNextUse(Policy):
         self.fresh = bytearray(nb)
         self.ctx: dict[int, int] = {}      # request -> blocks its prefill read (context incl. shared documents)
         self.admitting = -1
+        self.spilled: dict[int, list[tuple[float, int]]] = {}  # request -> max-heap (-score, block) of evicted
+        self.entering: set[int] = set()    # requests announced for the next batch this step
+        self.leaving: set[int] = set()     # requests announced out of it
+        self.boost: dict[int, int] = {}    # look-ahead prefetched block -> step it was fetched for
+        self.hh_seen = bytearray(nb)       # read at least once as a heavy hitter
 
     def _prior(self, b: int, step: int) -> float:
         """Log-score of a block with no reads of its own yet: the decode probability x the heavy-hitter reads per
@@ -105,14 +114,18 @@ class ExpectedNextUse(Policy):
                 self.hh_per_decode += P_EMA * (self.hh_reads / len(self.decoded) - self.hh_per_decode)
                 self.mean_blocks = self.live_blocks / len(self.live)
             self.decoded.clear()
+            self.entering.clear()
+            self.leaving.clear()
             self.hh_reads = 0
             self.cur_step = step
         r = self.req[b]
         if kind == codes.ACCESS:
             if critical:
                 self.decoded.add(r)
+                self.boost.pop(b, None)
                 if not self.layout[b]:
                     self.hh_reads += 1
+                    self.hh_seen[b] = 1
                     s, x = self.score[b], self.lam * step
                     self.score[b] = (s + math.log1p(math.exp(x - s))) if s > x else (x + math.log1p(math.exp(s - x)))
             elif not self.layout[b]:  # a prefill read: the admitted request's context length is known now
@@ -126,6 +139,10 @@ class ExpectedNextUse(Policy):
         elif kind == codes.HINT:
             if critical:
                 self.layout[b] = 1
+                if cls == codes.PREFETCH_SOON:
+                    self.entering.add(r)
+                elif cls == codes.WARM:
+                    self.leaving.add(r)
             elif self.layout[b]:            # slid out of the window: a heavy-hitter candidate from now on
                 self.layout[b] = 0
                 self.score[b] = self._prior(b, step)
@@ -140,6 +157,7 @@ class ExpectedNextUse(Policy):
             self.score[b] = self._prior(b, step)
         else:  # FREE
             self.live_blocks -= 1
+            self.boost.pop(b, None)
             if r >= 0 and r in self.live:
                 left = self.live[r] - 1
                 if left:
@@ -147,6 +165,7 @@ class ExpectedNextUse(Policy):
                 else:
                     del self.live[r]
                     self.ctx.pop(r, None)
+                    self.spilled.pop(r, None)
 
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         """log(expected reads per step) + lam x step (a common offset: keys stay comparable as time passes)."""
@@ -155,10 +174,46 @@ class ExpectedNextUse(Policy):
         if self.layout[b]:
             rate = 1.0 if cls <= codes.PREFETCH_SOON else self.p
             return self.lam * step + math.log(rate * self.horizon) + LAYOUT_FIRST
+        if self.boost and self.boost.get(b, -2) >= step - 1:  # its request decodes next step: rate / p
+            return self.score[b] + self.logw[b] - math.log(self.p)
         return self.score[b] + self.logw[b]
 
     def choose_recompute(self, b: int, read_us: float, write_us: float, recompute_us: float) -> bool:
+        if self.spill_reused and self.hh_seen[b]:  # re-read before: keep a copy the look-ahead can fetch
+            return False
         return recompute_us < write_us + read_us
+
+    def on_evicted(self, b: int) -> None:
+        if self.layout[b]:
+            return
+        r = self.req[b]
+        heapq.heappush(self.spilled.setdefault(r, []), (-self.score[b] - self.logw[b], b))
+
+    def lookahead(self, step: int, loc: bytearray) -> list[int]:
+        """The best-scored spilled heavy-hitter candidates of the requests announced for the next step."""
+        nxt = self.entering | (self.decoded - self.leaving)
+        picked: list[tuple[float, int]] = []
+        for r in nxt:
+            h = self.spilled.get(r)
+            if not h:
+                continue
+            got: list[tuple[float, int]] = []
+            while h and len(got) < LOOKAHEAD_PER_REQUEST:
+                e = heapq.heappop(h)
+                b = e[1]
+                if loc[b] != codes.LOC_SLOW or -e[0] != self.score[b] + self.logw[b]:
+                    if loc[b] == codes.LOC_SLOW:  # re-scored while spilled (a hint): file it again
+                        heapq.heappush(h, (-self.score[b] - self.logw[b], b))
+                    continue
+                got.append(e)
+            for e in got:
+                heapq.heappush(h, e)
+            picked += got
+        picked.sort()
+        out = [b for _, b in picked]
+        for b in out:
+            self.boost[b] = step
+        return out
 
 
 class DeadlineAware(ExpectedNextUse):

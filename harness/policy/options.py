@@ -66,13 +66,26 @@ def tiers_from_args(args: argparse.Namespace) -> tuple[Tier, Tier, Capacity, int
 
 
 def seeds_from_args(text: str) -> list[int]:
-    """'5' -> seeds 0..4; '3,7,11,13,17' -> those seeds."""
+    """'5' -> seeds 0..4; '3,7,11,13,17' -> those seeds; '200-219' -> 200..219 (ranges may be listed: '0-4,9')."""
+    seeds: list[int] = []
     try:
-        if "," in text:
-            return [int(s) for s in text.split(",") if s.strip()]
-        n = int(text)
+        if "," not in text and "-" not in text.strip().lstrip("-"):
+            n = int(text)
+            if n <= 0:
+                raise UserError("--seeds must be positive")
+            return list(range(n))
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            lo, sep, hi = part.partition("-")
+            if sep and lo:
+                if int(hi) < int(lo):
+                    raise UserError(f"--seeds {text!r}: range {part!r} runs backwards")
+                seeds += range(int(lo), int(hi) + 1)
+            else:
+                seeds.append(int(part))
     except ValueError:
-        raise UserError(f"--seeds {text!r}: give a count or a comma list of integers") from None
-    if n <= 0:
-        raise UserError("--seeds must be positive")
-    return list(range(n))
+        raise UserError(f"--seeds {text!r}: give a count, a comma list of integers or ranges like 200-219") from None
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"--seeds {text!r}: a seed is listed twice")
+    return seeds

@@ -26,6 +26,7 @@ class Policy:
     predictive_prefetch = False
     observes_events = False   # receive every event through `on_event` before the simulator handles it
     free_target = 0.0         # background-spill toward this free fraction of the fast tier (0 = never)
+    prefetch_lookahead = False  # nominate spilled blocks of the next batch at the end of each step
 
     def bind(self, trace: Trace) -> None:
         """Receive per-block attributes before a run (sizes, priorities, deadlines)."""
@@ -39,6 +40,13 @@ class Policy:
     def choose_recompute(self, b: int, read_us: float, write_us: float, recompute_us: float) -> bool:
         """Drop a recompute-ok victim instead of spilling it? (default: always spill)."""
         return False
+
+    def on_evicted(self, b: int) -> None:
+        """A block left the fast tier with a slow-tier copy (only called when `prefetch_lookahead`)."""
+
+    def lookahead(self, step: int, loc: bytearray) -> list[int]:
+        """Spilled blocks worth reading before the next step, best first (only when `prefetch_lookahead`)."""
+        return []
 
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         return seq

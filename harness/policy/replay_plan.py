@@ -70,11 +70,10 @@ def make_plan(ops: dict[str, np.ndarray], block_size: np.ndarray) -> Plan:
         elif c in (sim.OP_MISS, sim.OP_PREFETCH):
             if b not in slow_of:  # a block never written out (e.g. read before allocation): give it a slot
                 slow_of[b] = slow.take()
-            out_slow[i] = slow_of[b]
-            slow.give(slow_of.pop(b))
+            out_slow[i] = slow_of[b]  # the slot stays the block's: a clean copy may be evicted to it again
             arena_of[b] = arena.take()
             out_arena[i] = arena_of[b]
-        elif c == sim.OP_DROP:
+        elif c in (sim.OP_DROP, sim.OP_EVICT_CLEAN):  # no I/O: the arena slot is free again
             out_arena[i] = arena_of.pop(b)
             arena.give(int(out_arena[i]))
         elif c in (sim.OP_ALLOC, sim.OP_RECOMPUTE):
@@ -86,7 +85,8 @@ def make_plan(ops: dict[str, np.ndarray], block_size: np.ndarray) -> Plan:
         elif c in (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG):
             out_arena[i] = arena_of.pop(b)
             arena.give(int(out_arena[i]))
-            slow_of[b] = slow.take()
+            if b not in slow_of:
+                slow_of[b] = slow.take()
             out_slow[i] = slow_of[b]
         elif c == sim.OP_FREE:
             if b in arena_of:

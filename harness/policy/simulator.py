@@ -14,6 +14,14 @@ Cost model (README.md "Simulator"):
   and misses find room without a synchronous write (a kswapd-like watermark).
 * A block whose intent class is recompute-ok may be dropped instead of spilled when the policy chooses
   (no write; its next access recomputes it at `recompute_us`).
+* Clean copies: a KV block is immutable once its request has allocated a later block (tokens are appended
+  to the request's last block only), so a block spilled while complete keeps a valid copy on the slow tier
+  after it is read back. Evicting it again writes nothing (op `evict-clean`: no I/O, no budget); the copy
+  is released when the request frees the block (or, with a bounded slow tier, when a spill needs its room).
+  A block spilled while it was its request's last block keeps no copy once read back.
+* Look-ahead prefetch: a policy with `prefetch_lookahead` nominates, at the end of each step, spilled blocks
+  of the announced next batch (`Policy.lookahead`); each is read in the background while the step's I/O
+  budget lasts and a lower-valued victim exists (the same rule as a hinted prefetch).
 * SLO: every request with a decode-critical access in a step is a request-step; it meets its deadline when
   the step's latency is at most the request's TPOT deadline.
 """
@@ -36,8 +44,10 @@ MID_PRIORITY = 40
 BANDS = ("high", "mid", "low")
 
 # Operation codes recorded for replay.
-OP_HIT, OP_MISS, OP_ALLOC, OP_SPILL_SYNC, OP_SPILL_BG, OP_PREFETCH, OP_FREE, OP_DROP, OP_RECOMPUTE = range(9)
-OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free", "drop", "recompute")
+OP_HIT, OP_MISS, OP_ALLOC, OP_SPILL_SYNC, OP_SPILL_BG, OP_PREFETCH, OP_FREE, OP_DROP, OP_RECOMPUTE, \
+    OP_EVICT_CLEAN = range(10)
+OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free", "drop", "recompute",
+            "evict-clean")
 # Op charge flags: background work, on the step's critical path, or a decode-critical access.
 BACKGROUND, CHARGED, DC_ACCESS = 0, 1, 2
 LOC_DROPPED = 3  # evicted without a copy: the next access recomputes it
@@ -66,6 +76,7 @@ class SimResult:
     misses: int = 0
     spills: int = 0
     spill_bytes: int = 0
+    clean_evictions: int = 0
     drops: int = 0
     recomputes: int = 0
     prefetches: int = 0
@@ -119,6 +130,10 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     loc = bytearray(nb)
     cls = bytearray([codes.WARM]) * nb
     prefetched = bytearray(nb)
+    copy = bytearray(nb)         # 1 = the slow tier holds a copy that stays valid after a read-back
+    kept: list[int] = []         # fast-resident blocks holding such a copy (released first when the slow tier fills)
+    tail: dict[int, int] = {}    # request -> its last allocated block (the one tokens are appended to)
+    boosted: list[int] = []      # blocks prefetched by look-ahead this step (re-keyed after the next step)
     ready_at = [0.0] * nb        # background-queue position at which a prefetch completes (same step only)
     pf_step = [-1] * nb
     cur_seq = [-1] * nb          # push id of a block's live heap entry
@@ -135,6 +150,8 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     choose_recompute = policy.choose_recompute
     uses_hints, prefetch_on_hint = policy.uses_hints, policy.prefetch_on_hint
     predictive = policy.predictive_prefetch
+    lookahead = policy.lookahead if policy.prefetch_lookahead else None
+    on_evicted = policy.on_evicted if policy.prefetch_lookahead else None
     ops_step: list[int] = []
     ops_op: list[int] = []
     ops_block: list[int] = []
@@ -182,6 +199,16 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             sz = size[v]
             used -= sz
             prefetched[v] = 0
+            if copy[v]:  # its slow-tier copy is still valid: nothing to write
+                loc[v] = codes.LOC_SLOW
+                res.clean_evictions += 1
+                if record:
+                    op(OP_EVICT_CLEAN, v)
+                if on_evicted is not None:
+                    on_evicted(v)
+                if predictive:
+                    heapq.heappush(spilled, (policy.predicted(v, cur_step), pid, v))
+                continue
             if can_recompute and cls[v] == codes.RECOMPUTE_OK and \
                     choose_recompute(v, slow.read_us(sz), slow.write_us(sz), tiers.recompute_us(sz)):
                 loc[v] = LOC_DROPPED
@@ -189,6 +216,11 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 if record:
                     op(OP_DROP, v)
                 continue
+            while slow_cap and slow_used + sz > slow_cap and kept:
+                x = kept.pop()  # release a read-back block's copy (it is resident: no data is lost)
+                if copy[x] and loc[x] == codes.LOC_FAST:
+                    copy[x] = 0
+                    slow_used -= size[x]
             if slow_cap and slow_used + sz > slow_cap:
                 raise UserError(f"slow tier ({slow_cap} bytes) is full: raise --slow-bytes")
             loc[v] = codes.LOC_SLOW
@@ -196,8 +228,11 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             res.spills += 1
             res.spill_bytes += sz
             cost += slow.write_us(sz)
+            copy[v] = tail.get(req[v], -1) != v  # complete blocks are immutable: the copy stays valid
             if record:
                 op(OP_SPILL_SYNC, v, CHARGED) if sync else op(OP_SPILL_BG, v)
+            if on_evicted is not None:
+                on_evicted(v)
             if predictive:
                 heapq.heappush(spilled, (policy.predicted(v, cur_step), pid, v))
         return cost
@@ -208,11 +243,24 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         cur_seq[b] = push_id
         heapq.heappush(heap, (key(b, seq, cur_step, cls[b]), push_id, b))
 
+    def free_victim(sz: int) -> bool:
+        """Does the next victim alone make room for `sz` bytes without a write (a clean copy or a drop)?"""
+        while heap:
+            _, pid, v = heap[0]
+            if loc[v] == codes.LOC_FAST and cur_seq[v] == pid:
+                break
+            heapq.heappop(heap)
+        if not heap or used - size[v] + sz > cap:
+            return False
+        return bool(copy[v]) or (can_recompute and cls[v] == codes.RECOMPUTE_OK and
+                                 choose_recompute(v, slow.read_us(size[v]), slow.write_us(size[v]),
+                                                  tiers.recompute_us(size[v])))
+
     def prefetch(b: int, seq: int) -> None:
         """Background read of a spilled block, if the step's I/O budget holds it and a worse victim exists."""
         nonlocal used, slow_used, bg_used
         sz = size[b]
-        need = slow.read_us(sz) + (slow.write_us(sz) if used + sz > cap else 0.0)
+        need = slow.read_us(sz) + (slow.write_us(sz) if used + sz > cap and not free_victim(sz) else 0.0)
         if bg_used + need > budget:
             res.prefetch_dropped += 1
             return
@@ -223,7 +271,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         bg_used += slow.read_us(sz) + spill_cost
         loc[b] = codes.LOC_FAST
         used += sz
-        slow_used -= sz
+        readback(b, sz)
         prefetched[b] = 1
         ready_at[b] = bg_used
         pf_step[b] = cur_step
@@ -231,6 +279,25 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         if record:
             op(OP_PREFETCH, b)
         push(b, seq)
+
+    def readback(b: int, sz: int) -> None:
+        """A spilled block is back in the fast tier: keep its copy if it stays valid, else free its room."""
+        nonlocal slow_used
+        if copy[b]:
+            kept.append(b)
+        else:
+            slow_used -= sz
+
+    def lookahead_prefetches(seq: int) -> None:
+        """The policy's nominated spilled blocks of the next batch, best first, while budget and victims last."""
+        for b in lookahead(cur_step, loc):
+            if loc[b] != codes.LOC_SLOW:
+                continue
+            before = res.prefetches
+            prefetch(b, seq)
+            if res.prefetches == before:
+                break
+            boosted.append(b)
 
     def predictive_prefetches(seq: int) -> None:
         horizon = cur_step + policy.horizon
@@ -254,9 +321,16 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         s = steps[i]
         if s != cur_step:
             end_step()
+            expired, boosted[:] = boosted[:], []
+            if lookahead is not None and bg_used < budget:
+                lookahead_prefetches(i)
             if cleaner and bg_used < budget:
                 clean()
             step_cost, bg_used, cur_step = 0.0, 0.0, s
+            if lookahead is not None:
+                for b in expired:  # a look-ahead's keep-value lasts one step: re-key what was not read
+                    if prefetched[b] and loc[b] == codes.LOC_FAST:
+                        push(b, i)
             if predictive:
                 predictive_prefetches(i)
         k = kinds[i]
@@ -291,7 +365,8 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                     res.recomputes += 1
                 else:
                     if loc[b] == codes.LOC_SLOW:
-                        slow_used -= sz
+                        loc[b] = codes.LOC_FAST  # read: its kept copy may be released to make room below
+                        readback(b, sz)
                     cost = wait + slow.read_us(sz)
                 cost += evict_for(sz, True, None)
                 if record:  # after the spills that made room: the block's slot is free by then
@@ -321,6 +396,11 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 prefetch(b, i)
         elif k == codes.ALLOC:
             cls[b] = hints[i]
+            tail[req[b]] = b
+            if copy[b]:  # produced again: the old copy is stale
+                copy[b] = 0
+                if loc[b] == codes.LOC_FAST:
+                    slow_used -= size[b]
             if loc[b] != codes.LOC_FAST:
                 if loc[b] == codes.LOC_SLOW:
                     slow_used -= size[b]
@@ -333,8 +413,11 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         else:  # FREE
             if loc[b] == codes.LOC_FAST:
                 used -= size[b]
+                if copy[b]:
+                    slow_used -= size[b]
             elif loc[b] == codes.LOC_SLOW:
                 slow_used -= size[b]
+            copy[b] = 0
             if loc[b] != codes.LOC_NONE and record:
                 op(OP_FREE, b)
             loc[b] = codes.LOC_NONE
