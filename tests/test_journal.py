@@ -3,8 +3,10 @@ each bench with worker processes (vm arena, io load generator, replay), killed a
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -199,16 +201,20 @@ BENCHES = {
            "--spill-mib", "32", "--scheduler", "kyber"],
     "replay": ["replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware", "--reps", "200"],
 }
-# (bench, journal kind, how many of it are recorded, seconds to wait after that)
+# (bench, journal kind, how many of it are recorded, the state the last of them must be in at the kill)
+# States, checked with kvds frozen (SIGSTOP) just before its SIGKILL, so the kill lands exactly there:
+#   None: the journal shows the step done; "alive": that worker runs; "swapped": that worker has pages in swap
+#   (squeezed into kvds's zram, charged to kvds's cgroups: what made swapoff fail when a worker survived) and waits
+#   for kvds's next command (blocked reading its pipe: an arena mid-command is not the state the issue describes).
 KILL_POINTS = [
-    ("vm", "swapon", 1, 0.0),     # swap on, no arena yet
-    ("vm", "worker", 1, 0.5),     # first arena populated / squeezed: pages in zram, charged to kvds's cgroups
-    ("vm", "worker", 2, 0.2),     # second arena (the first one's scoped journal already restored)
-    ("io", "loop", 1, 0.0),       # device attached, no load generator yet
-    ("io", "worker", 2, 0.5),     # ioload reader and writer running
-    ("io", "worker", 4, 0.2),     # second repetition's reader and writer
-    ("replay", "loop", 1, 0.0),   # slow tier attached
-    ("replay", "cg_move", 1, 0.5),  # replaying inside its memory cgroup
+    ("vm", "swapon", 1, None),        # swap on, no arena yet
+    ("vm", "worker", 1, "swapped"),   # first arena squeezed: pages in zram, charged to kvds's cgroups
+    ("vm", "worker", 2, "swapped"),   # second arena squeezed (the first one's scoped journal already restored)
+    ("io", "loop", 1, None),          # device attached, no load generator yet
+    ("io", "worker", 2, "alive"),     # ioload reader and writer running
+    ("io", "worker", 4, "alive"),     # second repetition's reader and writer
+    ("replay", "loop", 1, None),      # slow tier attached
+    ("replay", "cg_move", 1, None),   # replaying inside its memory cgroup
 ]
 
 
@@ -243,6 +249,28 @@ def _alive(pid: int, start: float | None) -> bool:
         return False
 
 
+READ_SYSCALL = {"x86_64": 0, "aarch64": 63}[platform.machine()]
+
+
+def _waits_for_command(pid: int) -> bool:
+    """The worker is blocked in read(2), on its pipe from kvds (an arena between commands)."""
+    try:
+        return int(Path(f"/proc/{pid}/syscall").read_text().split()[0]) == READ_SYSCALL
+    except (OSError, IndexError, ValueError):  # gone, or running ("running" is not a number)
+        return False
+
+
+def _swapped_kib(pid: int) -> int:
+    """VmSwap of a process (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmSwap:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def leftovers(entries: list[dict]) -> list[str]:
     """What the journal entries name that is still there: workers, swaps, loop devices, cgroups, files, knobs."""
     swaps = set(Path("/proc/swaps").read_text().split())
@@ -272,37 +300,77 @@ def leftovers(entries: list[dict]) -> list[str]:
 NEEDS = {"vm": ("pagemap",), "io": ("ioprio", "blk.schedulers", "io.ioload"), "replay": ("blk.schedulers",)}
 
 
-@pytest.mark.parametrize("bench, kind, count, after_s",
+@pytest.mark.parametrize("bench, kind, count, state",
                          [pytest.param(*p, id=f"{p[0]}-{p[1]}{p[2]}", marks=doctor.skip_unless(*NEEDS[p[0]]))
                           for p in KILL_POINTS])
 def test_sigkill_of_a_bench_with_workers_then_one_restore(tmp_path, kvds_env, bench: str, kind: str, count: int,
-                                                          after_s: float) -> None:
+                                                          state: str | None) -> None:
     Path(kvds_env["KVDS_WORK_DIR"]).mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([*KVDS, *BENCHES[bench]], cwd=REPO, env=kvds_env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     seen: dict[tuple, dict] = {}  # every entry ever seen: a repetition's scoped journal goes once it is restored
 
-    def watch() -> int:
+    def watch() -> None:
         for e in journal_entries(proc.pid):
             seen[(e["journal"], e["seq"])] = e
-        return sum(1 for e in seen.values() if e["kind"] == kind and e["done"])
 
+    def at_point() -> bool:
+        """The kill point: the count-th `kind` entry is done (journals are named by creation time) and, for a
+        worker, the process it names is in `state`."""
+        watch()
+        done = sorted((e for e in seen.values() if e["kind"] == kind and e["done"]),
+                      key=lambda e: (e["journal"], e["seq"]))
+        if len(done) < count:
+            return False
+        if state is None:
+            return True
+        f = done[count - 1]["facts"]
+        return _alive(f["pid"], f.get("start")) and (state != "swapped" or _swapped_kib(f["pid"]) > 0)
+
+    def settles() -> bool:
+        """With kvds frozen, a "swapped" worker finishes the command it has and then waits for the next one."""
+        if state != "swapped":
+            return True
+        f = sorted((e for e in seen.values() if e["kind"] == kind and e["done"]),
+                   key=lambda e: (e["journal"], e["seq"]))[count - 1]["facts"]
+        until = time.monotonic() + 60
+        while time.monotonic() < until and _alive(f["pid"], f.get("start")) and not _waits_for_command(f["pid"]):
+            time.sleep(0.01)
+        return _waits_for_command(f["pid"]) and at_point()
+
+    held = []
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None and watch() < count:
-            time.sleep(0.05)
-        assert proc.poll() is None, f"{bench} ended before the kill point: {proc.stderr.read()[-2000:]}"
-        time.sleep(after_s)
-        watch()
+        while True:
+            assert proc.poll() is None, f"{bench} ended before the kill point: {proc.stderr.read()[-2000:]}"
+            assert time.monotonic() < deadline, f"{bench} did not reach {kind} {count} {state or ''} in 120 s"
+            if at_point():
+                proc.send_signal(signal.SIGSTOP)  # frozen: the point cannot pass while it is checked again
+                if at_point() and settles():
+                    break
+                proc.send_signal(signal.SIGCONT)
+            time.sleep(0.02)
+        # Lock the frozen kvds's journals as a restore does (journal.restore_file): another `kvds restore` on this
+        # machine (another test session restoring orphans) waits, so no one but the kernel ends its workers
+        # before they are looked at below.
+        for path in journals_of(proc.pid):
+            held.append(open(path, "a"))
+            fcntl.flock(held[-1].fileno(), fcntl.LOCK_EX)
     finally:
         proc.kill()  # kvds alone, as `kill -9 <pid>` would: its workers must follow by themselves
         proc.wait()
-    entries = list(seen.values())
-    workers = [e["facts"] for e in entries if e["kind"] == "worker" and e["facts"].get("pid")]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(w["pid"], w.get("start")) for w in workers):
-        time.sleep(0.05)
-    assert [w for w in workers if _alive(w["pid"], w.get("start"))] == [], "workers outlived their kvds process"
+    try:
+        watch()  # kvds is dead: its journals are complete (a worker forked after the last look is named too)
+        entries = list(seen.values())
+        workers = [e["facts"] for e in entries if e["kind"] == "worker" and e["facts"].get("pid")]
+        assert kind != "worker" or len(workers) >= count, entries
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(w["pid"], w.get("start")) for w in workers):
+            time.sleep(0.05)
+        assert [w for w in workers if _alive(w["pid"], w.get("start"))] == [], "workers outlived their kvds process"
+    finally:
+        for fh in held:
+            fh.close()  # releases the lock
     res = run_kvds(["restore"], kvds_env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert leftovers(entries) == [], res.stdout
