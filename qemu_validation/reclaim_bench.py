@@ -1,6 +1,6 @@
 """`kvds qemu reclaim-bench`: what mm_intent's reclaim consumer costs and what it protects, inside the guest kernel.
 
-guest/reclaim_bench.c joins a memory cgroup with swap (zram), and per round faults a 32 MiB arena back in and
+guest/reclaim_bench.c joins a memory cgroup with swap (zram), and per round faults an arena (4 MiB) back in and
 asks memory.reclaim for twice that, timing the write and reading pgscan/pgsteal from memory.stat. States:
 "off" (nothing registered since boot: the hooks are patched-out branches), then "empty" (the key on, this
 process without intents) and "on" (1,024 latency-critical ranges on a mapping reclaim never sees, so every
@@ -145,7 +145,7 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int, 
             "failure": next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None)}
 
 
-def bench(kernel_ids: list[str] | None, rounds: int = 10, arena_mb: int = 32, timeout: float = 1200, reps: int = 3,
+def bench(kernel_ids: list[str] | None, rounds: int = 5, arena_mb: int = 4, timeout: float = 1200, reps: int = 3,
           spec: build.BuildSpec | None = None, store: ResultStore | None = None) -> tuple[dict, Run]:
     """Boot each kernel `reps` times in alternating order and time memory.reclaim in every registry state."""
     if rounds < 3:
@@ -179,8 +179,9 @@ def add_parser(sub, spec_args, json_flag) -> None:
     spec_args(rb)
     rb.add_argument("--config", choices=("debug", "base"), default="debug",
                     help="without --kernel: debug (KASAN + lockdep + kmemleak) or base (no debug instrumentation)")
-    rb.add_argument("--rounds", type=positive_int, default=10, help="memory.reclaim rounds per state per boot")
-    rb.add_argument("--arena-mb", type=positive_int, default=32, help="anonymous memory reclaimed per round")
+    rb.add_argument("--rounds", type=positive_int, default=5, help="memory.reclaim rounds per state per boot")
+    rb.add_argument("--arena-mb", type=positive_int, default=4,
+                    help="anonymous memory reclaimed per round (under TCG + KASAN a 32 MiB round takes ~1 min)")
     rb.add_argument("--reps", type=positive_int, default=3, help="boots per kernel (an interval needs >= 3)")
     rb.add_argument("--timeout", type=positive_float, default=1200.0)
     json_flag(rb)

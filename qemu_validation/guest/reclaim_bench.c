@@ -202,7 +202,7 @@ static void measure(const char *state, int r, char *arena, unsigned long pages, 
 
 int main(int argc, char **argv)
 {
-	int rounds = argc > 1 ? atoi(argv[1]) : 10, mb = argc > 2 ? atoi(argv[2]) : 32, n = 0;
+	int rounds = argc > 1 ? atoi(argv[1]) : 5, mb = argc > 2 ? atoi(argv[2]) : 4, n = 0;
 	unsigned long pages = (unsigned long)mb * (1 << 20) / PAGE;
 	int feature = access(MI "register", W_OK) == 0;
 	char *arena, *tags;
@@ -222,6 +222,7 @@ int main(int argc, char **argv)
 	if (arena == MAP_FAILED || tags == MAP_FAILED || madvise(arena, pages * PAGE, MADV_NOHUGEPAGE))
 		return 1;
 	printf("reclaim_bench feature=%d arena_pages=%lu rounds=%d\n", feature, pages, rounds);
+	fflush(stdout);
 	for (int r = 0; r < rounds; r++)
 		measure("off", r, arena, pages, 0);
 	for (int r = 0; r < rounds; r++) {
