@@ -257,6 +257,7 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
         if v.plan(engine) and v.plan(engine).pacing == "deadline":  # spill scheduler v2's learned model
             out["spill_v2"] = {"model_q": writers[0].writer.get("model_q"),
                                "batches": [r.writer.get("batches", 0) for r in writers],
+                               "probes": [r.writer.get("probes", 0) for r in writers],
                                "skipped_windows": [r.writer.get("skipped_windows", 0) for r in writers],
                                "model": [r.writer.get("model", []) for r in writers]}
         if v.plan(engine) and v.plan(engine).pacing == "slack":  # what the pacer learned, per repetition

@@ -24,7 +24,7 @@
  *           from one thread). After each critical read completes, it submits batches of k writes of size s
  *           (s from --bs-min to --bs in powers of two, k <= --qd) chosen so that the batch's predicted tail
  *           completion time plus --guard-us fits in the slack before the next read is due; the prediction is
- *           the --model-q quantile of the last 32 observed batch times at (s, k) (never a mean plus deviations),
+ *           the --model-q quantile of the last 16 observed batch times at (s, k) (never a mean plus deviations),
  *           extrapolated conservatively (linearly in bytes) from the nearest observed smaller batch.
  *           --wlog-out: per write (submit, complete, bytes), for stall detection and the learned model.
  *
@@ -354,8 +354,9 @@ static int reader(struct opts *o) {
 /* ---------- writer ---------- */
 #define NSIZES 8
 #define MAXQD 64
-#define MODEL_RING 32
+#define MODEL_RING 16
 #define MODEL_MIN 4   /* observations before a bucket's own quantile is trusted */
+#define PROBE_AFTER 4 /* windows in a row without a batch before one smallest write probes the device again */
 
 /* Spill scheduler v2's latency model: per (size, depth) the last MODEL_RING batch completion times. */
 struct model {
@@ -370,7 +371,7 @@ struct wshared {
     struct slack_state *ss;  /* published to always (the reader marks overlapped reads); gates only if paced */
     int paced;
     pthread_mutex_t mu;
-    long long next_off, bytes, writes, errors, gated_ns, since_fsync, submitted, skipped_windows, batches;
+    long long next_off, bytes, writes, errors, gated_ns, since_fsync, submitted, skipped_windows, batches, probes;
     int inflight;
     int gated_waiters;
     int64_t gated_since;
@@ -607,7 +608,7 @@ static void model_add(struct wshared *w, int si, int k, int64_t t) {
 /* The largest batch (bytes) whose predicted tail plus the guard fits in `slack`; with no observation at all, the
  * smallest batch (one write of the smallest size) when the slack is at least --explore-frac of a read interval.
  * Returns 0 when nothing fits. */
-static int choose_batch(struct wshared *w, int64_t slack, int *si_out, int *k_out) {
+static int choose_batch(struct wshared *w, int64_t slack, int *si_out, int *k_out, int probe) {
     double guard = w->o->guard_us * 1000.0;
     long long best = 0;
     int any_model = 0;
@@ -623,12 +624,17 @@ static int choose_batch(struct wshared *w, int64_t slack, int *si_out, int *k_ou
                 *k_out = k;
             }
         }
-    if (!any_model && slack > w->ss->interval_ns / 2) {  /* learn: one small write with half a window of slack */
+    if (best > 0) return 1;
+    /* learn: one smallest write with half a window of slack, when nothing has been observed yet, or when the
+     * model has let PROBE_AFTER windows in a row pass without a write (a tail learned in a slow moment would
+     * otherwise keep every later window empty, and nothing would ever correct it) */
+    if ((!any_model || probe) && slack > w->ss->interval_ns / 2) {
         *si_out = 0;
         *k_out = 1;
+        w->probes += any_model;
         return 1;
     }
-    return best > 0;
+    return 0;
 }
 
 static void deadline_writer(struct wshared *w) {
@@ -638,23 +644,27 @@ static void deadline_writer(struct wshared *w) {
     char *bufs = aligned((size_t)o->bs * (size_t)o->qd);
     int64_t *issued = calloc((size_t)o->qd, sizeof(int64_t));
     int64_t gate_since = now_ns();
+    long long idle_windows = 0;  /* windows in a row without a batch */
     while (now_ns() < w->end) {
         struct slack_state *ss = w->ss;
         uint32_t seq = __atomic_load_n(&ss->read_seq, __ATOMIC_ACQUIRE);
         int si = 0, k = 0;
         int64_t now = now_ns();
         int64_t slack = ss->next_due_ns - now;
-        if (__atomic_load_n(&ss->inflight_since, __ATOMIC_SEQ_CST) || !choose_batch(w, slack, &si, &k)) {
+        if (__atomic_load_n(&ss->inflight_since, __ATOMIC_SEQ_CST) ||
+            !choose_batch(w, slack, &si, &k, idle_windows >= PROBE_AFTER)) {
             /* nothing fits before the next read: sleep until that read completes (a fresh window) */
             futex_wait_for(&ss->read_seq, seq, idle_wait_ns(w), 0);
             uint32_t s2 = __atomic_load_n(&ss->read_seq, __ATOMIC_ACQUIRE);
             if (s2 != w->seq_seen) {
-                if (w->submitted == w->submitted_at_seq) w->skipped_windows++;
+                if (w->submitted == w->submitted_at_seq) { w->skipped_windows++; idle_windows++; }
+                else idle_windows = 0;
                 w->seq_seen = s2;
                 w->submitted_at_seq = w->submitted;
             }
             continue;
         }
+        idle_windows = 0;
         w->gated_ns += now - gate_since;
         long long bs = w->sizes[si];
         int64_t t0 = now_ns();
@@ -692,7 +702,8 @@ static void deadline_writer(struct wshared *w) {
 }
 
 static void print_model(struct wshared *w) {
-    printf(",\"model_q\":%.3f,\"batches\":%lld,\"model\":[", w->o->model_q, w->batches);
+    printf(",\"model_q\":%.3f,\"batches\":%lld,\"probes\":%lld,\"model\":[", w->o->model_q, w->batches,
+           w->probes);
     int first = 1;
     for (int si = 0; si < w->nsizes; si++)
         for (int k = 1; k <= w->o->qd; k++) {
