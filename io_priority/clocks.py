@@ -1,9 +1,10 @@
 """Three clocks per critical read, and the block layer's as a fourth, so host delay and device delay separate.
 
-- wake-up lateness (host): submit - max(due, previous read's completion): the reader waking from its wait and
-  getting a CPU. What a loaded host adds to a read before it reaches the kernel's I/O path.
-- backlog: max(due, previous completion) - due: a serial reader's wait for its previous read (device time that
-  spilled over into the next read's window).
+- wake-up lateness (host): end-to-end minus the end-to-end the read would have had if the reader had always
+  woken on time (the same service times run serially from the due times): the reader waking from its wait and
+  getting a CPU, including what an earlier late wake-up carried into this read. What a loaded host adds.
+- backlog (device): that on-time end-to-end minus the read's own service: a serial reader's wait for its
+  previous reads' service (device time that spilled over into the next read's window).
 - service time (device, as the reader sees it): submit -> complete.
 - end-to-end: due -> complete = wake-up + backlog + service (what `latency_us` reports, as before).
 - block layer (fourth view): issue -> complete per direction and priority class, from tracefs pairs.

@@ -1,13 +1,13 @@
 """Stalls found, not averaged in: a slow read during which nothing of ours made progress.
 
 A read is *interfered with* when a spill write completed while it waited (the writer kept the device busy and
-moved on); it is part of a *stall* when its service time exceeds the stall threshold and no spill write completed
-while it was on the device: every stream running in that window (the reader, and the writer if it had writes in
+moved on); it is part of a *stall* when the time from when it could start (its due time, its predecessor done)
+to its completion exceeds the stall threshold and no spill write completed meanwhile: every stream running in that window (the reader, and the writer if it had writes in
 flight) stopped together, so the cause lies outside the mapping under test (the host's CPUs, the shared disk
 below the loop device, another tenant). The reads a stall delays (due before it ended, completed after it
 started) are flagged with it. The block layer's own issue -> complete time for the stalled read (tracefs pairs,
-CLOCK_MONOTONIC) says whether the time was spent before the device (submission path, loop kworker, a CPU) or
-inside it. Summaries report stall-free figures and the stall count side by side; the raw samples keep every read.
+CLOCK_MONOTONIC) says whether the time was spent inside the device or outside it (a reader not woken or not
+scheduled, the submission path, the loop kworker). Summaries report stall-free figures and the stall count side by side; the raw samples keep every read.
 """
 
 from __future__ import annotations
@@ -54,11 +54,14 @@ def find(rep: RepResult, threshold_ms: float = DEFAULT_STALL_MS) -> RepStalls:
     if not rep.has_clocks:
         return RepStalls(affected=np.zeros(rep.latencies_ns.size, dtype=bool))
     due, sub, done = rep.clocks[:, 0], rep.clocks[:, 1], rep.clocks[:, 2]
-    slow = np.flatnonzero(done - sub > threshold_ms * 1e6)
+    # from when the read could start (due, and its predecessor done) to its completion: a frozen reader (not
+    # woken, not scheduled) and a read stuck in the I/O path both show here
+    start = np.maximum(due, np.concatenate([due[:1], done[:-1]]))
+    slow = np.flatnonzero(done - start > threshold_ms * 1e6)
     wdone = np.sort(rep.wlog[:, 1]) if rep.wlog is not None and rep.wlog.size else np.zeros(0, dtype=np.int64)
     spans: list[tuple[int, int, str]] = []
     for i in slow:
-        s, e = int(sub[i]), int(done[i])
+        s, e = int(start[i]), int(done[i])
         lo, hi = np.searchsorted(wdone, [s, e], side="right")
         if hi > lo:  # the spill moved on while this read waited: interference, not a stall
             continue

@@ -118,25 +118,33 @@ class RepResult:
     def has_clocks(self) -> bool:
         return self.clocks is not None and self.clocks.shape[0] == self.latencies_ns.size
 
+    def _on_time_e2e(self) -> np.ndarray:
+        """End-to-end each read would have had if the reader had always woken on time: the same service times,
+        run serially from each read's due time (read i starts at max(due_i, completion of read i-1))."""
+        due, svc = self.clocks[:, 0], self.clocks[:, 2] - self.clocks[:, 1]
+        out = np.empty(due.size, dtype=np.int64)
+        done = np.iinfo(np.int64).min
+        for i in range(due.size):
+            done = max(int(due[i]), done) + int(svc[i])
+            out[i] = done - int(due[i])
+        return out
+
     @property
     def wakeup_ns(self) -> np.ndarray | None:
-        """Host lateness: submit - max(due, previous read's completion). The reader is serial, so a read due
-        while the previous one is still on the device waits for it (backlog, charged to the device); what is
-        left between that point and the submission is the reader waking up and getting a CPU."""
+        """Host lateness: end-to-end minus what it would have been had the reader woken on time (_on_time_e2e).
+        It counts the reader's own late wake-up and the lateness an earlier late wake-up carried into it (reads
+        queued behind a reader that was not running); never negative."""
         if not self.has_clocks:
             return None
-        due, sub, done = self.clocks[:, 0], self.clocks[:, 1], self.clocks[:, 2]
-        prev = np.concatenate([[due[0]] if due.size else [], done[:-1]])
-        return np.maximum(sub - np.maximum(due, prev), 0)
+        return np.maximum(self.latencies_ns - self._on_time_e2e(), 0)
 
     @property
     def backlog_ns(self) -> np.ndarray | None:
-        """Lateness behind the previous read still on the device: max(due, previous completion) - due."""
+        """Device lateness: waiting, on time, for the previous reads' service (a serial reader behind a slow
+        read): on-time end-to-end minus the read's own service time."""
         if not self.has_clocks:
             return None
-        due, sub, done = self.clocks[:, 0], self.clocks[:, 1], self.clocks[:, 2]
-        prev = np.concatenate([[due[0]] if due.size else [], done[:-1]])
-        return np.clip(np.minimum(prev, sub) - due, 0, None)
+        return np.maximum(self._on_time_e2e() - (self.clocks[:, 2] - self.clocks[:, 1]), 0)
 
     @property
     def service_clock_ns(self) -> np.ndarray | None:

@@ -34,6 +34,10 @@ def test_three_clocks_add_up_and_separate_backlog_from_wakeup() -> None:
     assert list(r.wakeup_ns) == [0, MS // 2, 2 * MS]
     assert list(r.service_clock_ns) == [9 * MS, MS // 2, MS // 5]
     assert (r.wakeup_ns + r.backlog_ns + r.service_clock_ns == r.latencies_ns).all()
+    # the reader wakes 10 ms late for read 0; read 1 (due at 5 ms) then queues behind it: its 5.2 ms of lateness
+    # is carried host delay, not device backlog (both reads take 0.2 ms on the device)
+    c = _rep([0, 5 * MS], [10 * MS, 10 * MS + MS // 5], [10 * MS + MS // 5, 10 * MS + 2 * (MS // 5)])
+    assert list(c.wakeup_ns) == [10 * MS, 5 * MS + MS // 5] and list(c.backlog_ns) == [0, 0]
 
 
 def test_excess_host_share_from_the_slowest_reads() -> None:
@@ -68,6 +72,10 @@ def test_stall_needs_every_stream_stopped() -> None:
     # block layer served it in 1 ms: the time went before the device (host)
     host = stalls.find(_rep(due, sub, done, blk=[(98 * MS, 99 * MS, 0, 2, 4)]), threshold_ms=50)
     assert host.spans[0][2] == "host"
+    # a frozen reader: due at 0, submitted only at 100 ms, served in 0.1 ms; nothing else moved: a host stall
+    frozen = stalls.find(_rep([0, 5 * MS], [100 * MS, 100 * MS + MS // 5], [100 * MS + MS // 10, 100 * MS + MS // 2],
+                              blk=[(100 * MS + 10_000, 100 * MS + 90_000, 0, 2, 4)]), threshold_ms=50)
+    assert frozen.count == 1 and frozen.spans[0][2] == "host" and list(frozen.affected) == [True, True]
     s = stalls.summary([found, moved], 50)
     assert s["stalls"] == 1 and s["stalled_reps"] == [0] and s["reads_affected"] == 3 and s["where"] == {"device": 1}
 
