@@ -259,3 +259,22 @@ def test_a_command_run_on_a_host_that_refuses_fails_that_host_exit_1(tmp_path: P
     assert host["status"] == "failed" and host["stage"] == "connect", host
     assert "Connection refused" in host["reason"] and "\n" not in host["reason"], host
     assert Path(doc["record"]).is_dir()
+
+
+def test_a_qemu_probe_in_error_is_raised_not_reported_as_a_missing_guest_lab(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A QEMU probe that crashed (status "error": kvds's bug) must not read as "cannot run on this host". The probe
+    area's answer is replaced by an error row, as doctor.probe_area makes one when a probe module raises."""
+    from harness.capability import kvds_error
+
+    real = doctor.probe_area
+
+    def qemu_probe_crashed(area: str):
+        if area != "qemu":
+            return real(area)
+        err = kvds_error("qemu.tcg", "listing QEMU's accelerators", "qemu", RuntimeError("injected"))
+        return tuple(err if c.name == "qemu.tcg" else c for c in real(area))
+
+    monkeypatch.setattr(doctor, "probe_area", qemu_probe_crashed)
+    assert doctor.capability("qemu.tcg").is_error
+    with pytest.raises(doctor.ProbeError, match="qemu.tcg: kvds error while listing QEMU's accelerators"):
+        guest_lab_status()
