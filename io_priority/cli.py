@@ -176,6 +176,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         print_table(summary["modes"], f"kvds io bench: {summary['config']['engine']} on {summary['config']['device']['path']}"
                     f" ({summary['config']['scheduler']}), {args.reps} reps x {args.duration:g} s, run {run.run_id}")
+        if summary.get("goal"):
+            from harness.stats import verdict_from_dict
+
+            for name, v in summary["goal"]["verdicts"].items():
+                e2e = f" [beside it, {verdict_from_dict(v['end_to_end'])}]" if v.get("end_to_end") else ""
+                print(f"{name}: {v['status'].upper()} from " + "; ".join(v["text"]) + e2e)
         say(f"results in {run.path}")
     return 0
 

@@ -30,10 +30,21 @@ def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload
     config = _config(workload, dev, sched, reps, mapping=mapping, modes=modes, stall_ms=stall_ms)
     run = ResultStore().new_run("io-bench", config)
     bench.write_samples(run, results)
-    summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order],
-               "modes": bench.summarize(variants, results, workload.engine, device_name=dev.name,
-                                        buffered=workload.spill_kind == "buffered", stall_ms=stall_ms),
+    modes = bench.summarize(variants, results, workload.engine, device_name=dev.name,
+                            buffered=workload.spill_kind == "buffered", stall_ms=stall_ms)
+    summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order], "modes": modes,
                **_ebpf_note(ebpf)}
+    if "unloaded" in modes and "baseline" in modes and "separated" in modes:
+        from io_priority import sweep
+
+        # the sweep's goal, judged the same way for this run's separated variant (service-time interference
+        # <= 1.5 and spill kept >= 50%, both from their intervals, against a reference that reproduced itself)
+        per = {sched: {"modes": modes}}
+        pts = sweep.points(per)
+        summary["goal"] = sweep.goal_summary(pts, per)
+        summary["goal"]["verdicts"] = {p["variant"]: {"status": p["goal"]["status"], "text": p["goal"]["text"],
+                                                      "end_to_end": p.get("end_to_end")}
+                                       for p in pts if p["variant"] != "baseline"}
     summary = strict(summary)  # NaN/inf (too few repetitions) -> null: strict JSON
     run.write_summary(summary)
     return summary, run
