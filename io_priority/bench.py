@@ -322,6 +322,10 @@ def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engi
              for v in variants}
     base = modes.get("baseline", {}).get("spill_mb_s")
     base_reps = modes.get("baseline", {}).get("spill_mb_s_per_rep")
+    for v in variants:
+        if modes[v.label].get("spill_v2") and base:
+            modes[v.label]["spill_v2"]["window"] = _v2_window(results[v.label], modes[v.label]["spill_v2"],
+                                                              base["value"], unloaded)
     for m in modes.values():
         if base and m["spill_mb_s"] and base["value"] > 0:
             m["spill_retained"] = m["spill_mb_s"]["value"] / base["value"]
@@ -331,6 +335,27 @@ def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engi
             m["spill_retained"] = None
             m["spill_retained_est"] = None
     return modes
+
+
+def _v2_window(reps: list[RepResult], v2: dict[str, Any], base_mb_s: float,
+               unloaded: list[RepResult] | None) -> dict[str, Any] | None:
+    """What keeping half the spill asks of one read interval, against what spill scheduler v2 learned the device
+    delivers: the bytes a window must carry (half the baseline's MB/s x the interval), the time a window offers
+    (the interval minus the unloaded reader's median service time), the device write rate that would need inside
+    that time at the model's tail, and per repetition the largest batch whose learned tail fit in it."""
+    due = next((r.clocks[:, 0] for r in reps if r.has_clocks and r.clocks.shape[0] > 2), None)
+    if due is None or not _num(base_mb_s):
+        return None
+    interval_ns = float(np.median(np.diff(due)))
+    svc = [r.service_clock_ns for r in unloaded or [] if r.has_clocks]
+    read_ns = float(np.median(np.concatenate(svc))) if svc else 0.0
+    free_ns = max(interval_ns - read_ns, 0.0)
+    need = 0.5 * base_mb_s * 1e6 * interval_ns / 1e9
+    fits = [max([b["size"] * b["depth"] for b in rep if b["n"] >= 4 and 0 < b["tail_ns"] <= free_ns], default=0)
+            for rep in v2.get("model", [])]
+    return {"interval_ms": interval_ns / 1e6, "free_ms": free_ns / 1e6, "needed_mib_per_window": need / 2**20,
+            "needed_write_mb_s_at_tail": need / 1e6 / (free_ns / 1e9) if free_ns else None,
+            "largest_fitting_batch_mib_per_rep": [f / 2**20 for f in fits]}
 
 
 def write_samples(run: Any, results: dict[str, list[RepResult]], prefix: str = "") -> None:
@@ -423,6 +448,14 @@ def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] =
                   _clean_cell(m.get("overlap")), str(m["reads"]), classes or "-")
     Console(width=200).print(t)
     print_clocks(modes)
+    for label, m in modes.items():
+        w = (m.get("spill_v2") or {}).get("window")
+        if w:
+            echo(f"{label} (spill v2): keeping half the spill needs {w['needed_mib_per_window']:.2f} MiB per "
+                 f"{w['interval_ms']:.1f} ms read interval, written within the {w['free_ms']:.1f} ms the reads leave "
+                 f"(a device writing {w['needed_write_mb_s_at_tail']:.0f} MB/s at the p95 of its batch times); the "
+                 "largest batch whose learned p95 fitted, per repetition: "
+                 + ", ".join(f"{x:.2f}" for x in w["largest_fitting_batch_mib_per_rep"]) + " MiB")
     for label, m in modes.items():
         wp = m.get("write_priority")
         if wp and wp["note"]:

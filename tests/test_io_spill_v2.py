@@ -73,3 +73,20 @@ def test_wbt_knob_set_per_variant_and_restored() -> None:
             wl.Runner._apply_wbt = orig  # type: ignore[method-assign]
         assert seen == [own, "1000", "1000", own]  # ABBA: baseline, wbt, wbt, baseline
         assert knob.read_text().strip() == own
+
+
+def test_v2_window_says_what_half_the_spill_needs() -> None:
+    from io_priority.workload import RepResult
+
+    ms = 1_000_000
+    due = np.arange(100, dtype=np.int64) * 5 * ms
+    clk = np.stack([due, due, due + ms], axis=1)  # 1 ms reads every 5 ms
+    rep = RepResult(clk[:, 2] - clk[:, 0], {}, None, None, clocks=clk)
+    model = [[{"size": 1 << 20, "depth": 2, "n": 10, "tail_ns": 3 * ms, "chosen": 5},    # 2 MiB in 3 ms: fits 4 ms
+              {"size": 1 << 20, "depth": 4, "n": 10, "tail_ns": 6 * ms, "chosen": 1},    # 4 MiB in 6 ms: does not
+              {"size": 1 << 20, "depth": 8, "n": 2, "tail_ns": 1 * ms, "chosen": 2}]]    # 2 observations: not trusted
+    w = bench._v2_window([rep], {"model": model}, base_mb_s=1000.0, unloaded=[rep])
+    assert w["interval_ms"] == pytest.approx(5.0) and w["free_ms"] == pytest.approx(4.0)
+    assert w["needed_mib_per_window"] == pytest.approx(0.5 * 1000e6 * 0.005 / 2**20)
+    assert w["needed_write_mb_s_at_tail"] == pytest.approx(2.5e6 / 1e6 / 0.004)
+    assert w["largest_fitting_batch_mib_per_rep"] == [2.0]
