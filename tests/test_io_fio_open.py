@@ -45,3 +45,14 @@ def test_open_loop_check_runs_both_tools_at_the_rate(kvds_env: dict[str, str]) -
         assert 240 <= doc["tools"][tool]["reads"] <= 330, (tool, doc["tools"][tool]["reads"])
     assert set(doc["verdicts"]) == {"p50", "p99"} and doc["goal"]["status"] == "inconclusive"  # one repetition
     assert doc["tools"]["kvds"]["end_to_end_us"]["p50"]["value"] >= doc["tools"]["kvds"]["latency_us"]["p50"]["value"]
+
+
+def test_open_loop_verdict_needs_p50_and_p99_within_the_band() -> None:
+    inside = {"value": 1.0, "lo": 0.95, "hi": 1.05, "conf": 0.95}
+    outside = {"value": 1.5, "lo": 1.3, "hi": 1.7, "conf": 0.95}
+    closed = {"mode": "unloaded-qd1", "p50_ratio_kvds_over_fio": inside, "p99_ratio_kvds_over_fio": outside}
+    assert fio.summary_verdict(closed).status == "met"  # closed loop: judged on p50, as before
+    opened = {**closed, "mode": "open-loop 200/s, wait sleep"}
+    v = fio.summary_verdict(opened)
+    assert v.status == "missed" and "p99 kvds/fio" in v.goal
+    assert fio.summary_verdict({**opened, "p99_ratio_kvds_over_fio": inside}).status == "met"

@@ -20,9 +20,9 @@ def _est(d: dict | None) -> stats.Estimate:
 
 
 def fio_verdict(s: dict) -> stats.Verdict:
-    from io_priority.fio import verdict
+    from io_priority.fio import summary_verdict  # closed loop: p50; open loop (--rate N): p50 and p99
 
-    return verdict(_est(s.get("p50_ratio_kvds_over_fio")))
+    return summary_verdict(s)
 
 
 def overhead_verdict(s: dict) -> stats.Verdict:
