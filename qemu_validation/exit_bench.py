@@ -27,7 +27,7 @@ from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, guest
+from qemu_validation import build, cachedirs, guest, phases
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "exit_bench.c"
 GUEST_PATH = "bin/exit_bench"
@@ -61,12 +61,18 @@ def parse(text: str) -> dict:
 def guest_command(iterations: int) -> list[str]:
     """Record whether the kernel has mm_intent, then run the benchmark with its status kept."""
     return ["sh", "-c", f"if [ -e {REGISTER} ]; then echo 1; else echo 0; fi > /share/feature.txt; "
-                        f"/{GUEST_PATH} {iterations} > /share/out.txt; echo $? > /share/status.txt"]
+                        f"/{GUEST_PATH} {iterations} > /share/out.txt; echo $? > /share/status.txt; "
+                        "read up _ < /proc/uptime; echo $up > /share/uptime.txt"]
 
 
-def boot_ok(parsed: dict, feature: bool, status: int | None) -> str | None:
+def boot_ok(parsed: dict, feature: bool, status: int | None, guest_uptime: float | None = None,
+            host_seconds: float | None = None) -> str | None:
     """Why one boot's figures cannot be used (None when they can). Without mm_intent the holders' registrations
-    fail, so the program holds 0 intents and exits 1; with it every registration must succeed and it exits 0."""
+    fail, so the program holds 0 intents and exits 1; with it every registration must succeed and it exits 0.
+    A guest whose clock ran faster than the host's (more uptime than QEMU ran) timed everything wrong."""
+    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * phases.CLOCK_TOLERANCE:
+        return (f"the guest's clock ran {guest_uptime / host_seconds:.2f}x the host's ({guest_uptime:.1f} s of uptime "
+                f"in {host_seconds:.1f} s): its TSC was miscalibrated, its timings are wrong")
     missing = [s for s in STATES if s not in parsed["states"]]
     if missing:
         return f"states missing from the output: {', '.join(missing)}"
@@ -105,9 +111,13 @@ def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, 
     parsed = parse(read("out.txt"))
     feature = read("feature.txt") == "1"
     status = int(read("status.txt")) if read("status.txt").isdigit() else None
-    why = res.failure() or boot_ok(parsed, feature, status)
+    try:
+        uptime: float | None = float(read("uptime.txt"))
+    except ValueError:
+        uptime = None
+    why = res.failure() or boot_ok(parsed, feature, status, uptime, res.seconds)
     return {"rep": rep + 1, "kernel": kb.id, "mm_intent": feature, "status": status, "ok": why is None,
-            "failure": why, "seconds": round(res.seconds, 1), **parsed}
+            "failure": why, "seconds": round(res.seconds, 1), "guest_uptime": uptime, **parsed}
 
 
 def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: int) -> dict:

@@ -68,7 +68,8 @@ def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = N
                             cwd=cwd, keep=keep)
     machine = qemu_cmd.Machine(kernel=kb.bzimage, initramfs=image, console_log=log_dir / "console.log",
                                accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
-                               host_root=host_root, extra_append=tuple(extra_append), cpu=cpu)
+                               host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
+                               tsc_khz=qemu_cmd.host_tsc_khz(Path("/proc/cpuinfo").read_text()))
     return runner.boot(machine, timeout)
 
 

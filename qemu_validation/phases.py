@@ -14,6 +14,7 @@ import re
 
 _TS = re.compile(r"^\[\s*(\d+\.\d+)\]\s?(.*)$")
 _KTAP_TOP = re.compile(r"^(?:not )?ok \d+ \S")
+CLOCK_TOLERANCE = 1.02   # the guest's uptime may exceed the host's wall time by this much, no more
 
 # (phase name, start mark, end mark) for the guest script's own marks; see validate.guest_script().
 SCRIPT_PHASES = (
@@ -63,12 +64,15 @@ def breakdown(dmesg: str, marks_text: str, counters: dict[str, int], wall_second
     """Ordered [{"phase", "seconds"}] that add up to the guest's wall time when every mark is present."""
     k, s = kernel_marks(dmesg), script_marks(marks_text)
     out: list[dict] = []
+    end = s.get("end")
+    if wall_seconds and end is not None and end > wall_seconds * CLOCK_TOLERANCE:
+        return [{"phase": f"(guest clock ran {end / wall_seconds:.2f}x the host's: TSC miscalibrated, no breakdown)",
+                 "seconds": round(wall_seconds, 2)}]
 
     def add(name: str, a: float | None, b: float | None) -> None:
         if a is not None and b is not None and b >= a:
             out.append({"phase": name, "seconds": round(b - a, 2)})
 
-    end = s.get("end")
     if wall_seconds is not None and end is not None:
         add("outside the kernel clock (QEMU start, firmware, decompression, exit)", end, wall_seconds)
     if "kunit_start" in k and "kunit_end" in k:

@@ -61,3 +61,17 @@ def test_new_qemu_flags_refuse_bad_input() -> None:
                            timeout=120)
         assert p.returncode == 2, (argv, p.stderr)
         assert p.stderr.startswith("kvds: error:") and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_tcg_guest_is_told_the_host_tsc_rate() -> None:
+    """A guest calibrating its TSC on a loaded host got it 3x wrong; under TCG it is told the host's rate."""
+    info = "cpu MHz\t\t: 2596.128\nflags\t\t: fpu tsc constant_tsc nonstop_tsc tsc_known_freq\n"
+    assert qemu_cmd.host_tsc_khz(info) == 2596128
+    assert qemu_cmd.host_tsc_khz(info.replace(" tsc_known_freq", "")) is None
+    assert qemu_cmd.host_tsc_khz("flags: constant_tsc nonstop_tsc tsc_known_freq\ncpu MHz : ?\n") is None
+    tcg = qemu_cmd.command(_m(tsc_khz=2596128))
+    assert "tsc_early_khz=2596128" in tcg[tcg.index("-append") + 1].split()
+    kvm = qemu_cmd.command(_m(accel="kvm", tsc_khz=2596128))
+    assert "tsc_early_khz" not in kvm[kvm.index("-append") + 1]
+    plain = qemu_cmd.command(_m())
+    assert "tsc_early_khz" not in plain[plain.index("-append") + 1]

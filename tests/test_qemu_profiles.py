@@ -83,6 +83,12 @@ def test_breakdown_leaves_out_what_it_cannot_see() -> None:
     assert phases.breakdown("", "", {}, None) == []
 
 
+def test_breakdown_refuses_a_guest_clock_faster_than_the_host() -> None:
+    """A TSC calibrated at a third of its rate made 903 s of guest uptime in 359 s: no breakdown from that."""
+    rows = phases.breakdown(DMESG, MARKS, {}, 20.0)
+    assert len(rows) == 1 and "2.52x" in rows[0]["phase"] and rows[0]["seconds"] == 20.0
+
+
 def test_median_phases_keeps_order_and_counts_reps() -> None:
     per_rep = [[{"phase": "a", "seconds": 1.0}, {"phase": "b", "seconds": 5.0}],
                [{"phase": "a", "seconds": 3.0}, {"phase": "b", "seconds": 4.0}],
@@ -115,6 +121,8 @@ def test_exit_bench_boot_reading_with_and_without_the_series() -> None:
     assert exit_bench.boot_ok(floor, False, 1) is None                   # the floor: registrations fail, exit 1
     assert exit_bench.boot_ok(with_series, False, 0) is not None         # intents held on a kernel without it?
     assert "many" in exit_bench.boot_ok(exit_bench.parse(OUT.split("exit_bench many")[0]), True, 0)
+    assert exit_bench.boot_ok(with_series, True, 0, guest_uptime=100.0, host_seconds=120.0) is None
+    assert "3.00x" in exit_bench.boot_ok(with_series, True, 0, guest_uptime=360.0, host_seconds=120.0)
 
 
 @pytest.mark.parametrize("a,b,word", [
