@@ -1,13 +1,16 @@
 """Stalls found, not averaged in: a slow read during which nothing of ours made progress.
 
 A read is *interfered with* when a spill write completed while it waited (the writer kept the device busy and
-moved on); it is part of a *stall* when the time from when it could start (its due time, its predecessor done)
-to its completion exceeds the stall threshold and no spill write completed meanwhile: every stream running in that window (the reader, and the writer if it had writes in
-flight) stopped together, so the cause lies outside the mapping under test (the host's CPUs, the shared disk
-below the loop device, another tenant). The reads a stall delays (due before it ended, completed after it
-started) are flagged with it. The block layer's own issue -> complete time for the stalled read (tracefs pairs,
-CLOCK_MONOTONIC) says whether the time was spent inside the device or outside it (a reader not woken or not
-scheduled, the submission path, the loop kworker). Summaries report stall-free figures and the stall count side by side; the raw samples keep every read.
+moved on). It is part of a *stall* when the time from when it could start (its due time, its predecessor done)
+to its completion exceeds the stall threshold and every stream running in that window stopped together: the
+reader alone (no writer in the variant), or the reader and a writer whose writes were in flight and none of
+which completed. The cause then lies outside the mapping under test (the host's CPUs, the shared disk below the
+loop device, another tenant). A slow read while a paced writer had nothing in flight is *not* set aside: whether
+the writer's earlier writes slowed it cannot be told apart, and the rule must never flatter a mapping. The reads
+a stall delays (due before it ended, completed after it started) are flagged with it. The block layer's own
+issue -> complete time for the stalled read (tracefs pairs, CLOCK_MONOTONIC) says whether the time was spent
+inside the device or outside it (a reader not woken or not scheduled, the submission path, the loop kworker).
+Summaries report stall-free figures and the stall count side by side; the raw samples keep every read.
 """
 
 from __future__ import annotations
@@ -58,12 +61,18 @@ def find(rep: RepResult, threshold_ms: float = DEFAULT_STALL_MS) -> RepStalls:
     # woken, not scheduled) and a read stuck in the I/O path both show here
     start = np.maximum(due, np.concatenate([due[:1], done[:-1]]))
     slow = np.flatnonzero(done - start > threshold_ms * 1e6)
-    wdone = np.sort(rep.wlog[:, 1]) if rep.wlog is not None and rep.wlog.size else np.zeros(0, dtype=np.int64)
+    writer = rep.wlog is not None
+    wlog = rep.wlog if writer and rep.wlog.size else np.zeros((0, 3), dtype=np.int64)
+    wdone = np.sort(wlog[:, 1])
     spans: list[tuple[int, int, str]] = []
     for i in slow:
         s, e = int(start[i]), int(done[i])
         lo, hi = np.searchsorted(wdone, [s, e], side="right")
         if hi > lo:  # the spill moved on while this read waited: interference, not a stall
+            continue
+        if writer and not ((wlog[:, 0] < e) & (wlog[:, 1] > s)).any():
+            # the writer had nothing in flight (a paced writer holding back): whether its earlier writes slowed
+            # the read cannot be told apart, so the read is not set aside (never flatters a mapping)
             continue
         where = _where(rep.blk_pairs, s, e)
         if spans and s <= spans[-1][1]:  # overlapping spans merge

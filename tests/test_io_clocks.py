@@ -69,6 +69,10 @@ def test_stall_needs_every_stream_stopped() -> None:
     # the same slow read while the spill completed a write inside it: interference, not a stall
     moved = stalls.find(_rep(due, sub, done, wlog=[(0, 50 * MS, 1 << 20)]), threshold_ms=50)
     assert moved.count == 0 and not moved.affected.any()
+    # a paced writer with nothing in flight during the slow read (its last write ended before): not set aside
+    held = stalls.find(_rep(due, sub, done, wlog=[(0, MS // 2, 1 << 20), (150 * MS, 151 * MS, 1 << 20)]),
+                       threshold_ms=50)
+    assert held.count == 0
     # block layer served it in 1 ms: the time went before the device (host)
     host = stalls.find(_rep(due, sub, done, blk=[(98 * MS, 99 * MS, 0, 2, 4)]), threshold_ms=50)
     assert host.spans[0][2] == "host"
