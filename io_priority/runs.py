@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -16,18 +17,23 @@ ENGINE_NOTE = ("ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_s
 
 
 def _config(workload: Workload, dev: devmod.Device, scheduler: str, reps: int, **extra: Any) -> dict[str, Any]:
+    """The run's configuration; `loadavg_start` (given by the caller, read before the device was set up) and
+    `loadavg_end` bracket the measurement (the environment's own loadavg is read when the run is stored)."""
     return {"engine": workload.engine, "workload": workload.as_dict(), "device": dev.as_dict(),
-            "scheduler": scheduler, "reps": reps, "load_generator": ENGINE_NOTE, **extra}
+            "scheduler": scheduler, "reps": reps, "load_generator": ENGINE_NOTE,
+            "loadavg_end": list(os.getloadavg()), **extra}
 
 
 def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload, layout: Layout, device: str,
               destroy_data: bool, reps: int, trace: bool, ebpf: bool = False,
               stall_ms: float = stallmod.DEFAULT_STALL_MS) -> tuple[dict[str, Any], Run]:
+    load0 = list(os.getloadavg())
     dev = devmod.prepare(device, layout, destroy_data)
     sched = bench.with_scheduler(dev, scheduler)
     variants = bench.standard_variants(modes, mapping)
     results, order = bench.run_variants(dev, workload, variants, reps, trace, label=sched, ebpf=ebpf)
-    config = _config(workload, dev, sched, reps, mapping=mapping, modes=modes, stall_ms=stall_ms)
+    config = _config(workload, dev, sched, reps, mapping=mapping, modes=modes, stall_ms=stall_ms,
+                     loadavg_start=load0)
     run = ResultStore().new_run("io-bench", config)
     bench.write_samples(run, results)
     modes = bench.summarize(variants, results, workload.engine, device_name=dev.name,
@@ -67,6 +73,7 @@ def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, la
     from io_priority import sweep
 
     t0 = time.monotonic()
+    load0 = list(os.getloadavg())
     dev = devmod.prepare(device, layout, destroy_data)
     variants = [Variant("unloaded", None), Variant("baseline", load_mapping("none"))]
     variants += [Variant(m, load_mapping(m)) for m in mappings]
@@ -99,7 +106,7 @@ def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, la
         todo = {s: step["more"].get(s, 0) for s in schedulers}
     reps = max(done.values())
     config = _config(workload, dev, ",".join(schedulers), reps, mappings=mappings, schedulers=schedulers,
-                     grow=grow.as_dict() if grow else None, rounds=rounds, stall_ms=stall_ms)
+                     grow=grow.as_dict() if grow else None, rounds=rounds, stall_ms=stall_ms, loadavg_start=load0)
     run = ResultStore().new_run("io-sweep", config)
     for sched, results in all_results.items():
         bench.write_samples(run, results, prefix=f"{sched}--")
@@ -116,10 +123,11 @@ def fio_check_run(scheduler: str, workload: Workload, layout: Layout, device: st
                   reps: int, uring_ab: bool = False) -> tuple[dict[str, Any], Run]:
     from io_priority import fio
 
+    load0 = list(os.getloadavg())
     dev = devmod.prepare(device, layout, destroy_data)
     sched = bench.with_scheduler(dev, scheduler)
     summary, samples = fio.check(dev, workload, reps, uring_ab)
-    config = _config(workload, dev, sched, reps, mode=fio.mode_name(workload))
+    config = _config(workload, dev, sched, reps, mode=fio.mode_name(workload), loadavg_start=load0)
     run = ResultStore().new_run("io-fio-check", config)
     for name, arr in samples.items():
         run.write_samples(name, arr)
