@@ -15,7 +15,6 @@ import re
 import secrets
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 

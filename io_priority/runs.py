@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.results import ResultStore, Run, strict
 from io_priority import bench, device as devmod, stalls as stallmod
 from io_priority.bench import SCHEMA, Variant
 from io_priority.device import Layout
 from io_priority.workload import Workload
+
+if TYPE_CHECKING:
+    from io_priority import sweep
 
 ENGINE_NOTE = ("ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_set per thread; io_uring via liburing "
                "with sqe->ioprio per request")

@@ -56,7 +56,7 @@ def find(rep: RepResult, threshold_ms: float = DEFAULT_STALL_MS) -> RepStalls:
     """Stalls of one repetition (needs ioload's clocks; without them, none can be found and none is claimed)."""
     if not rep.has_clocks:
         return RepStalls(affected=np.zeros(rep.latencies_ns.size, dtype=bool))
-    due, sub, done = rep.clocks[:, 0], rep.clocks[:, 1], rep.clocks[:, 2]
+    due, done = rep.clocks[:, 0], rep.clocks[:, 2]
     # from when the read could start (due, and its predecessor done) to its completion: a frozen reader (not
     # woken, not scheduled) and a read stuck in the I/O path both show here
     start = np.maximum(due, np.concatenate([due[:1], done[:-1]]))
