@@ -166,3 +166,27 @@ def test_mm_intent_variant_registers_or_is_unavailable_with_the_doctors_reason(k
     only = run_kvds(["vm", "bench", "--mapping", "mm-intent", "--arena-mb", "8", "--reps", "1"], kvds_env)
     assert only.returncode == 3 and cap.reason in only.stderr and "Traceback" not in only.stderr, only.stderr
     assert len(only.stderr.strip().splitlines()) == 1
+
+
+def test_comparison_table_judges_against_the_reference_in_cli_and_report(kvds_env: dict[str, str],
+                                                                        tmp_path: Path) -> None:
+    """Three repetitions: the comparison carries intervals and verdicts by interval; memcg-protect keeps every
+    decode-critical page (met), and `kvds report` renders the same table."""
+    res = run_kvds(["vm", "bench", "--mapping", "madvise-only,memcg-protect", "--reference", "memcg-protect",
+                    "--arena-mb", "8", "--mix", "decode-critical=20,prefetch-soon=10,warm=25,cold-spillable=25,"
+                    "recompute-ok=15,done=5", "--reps", "3", "--json"], kvds_env)  # >= 1,000 decode-critical reads
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    comp = doc["summary"]["comparison"]
+    assert comp["reference"] == "memcg-protect" and set(comp["variants"]) == {"none", "madvise-only", "memcg-protect"}
+    ref = comp["variants"]["memcg-protect"]
+    assert ref["decode_critical_swapped_out"]["per_rep"] == [0, 0, 0]
+    assert ref["verdicts"]["decode_critical_swapped_out_zero"]["status"] == "met"
+    assert "decode_critical_p99_no_worse_than_reference" not in ref["verdicts"]
+    ratio = comp["variants"]["none"]["decode_critical_p99_ratio_over_reference"]
+    assert ratio["lo"] is not None and ratio["lo"] <= ratio["value"] <= ratio["hi"]
+    rep = run_kvds(["report", doc["run"], "--out", str(tmp_path / "r")], kvds_env, timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| memcg-protect | 3 |"))
+    assert "met (goal decode-critical swapped out <= 0" in row and "(reference)" in row
