@@ -280,6 +280,8 @@ def _build(spec: BuildSpec, desc: dict, key: str, d: Path, ws: Path, jobs: int, 
         shutil.rmtree(tree, ignore_errors=True)
         git("clone", "-q", "--shared", "--no-checkout", str(src.repo), str(tree))
         (ws / "tree.ok").write_text("")
+    else:
+        _reach(tree, src)
     commit = patched_commit(tree, src.commit, _patch_files(spec), spec.source)
     git("checkout", "-q", "-f", "--detach", commit, cwd=tree)
     phases["tree"] = time.monotonic() - started
@@ -314,6 +316,21 @@ def _build(spec: BuildSpec, desc: dict, key: str, d: Path, ws: Path, jobs: int, 
     timing = ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
     say(f"built {label} ({key}) in {info['build_seconds']:.0f} s ({'incremental' if incremental else 'new tree'}: {timing})")
     return KernelBuild(key, label, d, info)
+
+
+def _reach(tree: Path, src) -> None:
+    """Let a workspace see the source's pristine commit. A tarball re-imported (its mtime changed, so a new import
+    directory) has the same git tree under a new commit; the workspace, keyed by that tree, still borrows the old
+    import's objects and would fail with "failed to unpack tree object". Borrow the new import's as well."""
+    if subprocess.run(["git", "cat-file", "-e", f"{src.commit}^{{commit}}"], cwd=tree,
+                      capture_output=True).returncode == 0:
+        return
+    alternates = tree / ".git" / "objects" / "info" / "alternates"
+    known = alternates.read_text().split() if alternates.exists() else []
+    objects = str(Path(src.repo) / ".git" / "objects")
+    if objects not in known:
+        alternates.parent.mkdir(parents=True, exist_ok=True)
+        alternates.write_text("".join(f"{line}\n" for line in [*known, objects]))
 
 
 def _du(path: Path) -> int:

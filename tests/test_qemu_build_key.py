@@ -192,3 +192,27 @@ def test_tarball_source_is_keyed_by_its_content(tree: Path, tmp_path: Path) -> N
     from_tar = source.resolve(str(tarball))
     assert from_tar.tree == source.resolve(str(tree)).tree
     assert source.resolve(str(tarball)).commit == from_tar.commit          # cached, not imported again
+
+
+def test_workspace_reaches_a_reimported_source(repo: tuple[Path, str], tmp_path: Path) -> None:
+    """A tarball whose mtime changed is imported again: same tree, new commit, new directory. The workspace,
+    keyed by the tree, borrowed the old import's objects; it must reach the new commit (this failed a 6.8 build
+    with "failed to unpack tree object")."""
+    old, _ = repo
+    new = tmp_path / "reimport"
+    subprocess.run(["cp", "-a", str(old), str(new)], check=True)
+    subprocess.run(["rm", "-rf", str(new / ".git")], check=True)
+    source.git("init", "-q", cwd=new)
+    source.git("add", ".", cwd=new)
+    source.git("commit", "-q", "-m", "base again", "--date", "2001-01-01T00:00:00", cwd=new)
+    commit = source.git("rev-parse", "HEAD", cwd=new)
+    ws = tmp_path / "ws"
+    source.git("clone", "-q", "--shared", "--no-checkout", str(old), str(ws))
+    missing = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=ws, capture_output=True)
+    assert missing.returncode != 0
+    src = source.Source("s", new, commit, source.git("rev-parse", f"{commit}^{{tree}}", cwd=new))
+    build._reach(ws, src)
+    build._reach(ws, src)     # idempotent: one alternates line per import
+    assert source.git("rev-parse", f"{commit}^{{tree}}", cwd=ws) == src.tree
+    lines = (ws / ".git" / "objects" / "info" / "alternates").read_text().split()
+    assert lines == [str(old / ".git" / "objects"), str(new / ".git" / "objects")]
