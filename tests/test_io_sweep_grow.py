@@ -1,8 +1,13 @@
-"""The sweep's auto-grow rule (--until-width, --time-cap) and its default size, from constructed points."""
+"""The sweep's auto-grow rule (--until-width, --time-cap) and its default size, from constructed points; and a real
+sweep that records its rounds and continues the ABBA alternation across them."""
 
 from __future__ import annotations
 
+import json
+
+from harness import doctor
 from io_priority import sweep
+from tests.conftest import run_kvds
 
 
 def _pt(sched: str, variant: str, lo: float, hi: float) -> dict:
@@ -45,3 +50,24 @@ def test_default_sweep_size() -> None:
     assert sweep.DEFAULT_SCHEDULERS == ("mq-deadline", "bfq")
     assert "spill-v2" in sweep.DEFAULT_MAPPINGS and "intent-paced" in sweep.DEFAULT_MAPPINGS
     assert sweep.DEFAULT_REPS >= 3  # an interval over repetitions needs 3
+
+
+@doctor.skip_unless("loop", "ioprio", "ioprio.rt", "ioprio.idle")
+@doctor.skip_unless("root")
+def test_sweep_records_its_rounds_and_continues_the_alternation(kvds_env: dict[str, str]) -> None:
+    res = run_kvds(["io", "sweep", "--schedulers", "mq-deadline", "--mappings", "ioprio-only", "--duration", "0.4",
+                    "--reps", "3", "--until-width", "1.0001", "--time-cap", "60", "--kv-mib", "16", "--spill-mib",
+                    "32", "--json"], kvds_env, timeout=200)
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads(res.stdout)
+    rounds = doc["config"]["rounds"]
+    assert rounds[0]["reps"] == {"mq-deadline": 3} and isinstance(rounds[-1]["stop"], str)
+    done = rounds[-1]["reps"]["mq-deadline"]
+    assert doc["config"]["reps"] == done and (done - 3) % 2 == 0  # grown in steps of two repetitions
+    order = doc["schedulers"]["mq-deadline"]["rep_order"]
+    assert len(order) == 3 * done  # unloaded, baseline, ioprio-only: every repetition of every variant ran
+    assert [r for r, _ in order] == sorted(r for r, _ in order)  # repetitions numbered on across rounds
+    for k in range(done):  # ABBA continued: odd repetitions reversed
+        names = [n for r, n in order if r == k]
+        assert names == (["unloaded", "baseline", "ioprio-only"] if k % 2 == 0 else
+                         ["ioprio-only", "baseline", "unloaded"])
