@@ -56,7 +56,7 @@ def test_default_sweep_size() -> None:
 @doctor.skip_unless("root")
 def test_sweep_records_its_rounds_and_continues_the_alternation(kvds_env: dict[str, str]) -> None:
     res = run_kvds(["io", "sweep", "--schedulers", "mq-deadline", "--mappings", "ioprio-only", "--duration", "0.4",
-                    "--reps", "3", "--until-width", "1.0001", "--time-cap", "60", "--kv-mib", "16", "--spill-mib",
+                    "--reps", "3", "--until-width", "1.0001", "--time-cap", "20", "--kv-mib", "16", "--spill-mib",
                     "32", "--json"], kvds_env, timeout=200)
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads(res.stdout)
