@@ -74,7 +74,7 @@ def test_bad_specs(tree: Path, tmp_path: Path) -> None:
 def test_repo_series_are_complete() -> None:
     series = build.series_dir("mm_intent")
     patches = sorted(p.name for p in series.glob("*.patch"))
-    assert [p[:5] for p in patches] == ["0001-", "0002-", "0003-", "0004-"]
+    assert [p[:5] for p in patches] == [f"{i:04d}-" for i in range(1, len(patches) + 1)] and len(patches) >= 4
     assert kconfig_fragments.load(series / "config") == {"CONFIG_MM_INTENT": "y", "CONFIG_KUNIT": "y",
                                                          "CONFIG_KUNIT_DEBUGFS": "y", "CONFIG_MM_INTENT_KUNIT_TEST": "y"}
     for variant in ("broken-uaf", "broken-lockdep", "broken-leak", "broken-lockkey"):
