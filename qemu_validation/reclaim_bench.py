@@ -9,8 +9,10 @@ cost) alternating round by round, then "critical" (half the arena registered lat
 
 One boot is one repetition; each state's figure is the mean over boots of the per-boot median time per round,
 with a t interval over boots (harness.stats.mean_ci); "on" and "empty" are compared with "off" and with each
-other by the ratio of those means and its interval (harness.stats.rep_mean_ratio), read by the project's one
-rule (higher or lower only when the whole interval says so). Several kernels (for instance one without the
+other by the ratio of those means and its interval (harness.stats.rep_mean_ratio), and by the mean of the
+per-boot ratios with its interval over boots (a TCG guest's clock rate can differ from boot to boot; within one
+boot it is the same for every state), both read by the project's one rule (higher or lower only when the whole
+interval says so). A boot whose guest clock outran the host's is refused, as in exit-bench. Several kernels (for instance one without the
 series) boot in alternating order, the first being the reference. The debug kernel measures KASAN and lockdep
 as much as reclaim: compare states within a kernel, or use `--config base`.
 """
@@ -27,7 +29,7 @@ from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, guest
+from qemu_validation import build, cachedirs, guest, phases
 from qemu_validation.exit_bench import difference
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "reclaim_bench.c"
@@ -67,8 +69,12 @@ def parse(text: str) -> dict:
             "error": err.group(1) if err else None}
 
 
-def boot_ok(parsed: dict, rounds: int, status: int | None) -> str | None:
+def boot_ok(parsed: dict, rounds: int, status: int | None, guest_uptime: float | None = None,
+            host_seconds: float | None = None) -> str | None:
     """Why one boot's figures cannot be used (None when they can)."""
+    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * phases.CLOCK_TOLERANCE:
+        return (f"the guest's clock ran {guest_uptime / host_seconds:.2f}x the host's ({guest_uptime:.1f} s of uptime "
+                f"in {host_seconds:.1f} s): its TSC was miscalibrated, its timings are wrong")
     if parsed["error"]:
         return parsed["error"]
     want = STATES if parsed["feature"] else STATES[:3]
@@ -98,7 +104,8 @@ def boot_figures(parsed: dict) -> dict:
 
 
 def guest_command(rounds: int, arena_mb: int) -> list[str]:
-    return ["sh", "-c", f"/{GUEST_PATH} {rounds} {arena_mb} > /share/out.txt 2>&1; echo $? > /share/status.txt"]
+    return ["sh", "-c", f"/{GUEST_PATH} {rounds} {arena_mb} > /share/out.txt 2>&1; echo $? > /share/status.txt; "
+                        "read up _ < /proc/uptime; echo $up > /share/uptime.txt"]
 
 
 def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeout: float, run: Run) -> dict:
@@ -111,13 +118,25 @@ def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeo
     read = lambda name: (share / name).read_text().strip() if (share / name).exists() else ""  # noqa: E731
     parsed = parse(read("out.txt"))
     status = int(read("status.txt")) if read("status.txt").isdigit() else None
-    why = res.failure() or boot_ok(parsed, rounds, status)
+    try:
+        uptime: float | None = float(read("uptime.txt"))
+    except ValueError:
+        uptime = None
+    why = res.failure() or boot_ok(parsed, rounds, status, uptime, res.seconds)
     return {"rep": rep + 1, "kernel": kb.id, "mm_intent": parsed["feature"], "status": status, "ok": why is None,
-            "failure": why, "seconds": round(res.seconds, 1), "figures": boot_figures(parsed), **parsed}
+            "failure": why, "seconds": round(res.seconds, 1), "guest_uptime": uptime, "figures": boot_figures(parsed),
+            **parsed}
 
 
 def _ratio(a: list[float], b: list[float]) -> dict:
     est = stats.rep_mean_ratio(a, b)
+    return {**est.as_dict(), "text": str(est), "difference": difference(est)}
+
+
+def within_boot_ratio(a: list[float], b: list[float]) -> dict:
+    """The mean over boots of a/b taken within each boot, with its t interval over boots: immune to a guest clock
+    whose rate differs between boots."""
+    est = stats.mean_ci([x / y for x, y in zip(a, b)])
     return {**est.as_dict(), "text": str(est), "difference": difference(est)}
 
 
@@ -134,6 +153,8 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int, 
                               "text": str(stats.mean_ci(v, floor=0.0))} for s, v in med.items()},
             "per_boot": {s: [b["figures"][s] for b in mine] for s in states},
             "cost": {f"{a}/{b}": _ratio(med[a], med[b]) for a, b in COST_PAIRS if a in med and b in med},
+            "cost_within_boot": {f"{a}/{b}": within_boot_ratio(med[a], med[b])
+                                 for a, b in COST_PAIRS if a in med and b in med},
             "_med": med})
     ref = rows[0] if rows else None
     comparisons = [{"kernel": r["id"], "reference": ref["id"], "state": s, **_ratio(r["_med"][s], ref["_med"][s])}
@@ -220,7 +241,8 @@ def cmd(args) -> int:
             print(f"    {s:>8}: {m['text']}  pgscan {statistics.median(scan):.0f}, pgsteal "
                   f"{statistics.median(steal):.0f} per round (median over boots){extra}")
         for pair, r in k["cost"].items():
-            print(f"    {pair}: {r['text']}: {r['difference']}")
+            w = k["cost_within_boot"][pair]
+            print(f"    {pair}: {r['text']}: {r['difference']}; within each boot {w['text']}: {w['difference']}")
     for c in out["comparisons"]:
         print(f"  {c['kernel']} / {c['reference']} ({c['state']}): {c['text']}: {c['difference']}")
     print(f"  results: {run.path}")

@@ -76,3 +76,17 @@ def test_critical_half_stays_resident_in_a_real_guest(tmp_path) -> None:
     crit = boot["rounds"]["critical"]
     assert all(r["swapped_critical"] == 0 and r["present_critical"] == 8 * 256 // 2 for r in crit)
     assert all(r["swapped"] > 0 for r in crit)
+
+
+def test_within_boot_ratio_cancels_a_per_boot_clock_rate() -> None:
+    # the same 10% cost on every boot, measured by clocks running at 1x, 3x and 0.5x
+    on, off = [110.0, 330.0, 55.0], [100.0, 300.0, 50.0]
+    w = reclaim_bench.within_boot_ratio(on, off)
+    assert w["value"] == pytest.approx(1.1) and w["difference"] == "higher"
+    assert reclaim_bench._ratio(on, off)["difference"] == "not measurably different"
+
+
+def test_a_guest_clock_that_outran_the_host_refuses_the_boot() -> None:
+    p = reclaim_bench.parse(_out())
+    assert "clock ran 3.00x" in reclaim_bench.boot_ok(p, 3, 0, guest_uptime=300.0, host_seconds=100.0)
+    assert reclaim_bench.boot_ok(p, 3, 0, guest_uptime=90.0, host_seconds=100.0) is None
