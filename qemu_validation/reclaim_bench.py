@@ -136,7 +136,7 @@ def _ratio(a: list[float], b: list[float]) -> dict:
 def within_boot_ratio(a: list[float], b: list[float]) -> dict:
     """The mean over boots of a/b taken within each boot, with its t interval over boots: immune to a guest clock
     whose rate differs between boots."""
-    est = stats.mean_ci([x / y for x, y in zip(a, b)])
+    est = stats.mean_ci([x / y for x, y in zip(a, b)], floor=0.0)
     return {**est.as_dict(), "text": str(est), "difference": difference(est)}
 
 
