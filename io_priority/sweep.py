@@ -229,7 +229,7 @@ def goal_line(goal: dict[str, Any]) -> str:
     claim the rows do not make."""
     met, missed, inc = goal.get("met_by") or [], goal.get("missed_by") or [], goal.get("inconclusive") or []
     return (f"goal (interference <= {goal.get('interference_max')} with spill kept >= "
-            f"{goal.get('spill_retained_min')}, judged from 95% intervals): met by "
+            f"{goal.get('spill_retained_min')}, interference of stall-free service time, judged from 95% intervals): met by "
             f"{', '.join(met) or 'no point of this sweep'}; missed by {', '.join(missed) or 'none'}; "
             f"inconclusive: {', '.join(inc) or 'none'}")
 
