@@ -15,13 +15,23 @@ Under an independent-reference model the optimal online eviction keeps the highe
 rates here are stationary per block (a request's heavy hitters do not drift), so a key fixed at the block's
 last access or hint stays valid, which is what keeps each event O(log live blocks).
 
-Priority knob (`priority_weight`, kappa, default 0): the key is rate x exp(kappa x priority / 100), so kappa = 0
-is pure reuse and kappa = 8 puts a priority-100 block's keep-value 2,980x above a priority-0 block's at equal
-rate (`--policy-param priority_weight=8`).
+Priority knob (`priority_weight`, kappa, default 0): a high-priority (>= 70) heavy-hitter candidate's
+keep-value is rate x exp(kappa), i.e. a miss of it counts exp(kappa) misses (a Lagrange weight on the
+high-priority misses); kappa = 0 is pure reuse. The look-ahead ranks candidates with the same weight.
+`ExpectedNextUse:priority_weight=1.5` is the setting the goals use (chosen on seeds 50-53).
 
 Prefetch: a spilled block announced prefetch-soon is read in the background if the step's I/O budget holds it
-and a block with a lower keep-value can make room. Recompute: a recompute-ok victim is dropped instead of
-spilled when recomputing it costs less than writing it and reading it back.
+and a block with a lower keep-value can make room. Look-ahead (`lookahead`, default on): at the end of each
+step the spilled heavy-hitter candidates of the requests announced for the next batch (entering ones, and
+those decoded this step that were not announced out) are nominated, best keep-value first, at most 12 per
+request; for that one step a candidate's rate is rate / p (its request decodes next step for sure), which is
+what the victim must be worth less than. The raise ends at its read or after the step (the simulator re-keys
+an unread look-ahead block), so it never outlives the announcement. Spilled candidates are kept per request
+in a max-heap filled as they are evicted: O(log n) per eviction, O(batch x 12 log n) per step.
+Recompute: a recompute-ok victim is dropped instead of spilled when recomputing it costs less than writing
+it and reading it back, unless it has been read as a heavy hitter (`spill_reused`, default on): such a
+block is spilled once so that its clean slow-tier copy can be fetched by the look-ahead and evicted again
+without a write (simulator.py, clean copies).
 
 Reads: the events so far only (no trace length, no later event); tests/test_policy_prefix.py checks it.
 """
