@@ -232,7 +232,9 @@ def cmd_exit_bench(args: argparse.Namespace) -> int:
         what = ("debug" if k["debug"] else "base") + (", mm_intent" if k["mm_intent"] else ", no mm_intent")
         print(f"  {k['id']} {k['label']} ({k['release']}; {what}; {k['boots']} boots)")
         for s in exit_bench.STATES:
-            vs = f"  vs unused {k['vs_unused'][s]['text']}: {k['vs_unused'][s]['difference']}" if s != "unused" else ""
+            r = k["vs_unused"].get(s)
+            vs = (f"  vs unused (per boot) {r['text']}: {r['difference']}; higher in {r['boots_higher']} of "
+                  f"{r['boots']} boots" if r else "")
             print(f"    {s:>7}: {k['median_ms'][s]['text']}{vs}")
     for c in out["comparisons"]:
         print(f"  {c['kernel']} / {c['reference']} ({c['state']}): {c['text']}: {c['difference']}")

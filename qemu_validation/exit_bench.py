@@ -4,10 +4,11 @@ guest/exit_bench.c times fork + exit + wait of a child with the registry unused 
 process, and used by 257 processes holding 1,025 intents; raw per-iteration samples are reduced in the guest to
 median, p90 and mean. One boot is one repetition: several kernels (the series, the series before a change, a
 kernel without the series: the floor) are booted `reps` times each in alternating order, and each state's
-figure is the mean of the per-boot medians with a t interval over boots (harness.stats.mean_ci). Two kernels,
-or two states of one kernel, are compared by the ratio of those means with its interval
-(harness.stats.rep_mean_ratio), read by the project's one rule: higher or lower only when the whole interval
-says so, otherwise not measurably different.
+figure is the mean of the per-boot medians with a t interval over boots (harness.stats.mean_ci). Two states
+of one kernel are compared boot by boot (the geometric mean of per-boot ratios, t interval on the logs); two
+kernels by the ratio of their means (harness.stats.rep_mean_ratio, each side resampled by boot). Each ratio is
+read by the project's one rule: higher or lower only when the whole interval says so, otherwise not
+measurably different.
 
 The debug kernel (KASAN, lockdep, kmemleak) measures its instrumentation as much as the exit path; `--config
 base` builds the same series without it, the configuration the exit path's cost is about. On a kernel
@@ -96,8 +97,24 @@ def difference(e: stats.Estimate) -> str:
 
 
 def _ratio(a: list[float], b: list[float]) -> dict:
+    """Two kernels (different boots): mean(a) / mean(b), each side resampled by boot."""
     est = stats.rep_mean_ratio(a, b)
     return {**est.as_dict(), "text": str(est), "difference": difference(est)}
+
+
+def paired_ratio(a: list[float], b: list[float]) -> stats.Estimate:
+    """Two states of one kernel, measured in the same boots: the geometric mean of the per-boot ratios a/b with
+    a t interval on their logarithms, so a slow boot (the host's load) cancels out of its own ratio."""
+    pairs = [math.log(x / y) for x, y in zip(a, b) if x > 0 and y > 0]
+    e = stats.mean_ci(pairs)
+    ex = lambda v: math.exp(v) if math.isfinite(v) else math.nan  # noqa: E731
+    return stats.Estimate(ex(e.value), ex(e.lo), ex(e.hi), e.conf, e.reason, len(pairs))
+
+
+def _paired(a: list[float], b: list[float]) -> dict:
+    est = paired_ratio(a, b)
+    return {**est.as_dict(), "text": str(est), "difference": difference(est),
+            "boots_higher": sum(1 for x, y in zip(a, b) if x > y), "boots": min(len(a), len(b))}
 
 
 def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, run: Run) -> dict:
@@ -133,7 +150,7 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: i
                      "median_ms": {s: {**stats.mean_ci(v, floor=0.0).as_dict(), "per_boot": v,
                                        "text": str(stats.mean_ci(v, floor=0.0))} for s, v in med.items()},
                      "p90_ms_per_boot": {s: [b["states"][s]["p90_ns"] / 1e6 for b in mine] for s in STATES},
-                     "vs_unused": {s: _ratio(med[s], med["unused"]) for s in STATES[1:]},
+                     "vs_unused": {s: _paired(med[s], med["unused"]) for s in STATES[1:]},
                      "_med": med})
     ref = rows[0] if rows else None
     comparisons = [{"kernel": r["id"], "reference": ref["id"], "state": s, **_ratio(r["_med"][s], ref["_med"][s])}

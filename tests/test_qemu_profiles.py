@@ -133,3 +133,13 @@ def test_exit_bench_boot_reading_with_and_without_the_series() -> None:
 def test_exit_bench_difference_follows_the_interval(a: list[float], b: list[float], word: str) -> None:
     assert exit_bench.difference(stats.rep_mean_ratio(a, b)) == word
     assert exit_bench.difference(stats.rep_mean_ratio(a[:2], b[:2])).startswith("no interval")
+
+
+def test_states_are_compared_boot_by_boot() -> None:
+    """A slow boot slows every state in it; the paired ratio cancels it, the unpaired one does not."""
+    unused = [1.0, 1.0, 5.0, 1.0]                 # boot 3: the host was busy
+    many = [1.2, 1.21, 6.0, 1.19]
+    paired = exit_bench.paired_ratio(many, unused)
+    assert paired.lo > 1.0 and exit_bench.difference(paired) == "higher"
+    assert exit_bench.difference(stats.rep_mean_ratio(many, unused)) == "not measurably different"
+    assert exit_bench.difference(exit_bench.paired_ratio(many[:2], unused[:2])).startswith("no interval")
