@@ -284,7 +284,8 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         """A spilled block is back in the fast tier: keep its copy if it stays valid, else free its room."""
         nonlocal slow_used
         if copy[b]:
-            kept.append(b)
+            if slow_cap:  # only a bounded slow tier ever needs the room back
+                kept.append(b)
         else:
             slow_used -= sz
 
