@@ -145,7 +145,10 @@ def test_bench_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.KernelB
     (rep,) = out["reps"]
     assert rep["incremental"] and "mm/mm_intent.o" in rep["compiled"] and rep["validate_ok"], rep
     assert rep["malformed_writes"] >= 1_000 and rep["valid_writes"] == 1_000 and out["gate"] is False
-    assert rep["kernel"] not in {b.id for b in build.all_builds()} and {b.id for b in build.all_builds()} == before
+    # Other work may add builds meanwhile (a shared machine); none of the bench's own may stay.
+    after = build.all_builds()
+    assert rep["kernel"] not in {b.id for b in after}
+    assert not [b.id for b in after if b.id not in before and "kvds-bench-series" in b.label]
     assert json.loads((run.path / "summary.json").read_text())["reps"][0]["nonce"] == rep["nonce"]
     phases = {p["phase"].strip(): p["seconds"] for p in rep["guest_phases"]}
     for name in ("KUnit suite (at boot)", "kmemleak boot scan", "validator", "validator: concurrent phase",
