@@ -1,6 +1,6 @@
-"""What the eBPF track adds when it is present: per-task swap-in / reclaim / thrashing delays (taskstats).
+"""What the eBPF track adds to the VM bench: per-task swap-in / reclaim / thrashing delays (taskstats).
 
-Optional by design: the bench runs without it and says why in the summary (`ebpf` key). Delay accounting
+A probe the host cannot run is skipped and the summary says why (`ebpf` key); a kvds error fails the bench. Delay accounting
 is switched on through the knob journal (`kernel.task_delayacct`), so restore turns it off again.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness import knobs
+from harness import doctor, knobs
+from harness.errors import Unavailable
 
 
 class TaskDelays:
@@ -88,28 +89,28 @@ class ReclaimHistograms:
 
 
 def probes(reclaim_histograms: bool = False) -> tuple[list[Any], dict[str, str]]:
-    """The probes available here, and what the summary says about the eBPF track."""
-    try:
-        import ebpf.taskstats  # noqa: F401
-    except ImportError as exc:
-        return [], {"status": "skipped", "reason": f"eBPF track not present ({exc}); waits on the eBPF issue"}
+    """The probes available here, and what the summary says about the eBPF track.
+
+    Only a real absence on the host skips a probe (taskstats' own answer, the doctor's for the reclaim
+    tracepoints); an exception inside kvds propagates and fails the bench instead of reading as "skipped"."""
+    import ebpf.taskstats
+
     out: list[Any] = []
     notes: list[str] = []
-    try:
-        ok, reason = ebpf.taskstats.family_status()
-        if ok:
-            out.append(TaskDelays())
-            notes.append("taskstats: swap-in/reclaim/thrashing delays of the arena process")
-        else:
-            notes.append(f"taskstats skipped: {reason}")
-    except Exception as exc:
-        notes.append(f"taskstats skipped: {type(exc).__name__}: {exc}")
+    ok, reason = ebpf.taskstats.family_status()
+    if ok:
+        out.append(TaskDelays())
+        notes.append("taskstats: swap-in/reclaim/thrashing delays of the arena process")
+    else:
+        notes.append(f"taskstats skipped: {reason}")
     if reclaim_histograms:
         try:
+            doctor.require("ebpf.probe.reclaim", area="ebpf")
+        except Unavailable as exc:
+            notes.append(f"reclaim histograms skipped: {exc}")
+        else:
             out.append(ReclaimHistograms())
             notes.append("reclaim: memcg/direct reclaim latency histograms of parent (limit write) and arena")
-        except Exception as exc:
-            notes.append(f"reclaim histograms skipped: {type(exc).__name__}: {exc}")
     else:
         notes.append("reclaim histograms: off (pass --ebpf)")
     return out, {"status": "+".join(p.name for p in out) or "skipped", "reason": "; ".join(notes)}
