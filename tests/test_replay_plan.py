@@ -39,7 +39,8 @@ def test_plan_never_shares_a_slot_and_fits_the_fast_tier(name: str) -> None:
         if op in (sim.OP_ALLOC, sim.OP_MISS, sim.OP_PREFETCH, sim.OP_RECOMPUTE):
             assert owner_arena.get(a, b) == b, "two resident blocks in one arena slot"
             owner_arena[a] = b
-        elif op in (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG, sim.OP_DROP) or (op == sim.OP_FREE and a >= 0):
+        elif op in (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG, sim.OP_DROP, sim.OP_EVICT_CLEAN) or \
+                (op == sim.OP_FREE and a >= 0):  # evict-clean: the kept slow-tier copy, no write, slot free
             assert owner_arena.pop(a) == b
     counts = np.bincount(plan.op, minlength=9)
     assert counts[sim.OP_MISS] + counts[sim.OP_RECOMPUTE] == res.misses
