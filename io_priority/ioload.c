@@ -501,6 +501,17 @@ static void *psync_writer(void *arg) {
     return NULL;
 }
 
+/* One completed io_uring write: its latency into the model, its slot back on the free list; returns nfree. */
+static int uring_write_done(struct wshared *w, int res, int slot, const int64_t *issued, const int *depth_at,
+                            int *free_slots, int nfree) {
+    w->inflight--;
+    note_completion(w, issued[slot], now_ns(), res > 0 ? res : 0, depth_at[slot]);
+    free_slots[nfree++] = slot;
+    if (res == w->o->bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
+    else w->errors++;
+    return nfree;
+}
+
 static void uring_writer(struct wshared *w) {
     struct opts *o = w->o;
     struct io_uring r;
@@ -532,12 +543,7 @@ static void uring_writer(struct wshared *w) {
         int got = 0, res;
         unsigned long long tag;
         while (ring_pop(&r, &res, &tag)) {
-            int slot = (int)tag;
-            w->inflight--;
-            note_completion(w, issued[slot], now_ns(), res > 0 ? res : 0, depth_at[slot]);
-            free_slots[nfree++] = slot;
-            if (res == o->bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
-            else w->errors++;
+            nfree = uring_write_done(w, res, (int)tag, issued, depth_at, free_slots, nfree);
             got++;
         }
         if (o->buffered && o->fsync_every > 0 && w->since_fsync >= o->fsync_every && w->inflight == 0) {
@@ -548,12 +554,7 @@ static void uring_writer(struct wshared *w) {
         if (got || (queued && nfree > 0 && !held)) continue;
         if (w->inflight > 0) {  /* queue full, held back or draining: next completion */
             ring_wait(&r, &res, &tag);
-            int slot = (int)tag;
-            w->inflight--;
-            note_completion(w, issued[slot], now_ns(), res > 0 ? res : 0, depth_at[slot]);
-            free_slots[nfree++] = slot;
-            if (res == o->bs) { w->bytes += res; w->writes++; w->since_fsync += res; }
-            else w->errors++;
+            nfree = uring_write_done(w, res, (int)tag, issued, depth_at, free_slots, nfree);
         } else if (held) futex_wait_for(&w->ss->read_seq, w->seq_seen, idle_wait_ns(w), 0);  /* next read */
     }
     if (gate_since) w->gated_ns += now_ns() - gate_since;

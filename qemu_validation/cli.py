@@ -64,13 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     eb = sub.add_parser("exit-bench", help="the exit path's cost in the guest: fork+exit with mm_intent unused, "
                                            "used by one process, used by 257 processes; several kernels compared")
-    eb.add_argument("--kernel", metavar="ID", action="append", default=[],
-                    help="a build to boot (repeatable: kernels alternate, the first is the reference); default: "
-                         "the kernel --config/--source/--patches describe")
-    _spec_args(eb)
-    eb.add_argument("--config", choices=("debug", "base"), default="debug",
-                    help="without --kernel: debug (KASAN + lockdep + kmemleak, what validate uses) or base "
-                         "(the same kernel without the debug instrumentation)")
+    _kernel_args(eb)
     eb.add_argument("--iterations", type=positive_int, default=2000, help="fork+exit per state")
     eb.add_argument("--reps", type=positive_int, default=3, help="boots per kernel (an interval needs >= 3)")
     eb.add_argument("--timeout", type=positive_float, default=900.0)
@@ -78,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     eb.set_defaults(func=cmd_exit_bench)
 
     from qemu_validation import reclaim_bench
-    reclaim_bench.add_parser(sub, _spec_args, add_json_flag)
+    reclaim_bench.add_parser(sub, _kernel_args, add_json_flag)
 
     bn = sub.add_parser("bench", help="time edit -> rebuild -> boot -> validate: a one-line change to the mm_intent "
                                       "series, rebuilt in the warm tree and validated (goal: 90 s)")
@@ -105,6 +99,17 @@ def _counts(args: argparse.Namespace) -> tuple[int, int, int]:
     prof = validate.PROFILES["quick" if args.quick else "full"]
     return (prof.fuzz if args.fuzz is None else args.fuzz, prof.valid if args.valid is None else args.valid,
             prof.concurrent if args.concurrent is None else args.concurrent)
+
+
+def _kernel_args(p: argparse.ArgumentParser) -> None:
+    """The guest benches' kernel choice: --kernel builds (alternated) or the spec --config/--source/--patches."""
+    p.add_argument("--kernel", metavar="ID", action="append", default=[],
+                   help="a build to boot (repeatable: kernels alternate, the first is the reference); default: "
+                        "the kernel --config/--source/--patches describe")
+    _spec_args(p)
+    p.add_argument("--config", choices=("debug", "base"), default="debug",
+                   help="without --kernel: debug (KASAN + lockdep + kmemleak, what validate uses) or base "
+                        "(the same kernel without the debug instrumentation)")
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -229,19 +234,13 @@ def cmd_exit_bench(args: argparse.Namespace) -> int:
     print(f"fork+exit+wait, {args.iterations} per state per boot, {args.reps} boot(s) per kernel in alternating "
           f"order; mean of per-boot medians [95% interval over boots], ms:")
     for k in out["kernels"]:
-        what = ("debug" if k["debug"] else "base") + (", mm_intent" if k["mm_intent"] else ", no mm_intent")
-        print(f"  {k['id']} {k['label']} ({k['release']}; {what}; {k['boots']} boots)")
+        print(exit_bench.kernel_heading(k))
         for s in exit_bench.STATES:
             r = k["vs_unused"].get(s)
             vs = (f"  vs unused (per boot) {r['text']}: {r['difference']}; higher in {r['boots_higher']} of "
                   f"{r['boots']} boots" if r else "")
             print(f"    {s:>7}: {k['median_ms'][s]['text']}{vs}")
-    for c in out["comparisons"]:
-        print(f"  {c['kernel']} / {c['reference']} ({c['state']}): {c['text']}: {c['difference']}")
-    print(f"  results: {run.path}")
-    if not out["ok"]:
-        print(f"  failure: {out['failure'] or 'the benchmark did not finish'}")
-    return 0 if out["ok"] else 1
+    return exit_bench.print_end(out, run)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -18,17 +18,16 @@ the floor the series is measured against.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, guest, phases
+from qemu_validation import build, guest, guest_programs, phases
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "exit_bench.c"
 GUEST_PATH = "bin/exit_bench"
@@ -40,15 +39,7 @@ _HELD = re.compile(r"^exit_bench intents_held=(\d+) processes_holding=(\d+)$", r
 
 
 def binary() -> Path:
-    key = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = cachedirs.guest_bin() / key / "exit_bench"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        p = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(SOURCE)],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            raise build.BuildError(f"compiling {SOURCE.name} failed:\n{p.stderr.strip()[-1500:]}")
-    return out
+    return guest_programs.static_binary(SOURCE)
 
 
 def parse(text: str) -> dict:
@@ -117,6 +108,18 @@ def _paired(a: list[float], b: list[float]) -> dict:
             "boots_higher": sum(1 for x, y in zip(a, b) if x > y), "boots": min(len(a), len(b))}
 
 
+def boot_outputs(share: Path) -> tuple[Callable[[str], str], int | None, float | None]:
+    """What a guest bench's boot left in its share: a reader of its files ("" when absent), the program's exit
+    status and the guest's uptime at the end (None when missing or unreadable: boot_ok says why)."""
+    read = lambda name: (share / name).read_text().strip() if (share / name).exists() else ""  # noqa: E731
+    status = int(read("status.txt")) if read("status.txt").isdigit() else None
+    try:
+        uptime: float | None = float(read("uptime.txt"))
+    except ValueError:
+        uptime = None
+    return read, status, uptime
+
+
 def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, run: Run) -> dict:
     share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
     share.mkdir(parents=True)
@@ -124,14 +127,9 @@ def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, 
     res = guest.run_guest(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
                           log_dir=share)
     (share / "initramfs.cpio").unlink(missing_ok=True)
-    read = lambda name: (share / name).read_text().strip() if (share / name).exists() else ""  # noqa: E731
+    read, status, uptime = boot_outputs(share)
     parsed = parse(read("out.txt"))
     feature = read("feature.txt") == "1"
-    status = int(read("status.txt")) if read("status.txt").isdigit() else None
-    try:
-        uptime: float | None = float(read("uptime.txt"))
-    except ValueError:
-        uptime = None
     why = res.failure() or boot_ok(parsed, feature, status, uptime, res.seconds)
     return {"rep": rep + 1, "kernel": kb.id, "mm_intent": feature, "status": status, "ok": why is None,
             "failure": why, "seconds": round(res.seconds, 1), "guest_uptime": uptime, **parsed}
@@ -181,3 +179,19 @@ def bench(kernel_ids: list[str] | None, iterations: int = 2000, timeout: float =
     out = summarize(kernels, boots, iterations)
     run.write_summary(out)
     return out, run
+
+
+def kernel_heading(k: dict) -> str:
+    """One kernel's line in a guest bench's table (exit-bench, reclaim-bench)."""
+    what = ("debug" if k["debug"] else "base") + (", mm_intent" if k["mm_intent"] else ", no mm_intent")
+    return f"  {k['id']} {k['label']} ({k['release']}; {what}; {k['boots']} boots)"
+
+
+def print_end(out: dict, run: Run) -> int:
+    """A guest bench's kernel-vs-kernel ratios, its results path and failure; returns the exit status."""
+    for c in out["comparisons"]:
+        print(f"  {c['kernel']} / {c['reference']} ({c['state']}): {c['text']}: {c['difference']}")
+    print(f"  results: {run.path}")
+    if not out["ok"]:
+        print(f"  failure: {out['failure'] or 'the benchmark did not finish'}")
+    return 0 if out["ok"] else 1

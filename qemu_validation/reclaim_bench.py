@@ -19,18 +19,16 @@ as much as reclaim: compare states within a kernel, or use `--config base`.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import statistics
-import subprocess
 from pathlib import Path
 
 from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, guest, phases
-from qemu_validation.exit_bench import difference
+from qemu_validation import build, guest, guest_programs, phases
+from qemu_validation.exit_bench import boot_outputs, difference, kernel_heading, print_end
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "reclaim_bench.c"
 GUEST_PATH = "bin/reclaim_bench"
@@ -45,15 +43,7 @@ _ERROR = re.compile(r"^reclaim_bench error (.*)$", re.M)
 
 
 def binary() -> Path:
-    key = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = cachedirs.guest_bin() / key / "reclaim_bench"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        p = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(SOURCE)],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            raise build.BuildError(f"compiling {SOURCE.name} failed:\n{p.stderr.strip()[-1500:]}")
-    return out
+    return guest_programs.static_binary(SOURCE)
 
 
 def parse(text: str) -> dict:
@@ -115,13 +105,8 @@ def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeo
     res = guest.run_guest(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
                           files={GUEST_PATH: binary()}, log_dir=share)
     (share / "initramfs.cpio").unlink(missing_ok=True)
-    read = lambda name: (share / name).read_text().strip() if (share / name).exists() else ""  # noqa: E731
+    read, status, uptime = boot_outputs(share)
     parsed = parse(read("out.txt"))
-    status = int(read("status.txt")) if read("status.txt").isdigit() else None
-    try:
-        uptime: float | None = float(read("uptime.txt"))
-    except ValueError:
-        uptime = None
     why = res.failure() or boot_ok(parsed, rounds, status, uptime, res.seconds)
     return {"rep": rep + 1, "kernel": kb.id, "mm_intent": parsed["feature"], "status": status, "ok": why is None,
             "failure": why, "seconds": round(res.seconds, 1), "guest_uptime": uptime, "figures": boot_figures(parsed),
@@ -188,18 +173,13 @@ def bench(kernel_ids: list[str] | None, rounds: int = 5, arena_mb: int = 4, time
     return out, run
 
 
-def add_parser(sub, spec_args, json_flag) -> None:
-    """`kvds qemu reclaim-bench`, registered by qemu_validation/cli.py (whose --source/--patches helpers it reuses)."""
+def add_parser(sub, kernel_args, json_flag) -> None:
+    """`kvds qemu reclaim-bench`, registered by qemu_validation/cli.py (whose --kernel/--config/--source/--patches arguments it reuses)."""
     from harness.cli import positive_float, positive_int
     rb = sub.add_parser("reclaim-bench", help="mm_intent's reclaim consumer in the guest: memory.reclaim time and "
                                               "pgscan/pgsteal with the feature off, on with 1,024 ranges, and the "
                                               "critical pages it keeps")
-    rb.add_argument("--kernel", metavar="ID", action="append", default=[],
-                    help="a build to boot (repeatable: kernels alternate, the first is the reference); default: "
-                         "the kernel --config/--source/--patches describe")
-    spec_args(rb)
-    rb.add_argument("--config", choices=("debug", "base"), default="debug",
-                    help="without --kernel: debug (KASAN + lockdep + kmemleak) or base (no debug instrumentation)")
+    kernel_args(rb)
     rb.add_argument("--rounds", type=positive_int, default=5, help="memory.reclaim rounds per state per boot")
     rb.add_argument("--arena-mb", type=positive_int, default=4,
                     help="anonymous memory reclaimed per round (under TCG + KASAN a 32 MiB round takes ~1 min)")
@@ -230,8 +210,7 @@ def cmd(args) -> int:
           f"state per boot, {args.reps} boot(s) per kernel in alternating order; mean of per-boot medians "
           f"[95% interval over boots], ms per round:")
     for k in out["kernels"]:
-        what = ("debug" if k["debug"] else "base") + (", mm_intent" if k["mm_intent"] else ", no mm_intent")
-        print(f"  {k['id']} {k['label']} ({k['release']}; {what}; {k['boots']} boots)")
+        print(kernel_heading(k))
         for s, m in k["median_ms"].items():
             per = k["per_boot"][s]
             extra = (f"; critical pages swapped (worst round) {max(b['max_swapped_critical'] for b in per)}, "
@@ -243,9 +222,4 @@ def cmd(args) -> int:
         for pair, r in k["cost"].items():
             w = k["cost_within_boot"][pair]
             print(f"    {pair}: {r['text']}: {r['difference']}; within each boot {w['text']}: {w['difference']}")
-    for c in out["comparisons"]:
-        print(f"  {c['kernel']} / {c['reference']} ({c['state']}): {c['text']}: {c['difference']}")
-    print(f"  results: {run.path}")
-    if not out["ok"]:
-        print(f"  failure: {out['failure'] or 'the benchmark did not finish'}")
-    return 0 if out["ok"] else 1
+    return print_end(out, run)
