@@ -30,7 +30,7 @@ def test_exit_status_and_share(kernel: build.KernelBuild, tmp_path: Path) -> Non
                                       "ls /sys/kernel/debug/mm_intent > /share/files; exit 3"], tmp_path, timeout=300)
     assert res.status == 3 and not res.findings and not res.timed_out, res.failure()
     assert (tmp_path / "lru").read_text().strip().startswith("0x")
-    assert (tmp_path / "files").read_text().split() == ["clear", "dump", "lookup", "register"]
+    assert (tmp_path / "files").read_text().split() == ["clear", "dump", "lookup", "register", "stats"]
     assert guest.run_in_guest(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200   # beyond debug-exit's 7 bits
 
 
