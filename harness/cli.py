@@ -17,7 +17,9 @@ import traceback
 from typing import Sequence
 
 from harness import journal
-from harness.errors import NeedsRoot, Unavailable, UserError
+from harness.cli_args import (Parser, add_json_flag, nonneg_float, nonneg_int, percent,  # noqa: F401  (moving)
+                              positive_float, positive_int, require_root)
+from harness.errors import Unavailable, UserError
 
 # Each module defines register(subparsers); a track module that is absent from this checkout is skipped.
 COMMAND_MODULES = (
@@ -35,57 +37,6 @@ COMMAND_MODULES = (
     "harness.commands.run",
     "harness.commands.report",
 )
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error and exit status 2 (no usage dump)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"kvds: error: {self.prog}: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
-def add_json_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
-
-
-def _number(text: str, cast: type, kind: str, valid, rule: str):
-    """One argparse type for every numeric option: `kind` names what a non-number is not, `rule` what it must be."""
-    try:
-        v = cast(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
-    if not valid(v):
-        raise argparse.ArgumentTypeError(f"{text!r} must be {rule}")
-    return v
-
-
-def positive_int(text: str) -> int:
-    return _number(text, int, "a whole number", lambda v: v > 0, "positive")
-
-
-def positive_float(text: str) -> float:
-    return _number(text, float, "a number", lambda v: 0 < v < float("inf"), "a positive finite number")
-
-
-def nonneg_int(text: str) -> int:
-    return _number(text, int, "an integer", lambda v: v >= 0, "zero or positive")
-
-
-def nonneg_float(text: str) -> float:
-    return _number(text, float, "a number", lambda v: 0 <= v < float("inf"), "zero or a positive finite number")
-
-
-def percent(text: str) -> float:
-    v = positive_float(text)
-    if v >= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} must be below 100")
-    return v
-
-
-def require_root(what: str) -> None:
-    if os.geteuid() != 0:
-        raise NeedsRoot(f"{what} needs root (it changes kernel state); run it as root")
 
 
 def build_parser() -> Parser:
