@@ -6,7 +6,7 @@ import argparse
 import os
 import time
 
-from harness.cli import add_json_flag, positive_float, positive_int, require_root
+from harness.cli_args import add_json_flag, positive_float, positive_int, require_root
 from harness.errors import UserError
 from harness.progress import progress, say
 from harness.results import dumps as strict_dumps

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from harness import doctor
-from harness.cli import add_json_flag, nonneg_float, nonneg_int, positive_float, positive_int, require_root
+from harness.cli_args import add_json_flag, nonneg_float, nonneg_int, positive_float, positive_int, require_root
 from harness.errors import UserError
 from harness.mapping import available_mappings
 from harness.remote import add_target_args

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.cli import add_json_flag, percent, positive_int, require_root
+from harness.cli_args import add_json_flag, percent, positive_int, require_root
 from harness.errors import UserError
 from harness.mapping import DEFAULT_MAPPING
 from harness.remote import add_target_args

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.cli import add_json_flag, nonneg_int, positive_float, positive_int
+from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive_int
 from harness.errors import UserError
 from harness.progress import say
 from qemu_validation import build, guest, rebuild_bench, runner, validate

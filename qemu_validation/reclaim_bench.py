@@ -175,7 +175,7 @@ def bench(kernel_ids: list[str] | None, rounds: int = 5, arena_mb: int = 4, time
 
 def add_parser(sub, kernel_args, json_flag) -> None:
     """`kvds qemu reclaim-bench`, registered by qemu_validation/cli.py (whose --kernel/--config/--source/--patches arguments it reuses)."""
-    from harness.cli import positive_float, positive_int
+    from harness.cli_args import positive_float, positive_int
     rb = sub.add_parser("reclaim-bench", help="mm_intent's reclaim consumer in the guest: memory.reclaim time and "
                                               "pgscan/pgsteal with the feature off, on with 1,024 ranges, and the "
                                               "critical pages it keeps")

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from harness import doctor
 from harness.capability import Capability
-from harness.cli import add_json_flag
+from harness.cli_args import add_json_flag
 from harness.errors import UserError
 from harness.results import dumps as strict_dumps
 

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import doctor
-from harness.cli import add_json_flag
+from harness.cli_args import add_json_flag
 from harness.intent import IntentClass
 from harness.mapping import DEFAULT_MAPPING, available_mappings, load_mapping
 from harness.results import dumps as strict_dumps

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli import add_json_flag
+from harness.cli_args import add_json_flag
 from harness.errors import UserError
 from harness.report.build import build_report
 from harness.report.context import load_suites

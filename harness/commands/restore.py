@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness import journal
-from harness.cli import add_json_flag, require_root
+from harness.cli_args import add_json_flag, require_root
 from harness.results import dumps as strict_dumps
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cli import add_json_flag
+from harness.cli_args import add_json_flag
 from harness.results import ResultStore
 from harness.results import dumps as strict_dumps
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from harness import progress
-from harness.cli import add_json_flag, require_root
+from harness.cli_args import add_json_flag, require_root
 from harness.errors import UserError
 from harness.report.build import build_report, verdict_lines
 from harness.report.context import load_suites

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from harness.cli import add_json_flag
+from harness.cli_args import add_json_flag
 from harness.intent import IntentClass, classify
 from harness.trace_format import read_prototype_jsonl
 from harness.results import dumps as strict_dumps

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from harness.cli import add_json_flag, positive_int
+from harness.cli_args import add_json_flag, positive_int
 from harness.errors import UserError
 from harness.policy import options
 from harness.policy.compare import build, check_seeds, render, run_matrix, summarize, table

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.cli import add_json_flag, positive_int, require_root
+from harness.cli_args import add_json_flag, positive_int, require_root
 from harness.errors import UserError
 from harness.paths import work_dir
 from harness.policy import options

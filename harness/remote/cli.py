@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cli import add_json_flag, positive_float, positive_int
+from harness.cli_args import add_json_flag, positive_float, positive_int
 from harness.errors import UserError
 from harness.remote.args import (add_target_args, add_target_options, check_resolvable, resolve_targets,
                                  ssh_options)
