@@ -14,9 +14,11 @@ from qemu_validation import reclaim_bench
 KVDS = [sys.executable, "-m", "harness.cli", "qemu"]
 
 
-def _round(state: str, i: int, ns: int, swapped: int = 8192, crit_swapped: int = 0, crit_present: int = 0) -> str:
+def _round(state: str, i: int, ns: int, swapped: int = 8192, crit_swapped: int = 0, crit_present: int = 0,
+           ref_ns: int | None = None) -> str:
     return (f"reclaim_bench {state} round={i} ns={ns} pgscan=9000 pgsteal=8192 swapped={swapped} "
-            f"swapped_critical={crit_swapped} present_critical={crit_present}")
+            f"swapped_critical={crit_swapped} present_critical={crit_present}"
+            + (f" ref_ns={ref_ns}" if ref_ns is not None else ""))
 
 
 def _out(feature: int = 1, ranges: int = reclaim_bench.MAX_RANGES, rounds: int = 3, crit_swapped: int = 0) -> str:
@@ -90,3 +92,57 @@ def test_a_guest_clock_that_outran_the_host_refuses_the_boot() -> None:
     p = reclaim_bench.parse(_out())
     assert "clock ran 3.00x" in reclaim_bench.boot_ok(p, 3, 0, guest_uptime=300.0, host_seconds=100.0)
     assert reclaim_bench.boot_ok(p, 3, 0, guest_uptime=90.0, host_seconds=100.0) is None
+
+
+def test_the_reference_loop_normalises_each_round() -> None:
+    # a round twice as slow with a reference loop twice as slow (the host was busy): the same normalised figure
+    text = "\n".join([_round("off", 0, 100, ref_ns=10), _round("off", 1, 200, ref_ns=20),
+                      _round("off", 2, 300, ref_ns=10), _round("empty", 0, 100)]) + "\n"
+    f = reclaim_bench.boot_figures(reclaim_bench.parse(text))
+    assert f["off"]["median_norm"] == pytest.approx(10.0) and f["off"]["median_ms"] == pytest.approx(200e-6)
+    assert f["empty"]["median_norm"] is None      # an older program's line, without the loop
+
+
+def test_kernels_are_paired_boot_with_boot_of_the_same_repetition() -> None:
+    # every repetition ran 10% slower on the candidate, while the repetitions themselves differ 4x (host load):
+    # pairing sees the 10%, the ratio of means cannot tell it from nothing; rep 4 lacks its reference boot
+    cand = {1: 110.0, 2: 440.0, 3: 220.0, 4: 999.0, 5: 165.0}
+    ref = {1: 100.0, 2: 400.0, 3: 200.0, 5: 150.0}
+    p = reclaim_bench.paired_by_rep(cand, ref)
+    assert p["pairs"] == 4 and p["pairs_higher"] == 4
+    assert p["value"] == pytest.approx(1.1) and p["difference"] == "higher"
+    assert reclaim_bench._ratio([110.0, 440.0, 220.0, 165.0], list(ref.values()))["difference"] == \
+        "not measurably different"
+
+
+def _boot(kernel: str, rep: int, off: float, empty: float, on: float, feature: bool) -> dict:
+    fig = lambda ms: {"median_ms": ms, "median_norm": ms / 10}  # noqa: E731
+    return {"rep": rep, "kernel": kernel, "ok": True, "mm_intent": feature,
+            "figures": {"off": fig(off), "empty": fig(empty), "on": fig(on)}}
+
+
+class _KB:
+    def __init__(self, kid: str) -> None:
+        self.id, self.label, self.kasan, self.info = kid, kid, False, {}
+
+
+def test_verdicts_judge_ranges_on_the_series_kernel_and_off_against_the_floor() -> None:
+    speed = [1.0, 1.3, 0.8, 1.1, 0.9]
+    boots = [_boot("floor", r + 1, 100 * s, 100 * s, 100 * s, False) for r, s in enumerate(speed)]
+    boots += [_boot("series", r + 1, 101 * s, 100 * s, 100.5 * s * (1 + (-1) ** r * 0.002), True)
+              for r, s in enumerate(speed)]
+    out = reclaim_bench.summarize([_KB("floor"), _KB("series")], boots, 9, 8)
+    v = out["verdicts"]
+    assert not any(k.startswith("floor ") for k in v)             # no ranges were held on the floor
+    assert v["series on/empty cost_within_boot"]["status"] == "met"
+    assert v["series/floor off paired"]["status"] == "met"        # 1.01 on every pair: inside 1 +-5%
+    assert v["series/floor off paired_norm"]["status"] == "met"
+    off = next(c for c in out["comparisons"] if c["state"] == "off")
+    assert off["paired"]["value"] == pytest.approx(1.01) and off["paired"]["difference"] == "higher"
+    # the same series kernel 20% slower when off: the off goal is missed, the ranges goal unaffected
+    slow = [dict(b, figures={**b["figures"], "off": {"median_ms": b["figures"]["off"]["median_ms"] * 1.2,
+                                                     "median_norm": b["figures"]["off"]["median_norm"] * 1.2}})
+            if b["kernel"] == "series" else b for b in boots]
+    v2 = reclaim_bench.summarize([_KB("floor"), _KB("series")], slow, 9, 8)["verdicts"]
+    assert v2["series/floor off paired"]["status"] == "missed"
+    assert v2["series on/empty cost_within_boot"]["status"] == "met"

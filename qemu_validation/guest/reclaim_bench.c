@@ -12,7 +12,11 @@
  *             decisions are those of "off" and the difference is the cost of the lookups
  *   critical  the first half of the arena registered latency-critical: what the consumer protects
  * Prints one line per round: "reclaim_bench <state> round=<i> ns=<..> pgscan=<..> pgsteal=<..>
- * swapped=<..> swapped_critical=<..> present_critical=<..>", and "reclaim_bench feature=<0|1>" first.
+ * swapped=<..> swapped_critical=<..> present_critical=<..> ref_ns=<..>", and "reclaim_bench feature=<0|1>" first.
+ * ref_ns times a fixed user-space loop (REF_ITERS steps of xorshift, registers only) just before and just after
+ * the memory.reclaim write: under TCG the guest's speed and its clock's rate both move from boot to boot and
+ * within a boot (the host's other work), and they move the loop as they move reclaim, so ns/ref_ns compares
+ * kernels that cannot share a boot.
  * Usage: reclaim_bench [ROUNDS] [ARENA_MB]
  */
 #define _GNU_SOURCE
@@ -34,6 +38,7 @@
 #define ZRAM_DEV "/dev/zram0"
 #define MAX_RANGES 1024
 #define PAGE 4096UL
+#define REF_ITERS (1UL << 21)
 
 static char cg[300];
 
@@ -140,6 +145,20 @@ static int cgroup_join(void)
 	return write_at(cg, "cgroup.procs", "0");
 }
 
+/* The reference work: no memory beyond the stack, nothing reclaim can take, the same steps on every kernel. */
+static uint64_t ref_work(void)
+{
+	uint64_t x = 88172645463325252ULL, t0 = now_ns();
+
+	for (unsigned long i = 0; i < REF_ITERS; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+	}
+	__asm__ volatile("" : : "r"(x));	/* the loop's result is used: it cannot be optimised away */
+	return now_ns() - t0;
+}
+
 /* Fault in (or swap in) every page and give it its own bytes. */
 static void fill(char *a, unsigned long pages, unsigned long round)
 {
@@ -177,16 +196,18 @@ static void measure(const char *state, int r, char *arena, unsigned long pages, 
 {
 	unsigned long scan0, steal0, present, swapped, cpresent = 0, cswapped = 0;
 	char want[32];
-	uint64_t t0, t1;
+	uint64_t t0, t1, ref;
 	int err;
 
 	snprintf(want, sizeof(want), "%lu", 2 * pages * PAGE);
 	fill(arena, pages, r);
 	scan0 = memstat("pgscan");
 	steal0 = memstat("pgsteal");
+	ref = ref_work();
 	t0 = now_ns();
 	err = write_at(cg, "memory.reclaim", want);
 	t1 = now_ns();
+	ref += ref_work();
 	if (err && err != EAGAIN) {
 		printf("reclaim_bench error memory.reclaim: %s\n", strerror(err));
 		exit(1);
@@ -195,8 +216,9 @@ static void measure(const char *state, int r, char *arena, unsigned long pages, 
 	if (crit)
 		residency(arena, crit, &cpresent, &cswapped);
 	printf("reclaim_bench %s round=%d ns=%llu pgscan=%lu pgsteal=%lu swapped=%lu swapped_critical=%lu "
-	       "present_critical=%lu\n", state, r, (unsigned long long)(t1 - t0), memstat("pgscan") - scan0,
-	       memstat("pgsteal") - steal0, swapped, cswapped, cpresent);
+	       "present_critical=%lu ref_ns=%llu\n", state, r, (unsigned long long)(t1 - t0),
+	       memstat("pgscan") - scan0, memstat("pgsteal") - steal0, swapped, cswapped, cpresent,
+	       (unsigned long long)ref);
 	fflush(stdout);
 }
 
