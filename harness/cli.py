@@ -9,34 +9,36 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import os
 import signal
 import sys
 import traceback
 from typing import Sequence
 
-from harness import journal
+from harness import journal, tracks
 from harness.cli_args import (Parser, add_json_flag, nonneg_float, nonneg_int, percent,  # noqa: F401  (moving)
                               positive_float, positive_int, require_root)
 from harness.errors import Unavailable, UserError
 
-# Each module defines register(subparsers); a track module that is absent from this checkout is skipped.
-COMMAND_MODULES = (
-    "harness.commands.doctor",
-    "harness.commands.map",
-    "harness.commands.restore",
-    "harness.commands.results",
-    "harness.commands.trace",
-    "io_priority.cli",
-    "kernel_vm.cli",
-    "ebpf.cli",
-    "qemu_validation.cli",
-    "harness.policy.cli",
-    "harness.remote.cli",
-    "harness.commands.run",
-    "harness.commands.report",
+# Each module defines register(subparsers). The core's commands are named here; the tracks' come from their
+# `kvds.commands` entry points (harness/tracks.py), between the core's own and the ones that span tracks.
+CORE_COMMANDS = (
+    ("doctor", "harness.commands.doctor"),
+    ("map", "harness.commands.map"),
+    ("restore", "harness.commands.restore"),
+    ("results", "harness.commands.results"),
+    ("trace", "harness.commands.trace"),
 )
+SPANNING_COMMANDS = (
+    ("remote", "harness.remote.cli"),
+    ("run", "harness.commands.run"),
+    ("report", "harness.commands.report"),
+)
+
+
+def command_modules() -> list[tuple[str, str]]:
+    """(command, module) for every `kvds` command, in --help order."""
+    return [*CORE_COMMANDS, *((ep.name, ep.value) for ep in tracks.commands()), *SPANNING_COMMANDS]
 
 
 def build_parser() -> Parser:
@@ -44,23 +46,21 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version="kvds 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
-        if importlib.util.find_spec(name.rsplit(".", 1)[0]) is None or importlib.util.find_spec(name) is None:
-            continue
+    # commands that run other kvds command lines (remote) check them with this parser, without importing the CLI
+    parser.set_defaults(parse_kvds=parser.parse_args)
+    for command, name in command_modules():
         try:
             module = importlib.import_module(name)
         except ImportError as exc:  # one broken track must not take the whole CLI down
-            _register_broken(sub, name, exc)
+            _register_broken(sub, command, name, exc)
             continue
         module.register(sub)
     return parser
 
 
-def _register_broken(sub: argparse._SubParsersAction, module: str, exc: ImportError) -> None:
+def _register_broken(sub: argparse._SubParsersAction, command: str, module: str, exc: ImportError) -> None:
     """A track whose module cannot be imported: its command fails with why (exit 1: kvds's own code is broken, which
     is an error, never "unavailable") instead of breaking every other command."""
-    command = module.split(".")[-2] if module.endswith(".cli") else module.split(".")[-1]
-    command = {"io_priority": "io", "kernel_vm": "vm", "qemu_validation": "qemu"}.get(command, command)
 
     def fail(args: argparse.Namespace) -> int:
         raise ImportError(f"the {command!r} command cannot load: {module}: {exc}")

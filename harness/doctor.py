@@ -1,6 +1,7 @@
 """The capability probe: which mechanisms work on this host, found by trying them where that is safe.
 
-Probes live in `harness/probes/<area>.py`, each exporting `probes() -> list[Capability]`. Tests gate on the
+Probes live in `harness/probes/<area>.py` (the host's mechanisms) and in the tracks (their own tools, registered
+as `kvds.probes` entry points, harness/tracks.py), each a `probes() -> list[Capability]`. Tests gate on the
 same answers (`skip_unless`), so a skipped test says exactly what `kvds doctor` says.
 
 Three rules keep a bug from looking like a missing mechanism:
@@ -21,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from harness import tracks
 from harness.capability import Capability, kvds_error
 from harness.errors import Unavailable, UserError
 
@@ -42,18 +44,28 @@ class ProbeError(RuntimeError):
     """kvds failed while probing a capability it needs (status "error"): a bug to fix, not a host to skip."""
 
 
+def _core_areas() -> list[str]:
+    return [m.name for m in pkgutil.iter_modules(harness.probes.__path__) if not m.name.startswith("_")]
+
+
 def probe_areas() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(harness.probes.__path__) if not m.name.startswith("_"))
+    return sorted(set(_core_areas()) | set(tracks.probe_areas()))
 
 
 @lru_cache(maxsize=None)
 def probe_area(area: str) -> tuple[Capability, ...]:
-    """An area's answers as probed (no hiding). A probe module that raises becomes one error row for the area."""
-    try:
-        mod = importlib.import_module(f"harness.probes.{area}")
-        return tuple(mod.probes())
-    except Exception as exc:  # kvds's own probe code failed: report it, loudly, as an error
-        return (kvds_error(area_row(area), f"probing area {area!r}", area, exc),)
+    """An area's answers as probed (no hiding): the core's probe module, then the tracks' probes of that area.
+    A probe that raises (or fails to import) becomes one error row for the area."""
+    sources = [(f"harness.probes.{area}", lambda: importlib.import_module(f"harness.probes.{area}").probes)
+               ] if area in _core_areas() else []
+    sources += [(ep.value, ep.load) for ep in tracks.probe_areas().get(area, [])]
+    out: list[Capability] = []
+    for where, load in sources:
+        try:
+            out += load()()
+        except Exception as exc:  # kvds's own probe code failed: report it, loudly, as an error
+            out.append(kvds_error(area_row(area), f"probing area {area!r} ({where})", area, exc))
+    return tuple(out)
 
 
 def area_row(area: str) -> str:

@@ -15,7 +15,8 @@ def test_broken_track_module_is_reported_not_fatal(tmp_path, monkeypatch, capsys
     (pkg / "__init__.py").write_text("")
     (pkg / "cli.py").write_text("import module_that_does_not_exist_anywhere\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ("harness.commands.map", "brokentrack.cli"))
+    monkeypatch.setattr(cli, "command_modules", lambda: [("map", "harness.commands.map"),
+                                                         ("brokentrack", "brokentrack.cli")])
     assert cli.main(["map", "--list"]) == 0
     capsys.readouterr()
     assert cli.main(["brokentrack", "anything"]) == 1  # kvds's own code is broken: an error, not "unavailable"

@@ -1,4 +1,6 @@
-"""Block I/O mechanisms: ioprio classes, io_uring, loop devices, schedulers, blkio throttling, fio."""
+"""Block I/O mechanisms: ioprio classes, io_uring, loop devices, schedulers, blkio throttling, fio.
+
+The I/O track adds its own row to this area (io.ioload, io_priority/probe.py, through `kvds.probes`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from harness.capability import Capability, available, kvds_error, unavailable
+from harness.capability import Capability, available, unavailable
 from harness.ioprio import CLASS_BE, CLASS_IDLE, CLASS_RT, IoPrio, get_ioprio, set_ioprio
 
 AREA = "io"
@@ -76,22 +78,6 @@ def _fio() -> Capability:
     return available("fio", f"{ver} at {exe}", AREA)
 
 
-def _ioload() -> Capability:
-    """The I/O track's C load generator (io_priority/ioload.c): built once per source hash, needs a compiler."""
-    try:
-        from io_priority import native
-    except Exception as exc:  # kvds's own package: a broken install is kvds's error, not the host's
-        return kvds_error("io.ioload", "importing io_priority.native", AREA, exc)
-    if native.binary_path().exists():
-        return available("io.ioload", f"built at {native.binary_path()}", AREA)
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        return unavailable("io.ioload", "no C compiler (Debian build-essential) to build io_priority/ioload.c", AREA)
-    if not native.LIBURING_HEADER.exists():
-        return unavailable("io.ioload", f"no {native.LIBURING_HEADER} (Debian liburing-dev) to build ioload.c", AREA)
-    return available("io.ioload", f"not built yet; {cc} builds it on first use", AREA)
-
-
 def probes() -> list[Capability]:
     out = []
     err = _try_ioprio(IoPrio(CLASS_BE, 4))
@@ -118,5 +104,4 @@ def probes() -> list[Capability]:
     out.append(_schedulers())
     out.append(_blkio_throttle())
     out.append(_fio())
-    out.append(_ioload())
     return out

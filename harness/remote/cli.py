@@ -121,9 +121,7 @@ def run_any(args: argparse.Namespace) -> int:
         raise UserError("no command to run: kvds remote run --target T -- <kvds command line>")
     if cmd[0] == "remote":
         raise UserError("kvds remote run cannot run `kvds remote` on the targets")
-    from harness.cli import build_parser
-
-    parsed = build_parser().parse_args(cmd)  # bad input is caught here, once, not on every host
+    parsed = args.parse_kvds(cmd)  # bad input is caught here, once, not on every host
     if getattr(parsed, "target", None) or getattr(parsed, "hosts", None):
         raise UserError("put the target options before --, not in the command the hosts run")
     return run_on_targets(cmd, _targets(args), ssh_options(args), json_out=args.json,

@@ -24,9 +24,7 @@ def bind(argv: Sequence[str], args: argparse.Namespace) -> Handler:
     if only_local(targets):
         return args.func
     host_argv = strip_target_argv(argv)
-    from harness.cli import build_parser
-
-    again = build_parser().parse_args(host_argv)
+    again = args.parse_kvds(host_argv)
     if getattr(again, "target", None) or getattr(again, "hosts", None):
         raise UserError("write the target options out in full (--target, --hosts): abbreviations cannot be removed "
                         "from the command the hosts run")

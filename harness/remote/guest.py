@@ -2,8 +2,9 @@
 
 The guest chroots into this machine's root (read-only over 9p) and runs this checkout's kvds from the venv; a
 fresh share directory (read-write) holds the guest kvds's journals, scratch files, results and output, so
-its run directories come home exactly as an ssh host's do. When the lab is missing or its kernel has not been
-built, the target says so (kvds never builds a kernel as a side effect of --target guest).
+its run directories come home exactly as an ssh host's do. When the host cannot run QEMU or the lab's kernel has
+not been built, the target says so (kvds never builds a kernel as a side effect of --target guest). The lab
+itself (qemu_validation/lab.py) is reached through the `kvds.guest_lab` entry point (harness/tracks.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import figures
+from harness import figures, tracks
 from harness.errors import Unavailable
 from harness.paths import work_dir
 
@@ -56,8 +57,8 @@ def guest_lab_status() -> tuple[bool, str]:
     part of kvds (installed with it), so failing to import them is a kvds error and raises, as does a QEMU
     probe in status "error": neither may pass for a host that lacks the lab."""
     from harness import doctor
-    from qemu_validation import build, guest
 
+    lab = tracks.guest_lab()
     tcg, kvm = doctor.capability("qemu.tcg"), doctor.capability("qemu.kvm")
     for c in (tcg, kvm):
         if c.is_error:
@@ -65,10 +66,10 @@ def guest_lab_status() -> tuple[bool, str]:
     if not (tcg.ok or kvm.ok):
         return False, f"the QEMU guest lab cannot run on this host: {tcg.reason}"
     chosen = os.environ.get(GUEST_KERNEL_ENV, "").strip()
-    kb = build.find(chosen) if chosen else build.cached(guest.DEFAULT_SPEC)  # find: UserError for a bad name
+    kb, label = (lab.find_kernel(chosen), chosen) if chosen else lab.default_kernel()  # find: UserError
     if kb is None:
         return False, ("the QEMU guest lab is not built on this host: its default kernel "
-                       f"({build.label_of(guest.DEFAULT_SPEC)}) is not in the build cache; build it with the "
+                       f"({label}) is not in the build cache; build it with the "
                        "qemu track's build command first (about 8 min)")
     return True, f"guest kernel {kb.id[:12]} ({kb.label}) is built"
 
@@ -90,7 +91,7 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
     ready, why = guest_lab_status()
     if not ready:
         raise Unavailable(why)
-    from qemu_validation import guest
+    lab = tracks.guest_lab()
 
     def run(argv: list[str]) -> GuestResult:
         share = work_dir() / "remote-guest" / secrets.token_hex(4)
@@ -108,10 +109,10 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
-            res = guest.run_guest(os.environ.get(GUEST_KERNEL_ENV, "").strip() or None, ["sh", "-c", cmd], share,
+            res = lab.run_guest(os.environ.get(GUEST_KERNEL_ENV, "").strip() or None, ["sh", "-c", cmd], share,
                                   host_root=True, timeout=GUEST_TIMEOUT_S, memory_mb=GUEST_MEMORY_MB, cpu=GUEST_CPU)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
-                guest.TIMEOUT_STATUS if res.timed_out else guest.KERNEL_FAILURE_STATUS)
+                lab.TIMEOUT_STATUS if res.timed_out else lab.KERNEL_FAILURE_STATUS)
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""
             stderr = (share / "stderr").read_text(errors="replace") if (share / "stderr").exists() else ""
             if res.failure():

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 
-from harness import atomic
+from harness import atomic, tracks
 from harness.results import strict
 from harness.report.context import ReportContext, Suite
 from harness.report.document import Document
 from harness.report.sections import environment, summary
 
-# Track sections; each module exports render(ctx) and renders nothing when its runs are absent.
-TRACK_SECTIONS = (
-    "harness.report.sections.io",
-    "harness.report.sections.ebpf",
-    "harness.report.sections.vm",
-    "harness.report.sections.qemu",
-    "harness.report.sections.policy",
-    "harness.report.sections.goals",
-)
+# Track sections come from the `kvds.report_sections` entry points (harness/tracks.py), in declaration order;
+# each renders nothing when its runs are absent.
 
 
 def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
@@ -38,9 +29,8 @@ def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
     intro_end = len(doc.blocks)
     environment.render(ctx)
     environment.render_stages(ctx)
-    for name in TRACK_SECTIONS:
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name).render(ctx)
+    for section in tracks.report_sections():
+        section.load()(ctx)
     summary.render_into(ctx, intro_end)
     paths = {
         "markdown": atomic.write_text(out_dir / "report.md", doc.markdown()),

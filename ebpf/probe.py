@@ -1,12 +1,14 @@
-"""Tracing mechanisms: tracefs, the tracepoints kvds uses, kprobes, fentry, bcc, taskstats delay accounting.
+"""The ebpf track's doctor probes (area "ebpf", registered in pyproject.toml's `kvds.probes`): tracefs, the
+tracepoints kvds uses, kprobes, fprobe, bcc, libbpf, taskstats delay accounting.
 
 The `ebpf.*` capabilities are found by trying: bcc compiles and loads a trivial tracepoint program (not
 attached), libbpf loads kvds's compiled object with every program (compiling it first when not cached), the TASKSTATS genetlink family answers a query, and the tracepoints of each probe set exist in
 tracefs (mounted for the look in a scoped journal when it is not mounted).
 
 Only the host's answers are "unavailable": a missing library, toolchain, header tree, kernel feature or genetlink
-family. The ebpf package failing to import, or kvds's own BPF object failing to compile or load once libbpf and
-the toolchain are there, is a kvds error (status "error", traceback kept), never a reason to skip.
+family. This module failing to import (the doctor then reports the area as one error row), or kvds's own BPF object
+failing to compile or load once libbpf and the toolchain are there, is a kvds error (status "error", traceback
+kept), never a reason to skip.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from harness.errors import Unavailable
 from harness.kconfig import config_state
 from harness.knobs.mounts import TRACEFS, is_mounted, mount
 
+from ebpf import libbpf_loader, objects
+from ebpf.backends import libbpf_status
+from ebpf.bcc_loader import headers_status, load_bcc
+from ebpf.objects import check_fault_format
+from ebpf.programs import TRACEPOINTS as PROBE_TPS
+from ebpf.taskstats import family_status
+
 AREA = "ebpf"
 
 TRACEPOINTS = (
@@ -32,8 +41,6 @@ TRACEPOINTS = (
 
 def _look(names: tuple[str, ...]) -> tuple[dict[str, bool], str | None]:
     """(which tracepoints exist, why kvds.bpf.c's page-fault record would not match or None)."""
-    from ebpf.objects import check_fault_format
-
     present = {tp: (Path(TRACEFS) / "events" / tp).is_dir() for tp in names}
     return present, check_fault_format(Path(TRACEFS))
 
@@ -55,10 +62,6 @@ def _present_tracepoints(names: tuple[str, ...]) -> tuple[dict[str, bool] | None
 
 def _bcc_probe() -> Capability:
     """A real compile + verifier load of a tracepoint program, without attaching it."""
-    try:
-        from ebpf.bcc_loader import headers_status, load_bcc
-    except Exception as exc:  # kvds's own package: a broken install, not a missing mechanism
-        return kvds_error("ebpf.bcc", "importing ebpf.bcc_loader", AREA, exc)
     ok, reason = headers_status()
     if not ok:
         return unavailable("ebpf.bcc", reason, AREA)
@@ -88,11 +91,6 @@ def _libbpf_probe() -> Capability:
 
     The host's part (libbpf.so, clang/bpftool/libbpf-dev, kernel BTF) is checked first without compiling; once
     that is there, a failure to build or load kvds's own object is kvds's error."""
-    try:
-        from ebpf import libbpf_loader, objects
-        from ebpf.backends import libbpf_status
-    except Exception as exc:
-        return kvds_error("ebpf.libbpf", "importing the ebpf package", AREA, exc)
     ok, reason = libbpf_status()
     if not ok:
         return unavailable("ebpf.libbpf", reason, AREA)
@@ -115,10 +113,6 @@ def _libbpf_probe() -> Capability:
 
 def _taskstats_probe() -> Capability:
     """One TGID query for this process over the TASKSTATS genetlink family."""
-    try:
-        from ebpf.taskstats import family_status
-    except Exception as exc:
-        return kvds_error("ebpf.taskstats", "importing ebpf.taskstats", AREA, exc)
     try:  # family_status answers False only for a real absence (no family, no CAP_NET_ADMIN, too old)
         ok, reason = family_status()
     except Exception as exc:
@@ -132,7 +126,6 @@ def probes() -> list[Capability]:
     out.append(available("bpf", "CONFIG_BPF_SYSCALL on", AREA) if bpf in ("y", "unknown")
                else unavailable("bpf", "CONFIG_BPF_SYSCALL off", AREA))
     mounted = is_mounted(TRACEFS, "tracefs")
-    from ebpf.programs import TRACEPOINTS as PROBE_TPS  # kvds's own package: an import error is an error
     wanted = tuple(dict.fromkeys(TRACEPOINTS + tuple(tp for tps in PROBE_TPS.values() for tp in tps)))
     present, fault_format_problem = _present_tracepoints(wanted)
     if mounted:

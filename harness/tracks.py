@@ -1,0 +1,58 @@
+"""What the tracks plug into the core, found through entry points, so that the core imports no track.
+
+pyproject.toml declares them (one package installs every track; `make setup` reinstalls it when pyproject.toml
+changes, which is when entry points change):
+
+    kvds.commands         NAME = module          a module with register(subparsers): the `kvds NAME` command
+    kvds.probes           AREA[.PART] = module:fn fn() -> list[Capability]: `kvds doctor` rows of that area
+    kvds.report_sections  NN-NAME = module:fn    fn(ReportContext), in the order of the names
+    kvds.guest_lab        NAME = module          the QEMU guest behind `--target guest` (harness/remote/guest.py)
+
+harness/policy is a track living under harness/ (its commands, its report section); it registers like the others.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+DIST = "kvds"
+
+
+class NotInstalled(RuntimeError):
+    """kvds's entry points are missing: the package was installed from an older pyproject.toml (a kvds error:
+    `make setup` reinstalls it), never a host without a track."""
+
+
+@lru_cache(maxsize=None)
+def registered(group: str) -> tuple[EntryPoint, ...]:
+    """kvds's entry points of one group (one distribution: the first found on sys.path)."""
+    eps = tuple(ep for ep in entry_points(group=group) if ep.dist is None or ep.dist.name == DIST)
+    if not eps:
+        raise NotInstalled(f"no {group!r} entry points: kvds is installed from an older pyproject.toml; "
+                           "run 'make setup' (it reinstalls the package)")
+    return eps
+
+
+def commands() -> tuple[EntryPoint, ...]:
+    return registered("kvds.commands")
+
+
+def probe_areas() -> dict[str, list[EntryPoint]]:
+    """Track probes by doctor area ("io.ioload" adds to area "io")."""
+    out: dict[str, list[EntryPoint]] = {}
+    for ep in registered("kvds.probes"):
+        out.setdefault(ep.name.split(".")[0], []).append(ep)
+    return out
+
+
+def report_sections() -> list[EntryPoint]:
+    """In the order of their names (installers do not keep declaration order)."""
+    return sorted(registered("kvds.report_sections"), key=lambda ep: ep.name)
+
+
+def guest_lab() -> Any:
+    """The guest lab's module (qemu_validation/lab.py): an import error in it is kvds's error and propagates."""
+    (ep,) = registered("kvds.guest_lab")
+    return ep.load()
