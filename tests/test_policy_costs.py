@@ -189,3 +189,50 @@ def test_replay_plan_evicts_a_clean_block_to_the_slot_it_was_written_to() -> Non
     assert len(written) == 1 and of_a(OP_MISS) == written * 2          # both read-backs read that slot
     assert of_a(OP_EVICT_CLEAN) == [-1]                                  # no I/O: no slow slot to touch
     assert len(set(written) | {int(s) for s in plan.slow if s >= 0}) == plan.slow_slots
+
+
+# Background I/O carries over: the slow tier's clock runs across steps, so what background I/O has not finished
+# when a step ends is still ahead of the next step's demand reads (issue 14: bg time was reset every step).
+def test_background_io_beyond_a_steps_compute_delays_the_next_steps_demand_read() -> None:
+    # step 2 (no decode) computes 50 us; A's prefetch (read A, spill D: READ + WRITE) is admitted by a large
+    # budget and outlasts it, so B's miss at step 3 queues behind the remaining READ + WRITE - 50 us
+    ev = SETUP + [(2, HINT, A, False, PS), (3, ACCESS, B, True, 0)]
+    r = simulate(make(ev, 5), make_policy("IntentAware"), _tiers(budget=1e9, step_us=50.0))
+    carried = READ + WRITE - 50.0
+    assert r.prefetches == 1 and r.background_wait_us == pytest.approx(carried)
+    assert r.step_latency_us.tolist() == pytest.approx([50.0 + carried + READ + WRITE])
+    # with compute long enough to hide it, nothing is carried
+    r = simulate(make(ev, 5), make_policy("IntentAware"), _tiers(budget=1e9, step_us=1000.0))
+    assert r.background_wait_us == 0.0 and r.step_latency_us.tolist() == pytest.approx([1000.0 + READ + WRITE])
+
+
+def test_a_prefetch_is_refused_while_carried_background_io_fills_the_budget() -> None:
+    # budget 120 us, compute 10 us: A's prefetch (about 106 us) is admitted at step 2 and about 96 us of it is
+    # still queued when step 3 hints B, so B's prefetch would finish about 202 us after its issue: refused
+    ev = SETUP + [(2, HINT, A, False, PS), (3, HINT, B, False, PS)]
+    r = simulate(make(ev, 5), make_policy("IntentAware"), _tiers(budget=120.0, step_us=10.0))
+    assert (r.prefetches, r.prefetch_dropped) == (1, 1)
+    # a budget that covers the carried queue admits both
+    r = simulate(make(ev, 5), make_policy("IntentAware"), _tiers(budget=2 * (READ + WRITE), step_us=10.0))
+    assert (r.prefetches, r.prefetch_dropped) == (2, 0)
+
+
+def test_the_cleaner_stops_before_a_write_that_would_overrun_the_budget() -> None:
+    from harness.policy.expected_next_use import FREE_TARGET
+    from harness.policy.simulator import OP_SPILL_BG
+
+    n = 1000
+    assert int(FREE_TARGET * n) >= 3
+    ev = [(0, ALLOC, b, False, W) for b in range(n)] + [(1, ACCESS, 0, True, 0)]
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, n * SZ, step_us=1e3, io_budget_us=2.5 * WRITE)
+    r = simulate(make(ev, n), make_policy("ExpectedNextUse"), tiers, record=True)
+    assert int((r.ops["op"] == OP_SPILL_BG).sum()) == 2   # a third write would end 3 x WRITE after its issue
+
+
+def test_a_trace_without_a_model_has_no_background_io_budget() -> None:
+    # no compute modelled means nothing to hide background I/O behind: every prefetch is refused
+    t = make(SETUP + THEN, 5)
+    tiers = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, 3 * SZ)
+    assert tiers.step_us == 0.0 and tiers.io_budget_us == 0.0
+    r = simulate(t, make_policy("IntentAware"), tiers)
+    assert (r.prefetches, r.prefetch_dropped, r.background_wait_us) == (0, 1, 0.0)

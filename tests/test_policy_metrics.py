@@ -67,9 +67,16 @@ def test_prefetch_on_hint_turns_a_miss_into_a_hit() -> None:
           (1, HINT, C, False, codes.COLD_SPILLABLE),
           (2, HINT, A, False, codes.PREFETCH_SOON),      # prefetch A, evicting cold C
           (3, ACCESS, A, True, 0)]
-    r = simulate(make(ev), make_policy("IntentAware"), TWO_BLOCKS)
+    computing = TierModel(DEFAULT_FAST, DEFAULT_SLOW, fast_capacity=2 * SZ, step_us=1000.0, io_budget_us=1000.0)
+    r = simulate(make(ev), make_policy("IntentAware"), computing)
     assert (r.prefetches, r.prefetch_used, r.dc_misses) == (1, 1, 0)
-    assert r.step_latency_us.tolist() == pytest.approx([DEFAULT_FAST.read_us(SZ)])
+    # the prefetch (read A, spill C) ran during step 2's compute: step 3 is compute + a fast read
+    assert r.step_latency_us.tolist() == pytest.approx([1000.0 + DEFAULT_FAST.read_us(SZ)])
+    # with no compute no time passes between steps: the read waits for the prefetch still in flight
+    r0 = simulate(make(ev), make_policy("IntentAware"), TWO_BLOCKS)
+    assert (r0.prefetches, r0.dc_misses) == (1, 0)
+    pf = DEFAULT_SLOW.read_us(SZ) + DEFAULT_SLOW.write_us(SZ)
+    assert r0.step_latency_us.tolist() == pytest.approx([pf + DEFAULT_FAST.read_us(SZ)])
 
 
 def test_deadline_aware_keeps_the_tight_high_priority_block() -> None:

@@ -76,3 +76,32 @@ def test_paired_difference_by_repetition() -> None:
     ratio = out["ratio"]
     assert ratio.value == pytest.approx((4 / 10 * 7 / 12 * 5 / 11) ** (1 / 3))
     assert ratio.lo < ratio.value < ratio.hi < 1
+
+
+def test_replay_idles_for_the_modelled_compute_between_steps(trace, tmp_path: Path) -> None:
+    """Background I/O gets the compute window the simulator gives it: run_replay idles each policy's modelled
+    compute per elapsed step (time.sleep never returns early, so the idle is at least that)."""
+    from types import SimpleNamespace
+
+    work = replay.plan_all(trace, ["ExpectedNextUse", "LRU"], Capacity(0.3), DEFAULT_FAST, DEFAULT_SLOW)
+    slot = max(pr.plan.slot_bytes for pr in work.values())
+    backing = tmp_path / "slow.img"
+    with open(backing, "wb") as fh:
+        fh.truncate(max(pr.plan.slow_slots for pr in work.values()) * slot)
+    try:
+        dev = Device(str(backing), slot)
+    except OSError as exc:
+        pytest.skip(f"O_DIRECT not supported under {tmp_path}: {exc}")
+    arena, bg = Arena(max(pr.plan.arena_slots for pr in work.values()), slot), Background()
+    try:
+        replay.run_replay(work, SimpleNamespace(arena=arena, dev=dev), IoClasses(None, None, None), 1)
+        plain = execute(work["LRU"].plan, arena, dev, bg, IoClasses(None, None, None))
+    finally:
+        bg.close()
+        arena.close()
+        dev.close()
+    assert plain.compute_idle_us == 0.0
+    for pr in work.values():
+        assert pr.step_us > 0
+        elapsed_steps = int(pr.plan.step[-1] - pr.plan.step[0])
+        assert pr.runs[0].compute_idle_us >= elapsed_steps * pr.step_us

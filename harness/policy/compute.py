@@ -19,8 +19,11 @@ from harness.policy.trace import Trace
 ACCEL_HBM_BPS = 1e12
 ACCEL_FLOPS = 100e12
 WEIGHT_BYTES = 2          # fp16 weights
-UNKNOWN_MODEL_BUDGET_US = 1000.0  # traces that name no model (prototype JSONL): no compute modelled, 1 ms of
-                                  # background slow-tier time per step, no recompute
+# Traces that name no model (prototype JSONL) have no compute modelled (a step is its KV stall alone), so there
+# is no time for background I/O to hide behind: their I/O budget is 0 and every prefetch or background spill
+# is refused. (It was 1 ms per step: free device time that, replayed, queued 3,303 look-ahead prefetches
+# ahead of demand reads on the seed JSONL; see README "Simulator".)
+UNKNOWN_MODEL_BUDGET_US = 0.0
 
 
 def step_compute_us(shape: ModelShape) -> float:

@@ -134,7 +134,7 @@ def run_replay(work: dict[str, PolicyReplay], st: Setup, io: IoClasses, reps: in
     try:
         with progress("replaying", total=reps * len(work)) as bar:
             for _, name in alternating_order(list(work), reps):
-                work[name].runs.append(execute(work[name].plan, st.arena, st.dev, bg, io))
+                work[name].runs.append(execute(work[name].plan, st.arena, st.dev, bg, io, work[name].step_us))
                 bar.advance(1)
     finally:
         bg.close()

@@ -29,10 +29,17 @@ class ReplayRun:
     step_latency_us: np.ndarray
     op_us: dict[str, list[float]] = field(default_factory=dict)
     waits: int = 0
+    compute_idle_us: float = 0.0   # wall time spent idling for the modelled compute between steps
 
 
-def execute(plan: Plan, arena: Arena, dev: Device, bg: Background, io: IoClasses) -> ReplayRun:
-    """Run every op in order; charged ops' wall time (including waits on pending I/O) forms the step latency."""
+def execute(plan: Plan, arena: Arena, dev: Device, bg: Background, io: IoClasses,
+            compute_us: float = 0.0) -> ReplayRun:
+    """Run every op in order; charged ops' wall time (including waits on pending I/O) forms the step latency.
+
+    Between steps the replay idles `compute_us` per elapsed step: the modelled compute, during which the
+    simulator lets background I/O (prefetch, background spills) run. Replay cannot run the accelerator, but
+    without the idle its background thread would compete with the next step's demand reads for time the
+    model gives it (the step latency timed here stays the KV stall; the idle is not charged)."""
     pend_arena: dict[int, Future] = {}
     pend_slow: dict[int, Future] = {}
     op_us: dict[str, list[float]] = {name: [] for name in sim.OP_NAMES}
@@ -57,10 +64,15 @@ def execute(plan: Plan, arena: Arena, dev: Device, bg: Background, io: IoClasses
     def bg_read(a: int, s: int, n: int) -> None:
         dev.read(arena.slot(a, n), s, io.prefetch_read)
 
+    idle = 0.0
     for i in range(len(codes_)):
         if steps[i] != cur:
             if step_dc:
                 lat.append(step_us)
+            if compute_us > 0.0:
+                t0 = time.perf_counter()
+                time.sleep(compute_us * (steps[i] - cur) / 1e6)
+                idle += (time.perf_counter() - t0) * 1e6
             cur, step_us, step_dc = steps[i], 0.0, False
         c, a, s, n, charge = codes_[i], arenas[i], slows[i], sizes[i], charges[i]
         t0 = time.perf_counter()
@@ -100,4 +112,4 @@ def execute(plan: Plan, arena: Arena, dev: Device, bg: Background, io: IoClasses
         lat.append(step_us)
     for f in list(pend_arena.values()) + list(pend_slow.values()):
         f.result()
-    return ReplayRun(np.asarray(lat, dtype=np.float64), op_us, waits)
+    return ReplayRun(np.asarray(lat, dtype=np.float64), op_us, waits, idle)

@@ -5,10 +5,14 @@ Cost model (README.md "Simulator"):
   a slow-tier read (or, for a block the policy dropped, its recompute) plus the spill writes needed to
   make room. Allocations that force spills pay them on the same step. The step's latency is its compute
   time (`TierModel.step_us`) plus this KV stall.
-* Background I/O (prefetch reads and the spills they cause) shares the slow tier: per step it may use at
-  most `io_budget_us` of slow-tier time (a prefetch that does not fit is dropped and counted), and a
-  demand miss queues behind the background I/O issued earlier in the same step (FIFO device), so a
-  prefetch that delays a demand read shows in that step's latency.
+* The slow tier is one FIFO device with a clock that runs across steps. Simulated time advances by each
+  step's latency (compute per elapsed step + KV stall); a step's reads come first, then its compute.
+  Demand device work (miss reads, synchronous spills, prefill re-read misses) starts when the device has
+  finished everything queued before it, and the wait is part of that step's latency. Background I/O
+  (prefetch reads, the spills they cause, background spills) is admitted only when the queue it joins
+  drains within `io_budget_us` (the step's compute time) of its issue; what is admitted but not finished
+  when the step ends (a spill larger than the estimate, a cleaner's last write) carries into the next
+  step's queue, so a demand read queued behind it waits there: background I/O is never free of time.
 * A policy with a free target (`Policy.free_target`, a fraction of the fast tier) spills its lowest-valued
   blocks in the background at the end of each step while the step's I/O budget lasts, so later allocations
   and misses find room without a synchronous write (a kswapd-like watermark).
@@ -134,8 +138,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     kept: list[int] = []         # fast-resident blocks holding such a copy (released first when the slow tier fills)
     tail: dict[int, int] = {}    # request -> its last allocated block (the one tokens are appended to)
     boosted: list[int] = []      # blocks prefetched by look-ahead this step (re-keyed after the next step)
-    ready_at = [0.0] * nb        # background-queue position at which a prefetch completes (same step only)
-    pf_step = [-1] * nb
+    ready_at = [0.0] * nb        # simulated time (us) at which a block's prefetch read completes
     cur_seq = [-1] * nb          # push id of a block's live heap entry
     heap: list[tuple[float, int, int]] = []
     spilled: list[tuple[float, int, int]] = []  # PredictiveHotness: (predicted step, push id, block)
@@ -161,8 +164,9 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     rs_deadline: list[float] = []
     rs_band: list[int] = []
     step_reqs: dict[int, int] = {}   # request -> a block of it (for its deadline and band)
-    step_cost = 0.0
-    bg_used = 0.0                    # background slow-tier time issued this step (FIFO ahead of later misses)
+    step_cost = 0.0                  # this step's KV stall so far
+    t0 = 0.0                         # simulated time (us) at which the current step started
+    dev = 0.0                        # simulated time at which the slow tier has finished all queued I/O
     cur_step = steps[0] if steps else 0
 
     def op(code: int, b: int, charge: int = 0) -> None:
@@ -243,38 +247,62 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         cur_seq[b] = push_id
         heapq.heappush(heap, (key(b, seq, cur_step, cls[b]), push_id, b))
 
-    def free_victim(sz: int) -> bool:
-        """Does the next victim alone make room for `sz` bytes without a write (a clean copy or a drop)?"""
+    def peek() -> int:
+        """The next victim (-1 when no block is resident), after dropping stale heap entries."""
         while heap:
             _, pid, v = heap[0]
             if loc[v] == codes.LOC_FAST and cur_seq[v] == pid:
-                break
+                return v
             heapq.heappop(heap)
-        if not heap or used - size[v] + sz > cap:
-            return False
+        return -1
+
+    def writes_nothing(v: int) -> bool:
+        """Would evicting `v` write nothing (a clean copy, or a drop the policy chooses)?"""
         return bool(copy[v]) or (can_recompute and cls[v] == codes.RECOMPUTE_OK and
                                  choose_recompute(v, slow.read_us(size[v]), slow.write_us(size[v]),
                                                   tiers.recompute_us(size[v])))
 
+    def free_victim(sz: int) -> bool:
+        """Does the next victim alone make room for `sz` bytes without a write (a clean copy or a drop)?"""
+        v = peek()
+        if v < 0 or used - size[v] + sz > cap:
+            return False
+        return writes_nothing(v)
+
+    def bg_start(need: float) -> float | None:
+        """When background work of `need` us issued now would start, or None if the queue it joins would not
+        drain within the I/O budget (the compute time it may hide behind)."""
+        now = t0 + step_cost
+        start = dev if dev > now else now
+        return None if start + need > now + budget else start
+
+    def demand_wait() -> float:
+        """How long demand I/O issued now waits for the device (FIFO behind everything queued before it)."""
+        w = dev - (t0 + step_cost)
+        if w > 0.0:
+            res.background_wait_us += w
+            return w
+        return 0.0
+
     def prefetch(b: int, seq: int) -> None:
         """Background read of a spilled block, if the step's I/O budget holds it and a worse victim exists."""
-        nonlocal used, slow_used, bg_used
+        nonlocal used, slow_used, dev
         sz = size[b]
         need = slow.read_us(sz) + (slow.write_us(sz) if used + sz > cap and not free_victim(sz) else 0.0)
-        if bg_used + need > budget:
+        start = bg_start(need)
+        if start is None:
             res.prefetch_dropped += 1
             return
         k = key(b, seq, cur_step, cls[b])
         spill_cost = evict_for(sz, False, k)
         if spill_cost is None:
             return
-        bg_used += slow.read_us(sz) + spill_cost
+        dev = start + slow.read_us(sz) + spill_cost  # an estimate exceeded (several victims) carries over
         loc[b] = codes.LOC_FAST
         used += sz
         readback(b, sz)
         prefetched[b] = 1
-        ready_at[b] = bg_used
-        pf_step[b] = cur_step
+        ready_at[b] = dev
         res.prefetches += 1
         if record:
             op(OP_PREFETCH, b)
@@ -308,26 +336,33 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 prefetch(b, seq)
 
     def clean() -> None:
-        """Background spill toward the policy's free target with what is left of the step's I/O budget."""
-        nonlocal bg_used
+        """Background spill toward the policy's free target while each write still fits the I/O budget."""
+        nonlocal dev
         target = int(policy.free_target * cap)
-        while cap - used < target and heap:
-            cost = evict_for(cap - used + 1, False, None)
-            bg_used += cost
-            if bg_used >= budget:
+        while cap - used < target:
+            v = peek()
+            if v < 0:
                 break
+            start = bg_start(0.0 if writes_nothing(v) else slow.write_us(size[v]))
+            if start is None:
+                break
+            cost = evict_for(cap - used + 1, False, None)
+            if cost:
+                dev = start + cost
 
-    cleaner = policy.free_target > 0 and math.isfinite(budget)
+    cleaner = policy.free_target > 0 and math.isfinite(budget) and budget > 0
     for i in range(len(kinds)):
         s = steps[i]
         if s != cur_step:
             end_step()
             expired, boosted[:] = boosted[:], []
-            if lookahead is not None and bg_used < budget:
-                lookahead_prefetches(i)
-            if cleaner and bg_used < budget:
-                clean()
-            step_cost, bg_used, cur_step = 0.0, 0.0, s
+            if budget > 0:  # issued as the step's compute starts: the window they may hide behind
+                if lookahead is not None:
+                    lookahead_prefetches(i)
+                if cleaner:
+                    clean()
+            t0 += step_us * (s - cur_step) + step_cost  # the device clock runs on: unfinished I/O carries over
+            step_cost, cur_step = 0.0, s
             if lookahead is not None:
                 for b in expired:  # a look-ahead's keep-value lasts one step: re-key what was not read
                     if prefetched[b] and loc[b] == codes.LOC_FAST:
@@ -349,8 +384,8 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 if prefetched[b]:
                     res.prefetch_used += 1
                     prefetched[b] = 0
-                    if pf_step[b] == cur_step and crit:  # still in flight: wait for it
-                        wait = max(0.0, ready_at[b] - step_cost)
+                    wait = ready_at[b] - (t0 + step_cost)
+                    if crit and wait > 0.0:  # its prefetch is still in flight: wait for it
                         cost += wait
                         res.background_wait_us += wait
                 if record:
@@ -358,18 +393,18 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             else:
                 miss = True
                 res.misses += 1
-                wait = max(0.0, bg_used - step_cost) if crit else 0.0
-                res.background_wait_us += wait
                 dropped = loc[b] == LOC_DROPPED
                 if dropped:
-                    cost = wait + tiers.recompute_us(sz)
                     res.recomputes += 1
-                else:
-                    if loc[b] == codes.LOC_SLOW:
-                        loc[b] = codes.LOC_FAST  # read: its kept copy may be released to make room below
-                        readback(b, sz)
-                    cost = wait + slow.read_us(sz)
-                cost += evict_for(sz, True, None)
+                elif loc[b] == codes.LOC_SLOW:
+                    loc[b] = codes.LOC_FAST  # read: its kept copy may be released to make room below
+                    readback(b, sz)
+                spill = evict_for(sz, True, None)
+                io = spill if dropped else slow.read_us(sz) + spill  # device time (recompute uses none)
+                wait = demand_wait() if io > 0.0 else 0.0
+                if io > 0.0:
+                    dev = t0 + step_cost + wait + io
+                cost = wait + io + (tiers.recompute_us(sz) if dropped else 0.0)
                 if record:  # after the spills that made room: the block's slot is free by then
                     op(OP_RECOMPUTE if dropped else OP_MISS, b, DC_ACCESS if crit else CHARGED)
                 loc[b] = codes.LOC_FAST
@@ -405,7 +440,11 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             if loc[b] != codes.LOC_FAST:
                 if loc[b] == codes.LOC_SLOW:
                     slow_used -= size[b]
-                step_cost += evict_for(size[b], True, None)
+                spill = evict_for(size[b], True, None)
+                if spill > 0.0:  # synchronous writes queue on the device like a demand read
+                    spill += demand_wait()
+                    step_cost += spill
+                    dev = t0 + step_cost
                 loc[b] = codes.LOC_FAST
                 used += size[b]
             if record:
