@@ -7,6 +7,9 @@ that never happened (the process died between journaling and acting). A live pro
 exit, on an exception, on SIGINT/SIGTERM (via the CLI) and at interpreter exit; `kvds restore` replays
 journals whose owner died.
 
+Each entry names the module that registered its undo ("by"), so the journal imports no knob module: a process
+restoring a journal left by a killed kvds imports the modules its entries name.
+
 Worker processes (kind "worker", harness/knobs/workers.py) are ended before any other undo, in every journal
 being restored, and journals are restored newest first (a scoped journal's cgroups before the process-wide
 journal's swap device): a surviving worker or a still-limited cgroup would make swapoff fail with ENOMEM.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import importlib
 import json
 import os
 import threading
@@ -31,6 +35,8 @@ from harness.paths import journal_dir
 UndoFn = Callable[[dict[str, Any]], None]
 _UNDO: dict[str, UndoFn] = {}
 WORKER_KIND = "worker"
+UNNAMED_BY = "harness.knobs"
+"""Where the undo of an entry without "by" lives: journals written before entries named their module."""
 
 
 def undo_handler(kind: str) -> Callable[[UndoFn], UndoFn]:
@@ -86,7 +92,8 @@ class Journal:
             raise ValueError(f"no undo handler for knob kind {kind!r}")
         with self._lock:
             self._seq += 1
-            self._append({"op": "do", "seq": self._seq, "kind": kind, "undo": undo, "desc": desc})
+            self._append({"op": "do", "seq": self._seq, "kind": kind, "undo": undo, "desc": desc,
+                          "by": _UNDO[kind].__module__})
             return self._seq
 
     def done(self, seq: int, **facts: Any) -> None:
@@ -131,11 +138,18 @@ def _pending(path: Path, kinds: set[str] | None) -> list[dict[str, Any]]:
     return sorted(todo, key=lambda e: e["kind"] != WORKER_KIND)  # stable: newest first within each group
 
 
+def _undo_of(entry: dict[str, Any]) -> UndoFn:
+    """The undo of an entry's kind, importing the module the entry names when this process has not."""
+    if entry["kind"] not in _UNDO:
+        importlib.import_module(entry.get("by", UNNAMED_BY))
+    if entry["kind"] not in _UNDO:
+        raise LookupError(f"no undo handler for knob kind {entry['kind']!r} in {entry.get('by', UNNAMED_BY)}")
+    return _UNDO[entry["kind"]]
+
+
 def restore_file(path: Path, fh: Any = None, kinds: set[str] | None = None) -> RestoreReport:
     """Undo every not-yet-undone entry of a journal (only `kinds`, when given), workers first, then newest
     first, marking each as undone. Holds an exclusive lock on the journal, so two restores never race."""
-    import harness.knobs  # noqa: F401  (registers every undo handler)
-
     report = RestoreReport(path)
     own = fh is None
     out = open(path, "a", encoding="utf-8") if own else fh
@@ -144,7 +158,7 @@ def restore_file(path: Path, fh: Any = None, kinds: set[str] | None = None) -> R
         for entry in _pending(path, kinds):
             args = {**entry["undo"], **entry["facts"]}
             try:
-                _UNDO[entry["kind"]](args)
+                _undo_of(entry)(args)
                 report.undone.append(entry["desc"])
                 out.write(json.dumps({"op": "undone", "seq": entry["seq"]}) + "\n")
                 out.flush()
@@ -229,10 +243,6 @@ def get_journal() -> Journal:
             _current = Journal()
             atexit.register(restore_current)
         return _current
-
-
-def has_changes() -> bool:
-    return _current is not None and _current.pid == os.getpid()
 
 
 def restore_current() -> RestoreReport | None:

@@ -436,3 +436,40 @@ def test_one_restore_ends_a_surviving_worker_before_swapoff(tmp_path, kvds_env) 
     assert dev not in Path("/proc/swaps").read_text()
     assert not Path(cg_dir).exists()
     assert journals_of(child.pid) == []
+
+
+BARE_RESTORE = """\
+import sys
+from pathlib import Path
+from harness import journal
+assert not [m for m in sys.modules if m.startswith("harness.knobs")], "harness.journal imported a knob module"
+reports = [journal.restore_file(Path(p)) for p in sys.argv[1:]]
+assert not any(r.failed for r in reports), [r.failed for r in reports]
+for p in sys.argv[1:]:
+    Path(p).unlink()
+print(sorted(m for m in sys.modules if m.startswith("harness.knobs.")))
+"""
+
+
+def test_a_process_that_imported_only_the_journal_restores_a_killed_kvds(tmp_path, kvds_env) -> None:
+    """The journal imports no knob module (no journal <-> knobs cycle): each entry names the module of its undo,
+    which a restoring process imports."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    before = snapshot(scratch)
+    child = start_child(scratch, kvds_env)
+    lines = []
+    for line in child.stdout:
+        lines.append(line.strip())
+        if line.startswith("STEP 3 "):
+            break
+    assert snapshot(scratch) != before
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    paths = journals_of(child.pid)
+    assert paths
+    r = subprocess.run([sys.executable, "-c", BARE_RESTORE, *map(str, paths)], cwd=REPO, env=kvds_env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "harness.knobs.loop" in r.stdout and "harness.knobs.mounts" in r.stdout, r.stdout
+    assert snapshot(scratch) == before
