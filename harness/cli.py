@@ -16,8 +16,7 @@ import traceback
 from typing import Sequence
 
 from harness import journal, tracks
-from harness.cli_args import (Parser, add_json_flag, nonneg_float, nonneg_int, percent,  # noqa: F401  (moving)
-                              positive_float, positive_int, require_root)
+from harness.cli_args import Parser
 from harness.errors import Unavailable, UserError
 
 # Each module defines register(subparsers). The core's commands are named here; the tracks' come from their
