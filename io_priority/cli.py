@@ -39,6 +39,16 @@ def _percent_1_100(text: str) -> int:
     return v
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(k < 3 for k in sizes):
+        raise argparse.ArgumentTypeError(f"repetition counts are comma-separated integers >= 3, not {text!r}")
+    return sizes
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     add_target_args(p)  # --target/--hosts: harness/remote runs this same command on those hosts
     p.add_argument("--engine", choices=ENGINES, default="psync", help="how I/O is submitted (default psync)")
@@ -104,18 +114,38 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"{QUICK_DURATION_S:g} s x 2 repetitions, mq-deadline and bfq only, mappings "
                         f"{', '.join(sweep.QUICK_MAPPINGS)}, {QUICK_KV_MIB}+{QUICK_SPILL_MIB} MiB device (about a minute)")
     s.add_argument("--schedulers", nargs="+", choices=SCHEDULERS, default=None,
-                   help=f"default {' '.join(sweep.DEFAULT_SCHEDULERS)}")
+                   help="schedulers, each with every mapping named (default: the default plan, "
+                        + "; ".join(f"{s}: {' '.join(ms)}" for s, ms in sweep.DEFAULT_PLAN.items())
+                        + f"; with --mappings alone: {' '.join(sweep.DEFAULT_SCHEDULERS)})")
     s.add_argument("--mappings", nargs="+", default=None,
-                   help=f"mappings applied as 'separated' variants (default {' '.join(sweep.DEFAULT_MAPPINGS)})")
+                   help="mappings applied as 'separated' variants under every scheduler (default: the default plan; "
+                        f"with --schedulers alone: {' '.join(sweep.DEFAULT_MAPPINGS)})")
     s.add_argument("--until-width", type=nonneg_float, default=sweep.DEFAULT_UNTIL_WIDTH,
-                   help="auto-grow: add 2 repetitions per round to each scheduler with a point whose judged "
-                        "interference is inconclusive with an interval wider than this (hi/lo), until none is left "
-                        f"or --time-cap passes (default {sweep.DEFAULT_UNTIL_WIDTH:g}; 0 = off)")
+                   help="auto-grow: add 2 repetitions per round to each point whose judged interference is "
+                        "inconclusive with an interval wider than this (hi/lo), alternating with its unloaded "
+                        f"reference, until none is left or --time-cap passes (default {sweep.DEFAULT_UNTIL_WIDTH:g}; "
+                        "0 = off)")
     s.add_argument("--time-cap", type=positive_float, default=sweep.DEFAULT_TIME_CAP_S,
                    help=f"auto-grow stops before a round that would end after this many seconds "
                         f"(default {sweep.DEFAULT_TIME_CAP_S:g})")
     _common(s)
     s.set_defaults(func=cmd_sweep, reps=sweep.DEFAULT_REPS, duration=sweep.DEFAULT_DURATION_S)
+
+    r = verbs.add_parser("repro", help="does a sweep's verdict repeat? stored sweeps compared point by point; "
+                                       "--predict: how often sweeps of a given size would agree")
+    r.add_argument("runs", nargs="+", help="io-sweep run ids, unique id prefixes or paths (in the order run)")
+    r.add_argument("--predict", type=_sizes, default=None,
+                   help="comma-separated repetition counts: predicted chance that 3 sweeps of that size (grown by "
+                        "--until-width / --time-cap) give each point the same verdict, from the runs' repetitions")
+    r.add_argument("--default-plan", action="store_true",
+                   help="predict for the default sweep's points (sweep.DEFAULT_PLAN) instead of the runs' points")
+    r.add_argument("--sims", type=positive_int, default=1000, help="simulated groups of 3 sweeps (default 1000)")
+    r.add_argument("--until-width", type=nonneg_float, default=sweep.DEFAULT_UNTIL_WIDTH,
+                   help=f"the simulated sweeps' auto-grow width (default {sweep.DEFAULT_UNTIL_WIDTH:g}; 0 = off)")
+    r.add_argument("--time-cap", type=positive_float, default=sweep.DEFAULT_TIME_CAP_S,
+                   help=f"the simulated sweeps' time cap (default {sweep.DEFAULT_TIME_CAP_S:g})")
+    add_json_flag(r)
+    r.set_defaults(func=cmd_repro)
 
     f = verbs.add_parser("fio-check", help="unloaded QD1 latency, closed loop (default) or open loop at --rate N: "
                                            "kvds's reader vs fio on the same device, with the same --wait")
@@ -189,13 +219,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from io_priority import runs, sweep
 
-    schedulers = args.schedulers or list(sweep.DEFAULT_SCHEDULERS)
-    mappings = args.mappings or list(sweep.QUICK_MAPPINGS if args.quick else sweep.DEFAULT_MAPPINGS)
+    plan = sweep_plan(args.schedulers, args.mappings, args.quick)
     if args.quick:
         args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
     grow = None if args.quick or not args.until_width else sweep.Grow(args.until_width, args.time_cap)
-    _require(args, mappings)
-    summary, run = runs.sweep_run(schedulers, mappings, workload_from(args), layout_from(args), args.device,
+    _require(args, sorted({m for ms in plan.values() for m in ms}))
+    summary, run = runs.sweep_run(plan, workload_from(args), layout_from(args), args.device,
                                   args.destroy_data, args.reps, args.trace, grow, args.stall_ms)
     if args.json:
         _print_json({"run": str(run.path), **summary})
@@ -203,6 +232,42 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sweep.print_points(summary)
         say(f"results in {run.path}; plot {run.path / 'pareto.png'}")
     return 0
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    from harness.results import ResultStore
+    from io_priority import repro
+
+    store = ResultStore()
+    runs_ = [store.get(ref) for ref in args.runs]
+    cmp = repro.compare(runs_)
+    out: dict[str, Any] = {"compare": cmp}
+    if args.predict:
+        model = repro.fit(runs_)
+        pts = ([(s, m) for s, ms in sweep.DEFAULT_PLAN.items() for m in ms] if args.default_plan
+               else repro.loaded_points(runs_))
+        missing = [f"{s}/{v}" for s, v in pts if not (model.get(s, {}).get(v) or {}).get("p99")]
+        if missing:
+            raise UserError(f"no repetitions of {', '.join(missing)} in the given runs to predict from")
+        grow = sweep.Grow(args.until_width, args.time_cap) if args.until_width else None
+        out["predict"] = repro.predict(model, pts, args.predict, sims=args.sims, grow=grow)
+    if args.json:
+        _print_json(out)
+    else:
+        repro.print_compare(cmp)
+        if args.predict:
+            repro.print_predict(out["predict"])
+    return 0
+
+
+def sweep_plan(schedulers: list[str] | None, mappings: list[str] | None, quick: bool = False) -> dict[str, list[str]]:
+    """Scheduler -> mappings. Neither flag: the default plan (sweep.DEFAULT_PLAN); --quick: its grid; either
+    flag: the full grid of what was named, the defaults filling the other."""
+    if quick:
+        return {s: list(mappings or sweep.QUICK_MAPPINGS) for s in schedulers or sweep.DEFAULT_SCHEDULERS}
+    if schedulers is None and mappings is None:
+        return {s: list(ms) for s, ms in sweep.DEFAULT_PLAN.items()}
+    return {s: list(mappings or sweep.DEFAULT_MAPPINGS) for s in schedulers or sweep.DEFAULT_SCHEDULERS}
 
 
 def cmd_fio_check(args: argparse.Namespace) -> int:

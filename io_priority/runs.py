@@ -69,46 +69,51 @@ def _ebpf_note(used: bool) -> dict[str, Any]:
             + "; block-layer classes per request come from tracefs block_rq_issue (block_layer keys)"}
 
 
-def sweep_run(schedulers: list[str], mappings: list[str], workload: Workload, layout: Layout, device: str,
+def sweep_run(plan: dict[str, list[str]], workload: Workload, layout: Layout, device: str,
               destroy_data: bool, reps: int, trace: bool, grow: "sweep.Grow | None" = None,
               stall_ms: float = stallmod.DEFAULT_STALL_MS) -> tuple[dict[str, Any], Run]:
+    """plan: scheduler -> the mappings run as variants under it (beside unloaded and baseline). The first round
+    runs every variant `reps` times in ABBA order per scheduler; auto-grow rounds run only the points still wide
+    and their unloaded reference (io_priority.sweep.Grow)."""
     from harness.mapping import load_mapping
     from io_priority import sweep
 
     t0 = time.monotonic()
     load0 = list(os.getloadavg())
     dev = devmod.prepare(device, layout, destroy_data)
-    variants = [Variant("unloaded", None), Variant("baseline", load_mapping("none"))]
-    variants += [Variant(m, load_mapping(m)) for m in mappings]
+    loaded = {m: Variant(m, load_mapping(m)) for ms in plan.values() for m in ms}
+    variants = {s: [Variant("unloaded", None), Variant("baseline", load_mapping("none"))] + [loaded[m] for m in ms]
+                for s, ms in plan.items()}
     per_sched: dict[str, Any] = {}
-    all_results: dict[str, dict[str, list[Any]]] = {}
-    orders: dict[str, list[tuple[int, str]]] = {}
-    done = {s: 0 for s in schedulers}
-    todo = {s: reps for s in schedulers}
+    all_results: dict[str, dict[str, list[Any]]] = {s: {v.label: [] for v in vs} for s, vs in variants.items()}
+    orders: dict[str, list[tuple[int, str]]] = {s: [] for s in plan}
     rounds: list[dict[str, Any]] = []
+    todo: dict[str, tuple[list[Variant], int]] = {s: (variants[s], reps) for s in plan}
+    first = {s: 0 for s in plan}  # repetition numbers go on across rounds (the ABBA parity with them)
     while True:
-        for sched in schedulers:
-            if not todo[sched]:
-                continue
+        for sched, (vs, n) in todo.items():
             bench.with_scheduler(dev, sched)
-            results, order = bench.run_variants(dev, workload, variants, todo[sched], trace, label=sched,
-                                                first_rep=done[sched])
+            results, order = bench.run_variants(dev, workload, vs, n, trace, label=sched, first_rep=first[sched])
             for name, rs in results.items():
-                all_results.setdefault(sched, {}).setdefault(name, []).extend(rs)
-            orders.setdefault(sched, []).extend(order)
-            done[sched] += todo[sched]
-            per_sched[sched] = {"rep_order": [[r, n] for r, n in orders[sched]], "reps": done[sched],
-                                "modes": bench.summarize(variants, all_results[sched], workload.engine,
+                all_results[sched][name].extend(rs)
+            orders[sched].extend(order)
+            first[sched] += n
+            per_rep = {v.label: len(all_results[sched][v.label]) for v in variants[sched]}
+            per_sched[sched] = {"rep_order": [[r, name] for r, name in orders[sched]], "reps": max(per_rep.values()),
+                                "reps_per_variant": per_rep,
+                                "modes": bench.summarize(variants[sched], all_results[sched], workload.engine,
                                                          buffered=workload.spill_kind == "buffered",
                                                          stall_ms=stall_ms)}
         elapsed = time.monotonic() - t0
+        done = sum(len(rs) for by in all_results.values() for rs in by.values())
         step = sweep.grow_step(sweep.points(per_sched), grow, elapsed, done)
-        rounds.append({"reps": dict(done), "elapsed_s": round(elapsed, 1), **step})
+        rounds.append({"reps": {s: dict(per_sched[s]["reps_per_variant"]) for s in plan},
+                       "elapsed_s": round(elapsed, 1), **step})
         if not step["more"]:
             break
-        todo = {s: step["more"].get(s, 0) for s in schedulers}
-    reps = max(done.values())
-    config = _config(workload, dev, ",".join(schedulers), reps, mappings=mappings, schedulers=schedulers,
+        todo = {s: ([v for v in variants[s] if v.label in names], step["step"]) for s, names in step["more"].items()}
+    config = _config(workload, dev, ",".join(plan), max(d["reps"] for d in per_sched.values()),
+                     mappings=list(loaded), schedulers=list(plan), plan={s: list(ms) for s, ms in plan.items()},
                      grow=grow.as_dict() if grow else None, rounds=rounds, stall_ms=stall_ms, loadavg_start=load0)
     run = ResultStore().new_run("io-sweep", config)
     for sched, results in all_results.items():

@@ -1,0 +1,235 @@
+"""Does a sweep's verdict repeat? Stored sweeps compared point by point, and how often sweeps of a given size
+would agree, predicted from the repetitions those sweeps recorded (`kvds io repro`).
+
+Why a prediction: whether three back-to-back sweeps agree is a matter of chance for every point, and of size for
+most. A point whose true interference (or spill kept) sits well away from its limit gets the same verdict once its
+interval is narrow enough; a point whose true value sits on a limit stays inconclusive only while its interval
+straddles the limit, and a narrower interval lands it on either side at random. The prediction says which kind
+each point is, and what a default size buys, before the slot is spent on it.
+
+The model (documented, not the sweep's own resampling): each variant's per-repetition stall-free service p99 and
+per-repetition spill MB/s are log-normal across repetitions, with the mean and spread of the pooled repetitions
+of the given sweeps (back-to-back runs pooled: the spread between runs is part of it). A simulated sweep of k
+repetitions draws k of each, forms the sweep's two estimates the way harness/stats.py does (a ratio with a
+log-scale Welch t interval) and judges them with io_priority.sweep.judge, the same rule (reference stability
+included) the sweep applies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness import stats
+from harness.results import Run
+from io_priority import sweep
+
+STATUSES = (stats.MET, stats.MISSED, stats.INCONCLUSIVE)
+
+
+def point_name(p: dict[str, Any]) -> str:
+    return f"{p['scheduler']}/{p['variant']}"
+
+
+def _est_text(e: dict[str, Any] | None) -> str:
+    if not e or not isinstance(e.get("value"), (int, float)):
+        return "-"
+    lo, hi = e.get("lo"), e.get("hi")
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+        return f"{e['value']:.2f} [{lo:.2f}, {hi:.2f}]"
+    return f"{e['value']:.2f}"
+
+
+def compare(runs: Sequence[Run]) -> dict[str, Any]:
+    """Each point's verdict in each stored sweep, with the interval it was judged from, and whether it repeated.
+    Points absent from some sweep are listed with "-" there and never count as repeated."""
+    order: list[str] = []
+    cells: dict[str, list[dict[str, Any] | None]] = {}
+    for i, run in enumerate(runs):
+        s = run.summary
+        if s.get("schema") != sweep.SCHEMA:
+            from harness.errors import UserError
+            raise UserError(f"{run.run_id} is not a kvds io sweep run (schema {s.get('schema')!r})")
+        for p in s.get("points", []):
+            name = point_name(p)
+            if name not in cells:
+                order.append(name)
+                cells[name] = [None] * len(runs)
+            inter, _ = sweep.goal_interference(p)
+            cells[name][i] = {"status": (p.get("goal") or {}).get("status", "-"), "interference": inter,
+                              "kept": p.get("spill_retained_est"), "stalls": p.get("stalls"),
+                              "text": f"{_est_text(inter)} / {_est_text(p.get('spill_retained_est'))} / "
+                                      f"{p.get('stalls') if p.get('stalls') is not None else '-'}"}
+    rows = []
+    for name in order:
+        cs = cells[name]
+        statuses = [c["status"] if c else "-" for c in cs]
+        rows.append({"point": name, "cells": cs, "statuses": statuses,
+                     "same": "-" not in statuses and len(set(statuses)) == 1})
+    judged = [r for r in rows if r["statuses"][0] != "reference"]
+    return {"runs": [r.run_id for r in runs], "rows": rows,
+            "repeated": sum(r["same"] for r in judged), "judged": len(judged),
+            "elapsed_s": [(r.summary.get("config", {}).get("rounds") or [{}])[-1].get("elapsed_s") for r in runs]}
+
+
+@dataclass(frozen=True)
+class LogNormal:
+    """Mean and standard deviation of log(x) over repetitions (x > 0)."""
+
+    mu: float
+    sigma: float
+    n: int
+
+    @classmethod
+    def fit(cls, xs: Sequence[float]) -> "LogNormal | None":
+        v = np.asarray([x for x in xs if x is not None and math.isfinite(x) and x > 0], dtype=float)
+        if v.size < 2:
+            return None
+        lg = np.log(v)
+        return cls(float(lg.mean()), float(lg.std(ddof=1)), int(v.size))
+
+    def draw(self, k: int, rng: np.random.Generator) -> np.ndarray:
+        return np.exp(rng.normal(self.mu, self.sigma, k))
+
+
+def fit(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, LogNormal | None]]]:
+    """Per scheduler and variant: log-normal fits of the per-repetition stall-free service p99 ("p99") and spill
+    MB/s ("mbs"), pooled over the given sweeps' repetitions."""
+    pooled: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for run in runs:
+        for sched, doc in run.summary.get("schedulers", {}).items():
+            for label, m in doc.get("modes", {}).items():
+                d = pooled.setdefault(sched, {}).setdefault(label, {"p99": [], "mbs": []})
+                d["p99"] += [x for x in (m.get("per_rep_service_p99_us") or []) if x is not None]
+                d["mbs"] += [x for x in (m.get("spill_mb_s_per_rep") or []) if x is not None]
+    return {s: {v: {k: LogNormal.fit(xs) for k, xs in d.items()} for v, d in vs.items()}
+            for s, vs in pooled.items()}
+
+
+def _ratio(a: np.ndarray, b: np.ndarray, log_scale_values: bool) -> dict[str, Any]:
+    """a / b with a log-scale Welch t interval: of geometric means when the values are per-repetition
+    percentiles (the pooled percentile's log standard error is about that of their log mean), of arithmetic
+    means for throughputs (as stats.rep_mean_ratio)."""
+    k_a, k_b = a.size, b.size
+    if log_scale_values:
+        la, lb = np.log(a), np.log(b)
+        value = math.exp(la.mean() - lb.mean())
+        se_a, se_b = la.std(ddof=1) / math.sqrt(k_a), lb.std(ddof=1) / math.sqrt(k_b)
+    else:
+        value = a.mean() / b.mean()
+        se_a = a.std(ddof=1) / (a.mean() * math.sqrt(k_a))
+        se_b = b.std(ddof=1) / (b.mean() * math.sqrt(k_b))
+    se = math.hypot(se_a, se_b)
+    num = se ** 4
+    den = se_a ** 4 / (k_a - 1) + se_b ** 4 / (k_b - 1)
+    df = num / den if den > 0 else float(min(k_a, k_b) - 1)
+    t = stats.t_quantile(df)
+    return {"value": value, "lo": value * math.exp(-t * se), "hi": value * math.exp(t * se), "conf": 0.95}
+
+
+def _judged(model: dict[str, dict[str, dict[str, LogNormal | None]]], p99: dict[tuple[str, str], np.ndarray],
+            mbs: dict[tuple[str, str], np.ndarray], points: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The points of one simulated sweep, judged by io_priority.sweep.judge."""
+    pts = []
+    per = {}
+    for s, v in points:
+        pts.append({"scheduler": s, "variant": v,
+                    "interference_service": _ratio(p99[(s, v)], p99[(s, "unloaded")], True),
+                    "spill_retained_est": _ratio(mbs[(s, v)], mbs[(s, "baseline")], False)})
+        per[s] = {"modes": {"unloaded": {"per_rep_service_p99_us": list(p99[(s, "unloaded")])}}}
+    sweep.judge(pts, per)
+    return pts
+
+
+def simulate_sweep(model: dict[str, dict[str, dict[str, LogNormal | None]]], points: Sequence[tuple[str, str]],
+                   k: int, rng: np.random.Generator, grow: "sweep.Grow | None" = None,
+                   s_per_rep: float = 6.4) -> dict[str, Any]:
+    """One simulated sweep of k repetitions per variant, grown as the sweep grows (sweep.grow_step, on a clock of
+    `s_per_rep` seconds per variant-repetition): each point's verdict and the sweep's simulated seconds."""
+    if k < stats.MIN_REPS:
+        raise ValueError(f"a sweep needs >= {stats.MIN_REPS} repetitions for an interval")
+    scheds = sorted({s for s, _ in points})
+    p99: dict[tuple[str, str], np.ndarray] = {}
+    mbs: dict[tuple[str, str], np.ndarray] = {}
+    for s in scheds:
+        p99[(s, "unloaded")] = model[s]["unloaded"]["p99"].draw(k, rng)
+        mbs[(s, "baseline")] = model[s]["baseline"]["mbs"].draw(k, rng)
+        p99[(s, "baseline")] = model[s]["baseline"]["p99"].draw(k, rng) if model[s]["baseline"]["p99"] else None
+    for s, v in points:
+        p99[(s, v)], mbs[(s, v)] = model[s][v]["p99"].draw(k, rng), model[s][v]["mbs"].draw(k, rng)
+    reps = k * (len(points) + 2 * len(scheds))
+    while True:
+        pts = _judged(model, p99, mbs, points)
+        step = sweep.grow_step(pts, grow, reps * s_per_rep, reps)
+        if not step["more"]:
+            break
+        for s, names in step["more"].items():
+            for v in names:
+                p99[(s, v)] = np.concatenate([p99[(s, v)], model[s][v]["p99"].draw(step["step"], rng)])
+                if v != "unloaded":
+                    mbs[(s, v)] = np.concatenate([mbs[(s, v)], model[s][v]["mbs"].draw(step["step"], rng)])
+                reps += step["step"]
+    return {"verdicts": {point_name(p): p["goal"]["status"] for p in pts}, "seconds": reps * s_per_rep}
+
+
+def predict(model: dict[str, dict[str, dict[str, LogNormal | None]]], points: Sequence[tuple[str, str]],
+            sizes: Sequence[int], sims: int = 2000, runs: int = 3, seed: int = 0,
+            grow: "sweep.Grow | None" = None, s_per_rep: float = 6.4) -> dict[int, dict[str, Any]]:
+    """Per size: each point's chance of met / missed / inconclusive in one sweep, the chance that `runs`
+    independent sweeps give it the same verdict (sum of p^runs), the chance that every point repeats at once
+    (counted over simulated groups of `runs` sweeps, so the shared reference's correlation is kept), and the
+    simulated sweep's seconds (median, max)."""
+    usable = [(s, v) for s, v in points if model.get(s, {}).get(v, {}).get("p99") and model[s][v].get("mbs")
+              and model[s].get("unloaded", {}).get("p99") and model[s].get("baseline", {}).get("mbs")]
+    out: dict[int, dict[str, Any]] = {}
+    for k in sizes:
+        rng = np.random.default_rng(seed + k)
+        sw = [simulate_sweep(model, usable, k, rng, grow, s_per_rep) for _ in range(sims * runs)]
+        draws = [d["verdicts"] for d in sw]
+        per_point = {}
+        for s, v in usable:
+            name = f"{s}/{v}"
+            counts = {st: sum(d[name] == st for d in draws) / len(draws) for st in STATUSES}
+            per_point[name] = {**counts, "same": sum(p ** runs for p in counts.values())}
+        groups = [draws[i * runs:(i + 1) * runs] for i in range(sims)]
+        all_same = sum(all(len({g[name] for g in grp}) == 1 for name in per_point) for grp in groups) / sims
+        secs = sorted(d["seconds"] for d in sw)
+        out[k] = {"points": per_point, "all_same": all_same, "sims": sims,
+                  "seconds_median": secs[len(secs) // 2], "seconds_max": secs[-1]}
+    return out
+
+
+def loaded_points(runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """The judged points of the given sweeps (every scheduler x loaded variant but the baseline), in order."""
+    seen: list[tuple[str, str]] = []
+    for run in runs:
+        for p in run.summary.get("points", []):
+            key = (p["scheduler"], p["variant"])
+            if p["variant"] != "baseline" and key not in seen:
+                seen.append(key)
+    return seen
+
+
+def print_compare(cmp: dict[str, Any], echo: Any = print) -> None:
+    """A markdown table: one row per point, one column per sweep, and whether the verdict repeated."""
+    n = len(cmp["runs"])
+    echo("| point | " + " | ".join(f"run {i + 1}: IF service (judged) / kept / stalls -> verdict" for i in range(n))
+         + " | same? |")
+    echo("|---|" + "---|" * n + "---|")
+    for r in cmp["rows"]:
+        cells = [f"{c['text']} -> **{c['status']}**" if c else "-" for c in r["cells"]]
+        echo(f"| {r['point']} | " + " | ".join(cells) + f" | {'yes' if r['same'] else 'NO'} |")
+    echo(f"runs: {', '.join(cmp['runs'])}; sweep seconds: {cmp['elapsed_s']}")
+    echo(f"verdicts repeated: {cmp['repeated']} of {cmp['judged']} judged points")
+
+
+def print_predict(pred: dict[int, dict[str, Any]], runs: int = 3, echo: Any = print) -> None:
+    for k, d in pred.items():
+        echo(f"{k} repetitions per variant ({d['sims']} simulated groups of {runs} sweeps): every point repeats in "
+             f"{d['all_same']:.0%}; sweep {d['seconds_median']:.0f} s (median), {d['seconds_max']:.0f} s (max)")
+        for name, p in d["points"].items():
+            echo(f"  {name}: met {p['met']:.0%}, missed {p['missed']:.0%}, inconclusive {p['inconclusive']:.0%}; "
+                 f"same verdict in {runs} sweeps {p['same']:.0%}")
