@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Operation and priority-class codes shared with the decoder in ebpf/decode.py.
+# The codes the BPF programs store in their map keys; ebpf/recorder.py decodes them by these tables.
 OPS = ("read", "write", "flush", "discard", "other")
 CLASSES = ("none", "rt", "be", "idle")
 BLK_KINDS = ("issue_to_complete", "insert_to_issue")

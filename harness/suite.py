@@ -102,18 +102,5 @@ def _judge(stage: Stage, rc: int, tail: str, new: list[str]) -> tuple[str, str]:
     return "failed", f"exit {rc}: {tail}"
 
 
-def stage_names(stages: list[Stage]) -> list[str]:
-    return [s.name for s in stages]
-
-
-def suite_runs(suite: Run, store: ResultStore) -> dict[str, list[Run]]:
-    """The stage runs a suite recorded, by stage name."""
-    out: dict[str, list[Run]] = {}
-    for st in suite.read_json("stages").get("stages", []):
-        out[st["name"]] = [store.get(str(suite.path.parent / rid)) for rid in st["runs"]
-                           if (suite.path.parent / rid / "meta.json").exists()]
-    return out
-
-
 def relative(path: Path, base: Path) -> str:
     return os.path.relpath(path, base)
