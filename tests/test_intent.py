@@ -87,3 +87,12 @@ def test_bad_intent_fields_name_the_line(tmp_path, intent: dict, message: str) -
     with pytest.raises(UserError, match=message) as exc:
         list(read_prototype_jsonl(p))
     assert f"{p}:2:" in str(exc.value)
+
+
+def test_the_simulator_codes_are_the_intent_classes_in_order() -> None:
+    """The policy simulator's integer class codes (harness/policy/codes.py) are positions in IntentClass: one
+    definition of the classes, whichever the code reads."""
+    from harness.policy import codes
+
+    assert codes.CLASS_NAMES == tuple(c.value for c in IntentClass)
+    assert [getattr(codes, c.name) for c in IntentClass] == list(range(len(IntentClass)))

@@ -17,5 +17,6 @@ from harness.knobs import workers  # worker processes: die with kvds, ended firs
 __all__ = [
     "create_dir", "create_file", "read_knob", "sysctl", "write_knob", "set_scheduler", "scheduler_of",
     "loop_attach", "loop_detach", "swapfile", "swapon", "zram_device", "zram_swap", "Cgroup", "create_cgroup",
-    "hierarchy_for", "ensure_debugfs", "ensure_tracefs", "is_mounted", "mount", "create_netns", "create_veth", "workers",
+    "hierarchy_for", "ensure_debugfs", "ensure_tracefs", "is_mounted", "mount", "create_netns", "create_veth",
+    "workers",
 ]

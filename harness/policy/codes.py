@@ -5,6 +5,8 @@ Traces are numpy arrays, so classes travel as small integers; the names match
 """
 from __future__ import annotations
 
+from harness.intent import IntentClass
+
 # Event kinds in a Trace.
 ALLOC = 0   # a KV block is produced (prefill or decode growth) in the fast tier
 ACCESS = 1  # a KV block is read; `critical` says whether a decode step waits on it
@@ -21,7 +23,7 @@ COLD_SPILLABLE = 3
 RECOMPUTE_OK = 4
 DONE = 5
 
-CLASS_NAMES = ("decode-critical", "prefetch-soon", "warm", "cold-spillable", "recompute-ok", "done")
+CLASS_NAMES = tuple(c.value for c in IntentClass)  # the codes above are these names' positions
 CLASS_BY_NAME = {name: code for code, name in enumerate(CLASS_NAMES)}
 
 # Tier locations of a block in the simulator.
