@@ -61,8 +61,10 @@ def compare(runs: Sequence[Run]) -> dict[str, Any]:
             inter, _ = sweep.goal_interference(p)
             cells[name][i] = {"status": (p.get("goal") or {}).get("status", "-"), "interference": inter,
                               "kept": p.get("spill_retained_est"), "stalls": p.get("stalls"),
+                              "reps": p.get("reps"),
                               "text": f"{_est_text(inter)} / {_est_text(p.get('spill_retained_est'))} / "
-                                      f"{p.get('stalls') if p.get('stalls') is not None else '-'}"}
+                                      f"{p.get('stalls') if p.get('stalls') is not None else '-'} / "
+                                      f"{p.get('reps') or '-'}"}
     rows = []
     for name in order:
         cs = cells[name]
@@ -216,7 +218,7 @@ def loaded_points(runs: Sequence[Run]) -> list[tuple[str, str]]:
 def print_compare(cmp: dict[str, Any], echo: Any = print) -> None:
     """A markdown table: one row per point, one column per sweep, and whether the verdict repeated."""
     n = len(cmp["runs"])
-    echo("| point | " + " | ".join(f"run {i + 1}: IF service (judged) / kept / stalls -> verdict" for i in range(n))
+    echo("| point | " + " | ".join(f"run {i + 1}: IF service (judged) / kept / stalls / reps -> verdict" for i in range(n))
          + " | same? |")
     echo("|---|" + "---|" * n + "---|")
     for r in cmp["rows"]:

@@ -66,6 +66,7 @@ def points(per_sched: dict[str, Any]) -> list[dict[str, Any]]:
                 "interference_service": _sf(m, "service"), "interference_e2e_stall_free": _sf(m, "end_to_end"),
                 "excess": (m.get("stall_free") or {}).get("excess"),
                 "stalls": (m.get("stalls") or {}).get("stalls"),
+                "reps": m.get("reps"),  # auto-grow gives the points still wide more repetitions than the rest
             })
     for p in out:
         p["pareto"] = (None if _p99(p) is None or _mbs(p) is None
@@ -301,14 +302,14 @@ def print_points(summary: dict[str, Any]) -> None:
 
     t = Table(title="kvds io sweep: critical-read p99 vs spill MB/s (* = Pareto frontier, goal: IF <= 1.5 and "
                     "spill >= 50% of baseline, judged from the whole 95% interval)")
-    for col in ("scheduler", "variant", "p99 us [95% CI]", "interference e2e (all reads)",
+    for col in ("scheduler", "variant", "reps", "p99 us [95% CI]", "interference e2e (all reads)",
                 "interference e2e (stall-free)", "interference service (stall-free, judged)", "excess of the tail",
                 "stalls", "spill MB/s [95% CI]", "retained", "clean reads", "Pareto", "goal"):
         t.add_column(col, overflow="fold")
     key = lambda p: (p["scheduler"], _p99(p) if _p99(p) is not None else math.inf)  # noqa: E731
     for p in sorted(summary["points"], key=key):
         ov = p.get("overlap") or {}
-        t.add_row(p["scheduler"], p["variant"], fmt_est(p["p99_us"]), fmt_est(p["interference_factor"], "x", 1),
+        t.add_row(p["scheduler"], p["variant"], str(p.get("reps") or "-"), fmt_est(p["p99_us"]), fmt_est(p["interference_factor"], "x", 1),
                   fmt_est(p.get("interference_e2e_stall_free"), "x", 2),
                   fmt_est(p.get("interference_service"), "x", 2), host_share_text(p.get("excess")),
                   str(p.get("stalls")) if p.get("stalls") is not None else "-",
@@ -340,8 +341,15 @@ def print_points(summary: dict[str, Any]) -> None:
               "so every goal is inconclusive (n too small); rerun with --reps 3 or more to judge")
     print(goal_line(goal))
     if goal.get("met_against_unstable_reference"):
-        print("within the goal's intervals but against an unloaded reference that varied by more than 1.5x between "
-              "repetitions (not claimed): " + ", ".join(goal["met_against_unstable_reference"]))
+        print("within the goal's intervals but against an unloaded reference whose repetitions typically lay more "
+              "than 1.5x apart (not claimed): " + ", ".join(goal["met_against_unstable_reference"]))
+    rounds = summary.get("config", {}).get("rounds") or []
+    if rounds:
+        last = rounds[-1]
+        print(f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} in {last.get('elapsed_s')} s; repetitions: "
+              + "; ".join(f"{s_}: " + ", ".join(f"{v} {n}" for v, n in reps_.items())
+                          for s_, reps_ in (last.get("reps") or {}).items() if isinstance(reps_, dict))
+              + f"; stopped: {last.get('stop')}")
     best = goal.get("best_clean_interference")
     if best:
         print(f"best clean-read interference with >= 50% spill kept: {fmt_est(best, 'x', 2)} ({best['point']})"

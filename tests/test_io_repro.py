@@ -21,7 +21,8 @@ def _sweep_run(store: ResultStore, statuses: dict[str, str]) -> str:
             "interference_service": _e(14.0, 10.0, 20.0), "spill_retained_est": _e(1.0, 0.9, 1.1), "stalls": 0}]
     for v, st in statuses.items():
         pts.append({"scheduler": "mq-deadline", "variant": v, "goal": {"status": st}, "stalls": 1,
-                    "interference_service": _e(0.7, 0.5, 0.9), "spill_retained_est": _e(0.8, 0.6, 1.0)})
+                    "interference_service": _e(0.7, 0.5, 0.9), "spill_retained_est": _e(0.8, 0.6, 1.0),
+                    "reps": 8})
     modes = {"unloaded": {"per_rep_service_p99_us": [300.0, 320.0, 310.0], "spill_mb_s_per_rep": None},
              "baseline": {"per_rep_service_p99_us": [5000.0, 6000.0, 5500.0],
                           "spill_mb_s_per_rep": [3000.0, 3100.0, 2900.0]}}
@@ -43,7 +44,7 @@ def test_compare_says_which_points_repeated(tmp_path) -> None:
     assert not rows["mq-deadline/b"]["same"]  # changed, and absent from the third sweep
     assert rows["mq-deadline/b"]["statuses"] == ["inconclusive", "met", "-"]
     assert rows["mq-deadline/baseline"]["same"] and cmp["judged"] == 2 and cmp["repeated"] == 1
-    assert rows["mq-deadline/a"]["cells"][0]["text"] == "0.70 [0.50, 0.90] / 0.80 [0.60, 1.00] / 1"
+    assert rows["mq-deadline/a"]["cells"][0]["text"] == "0.70 [0.50, 0.90] / 0.80 [0.60, 1.00] / 1 / 8"
     lines: list[str] = []
     repro.print_compare(cmp, echo=lines.append)
     assert any(line.startswith("| mq-deadline/b |") and line.endswith("| NO |") for line in lines)

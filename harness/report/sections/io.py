@@ -108,7 +108,7 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
         p.pop("goal", None)
     sweep.judge(pts, s.get("schedulers"))
     goal = sweep.goal_summary(pts, s.get("schedulers"))
-    rows = [[p["scheduler"], p["variant"], p.get("mapping"), fmt.estimate(p.get("p99_us")),
+    rows = [[p["scheduler"], p["variant"], p.get("mapping"), p.get("reps") or "-", fmt.estimate(p.get("p99_us")),
              fmt.estimate(p.get("interference_factor")), fmt.estimate(p.get("interference_service")),
              fmt.estimate(p.get("spill_mb_s")),
              fmt.estimate(p.get("spill_retained_est")) if p.get("spill_retained_est") else
@@ -116,7 +116,7 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
              {True: "yes", False: "", None: "- (no p99)"}[p.get("pareto")], sweep.verdict_cell(p)] for p in pts]
     ctx.doc.para(f"Sweep {run.run_id} (suite {suite.label}): each scheduler x mapping under the same spill load; "
                  "a goal is met only when its whole 95% interval is on the right side.")
-    ctx.doc.table(["scheduler", "variant", "mapping", "p99 (us)", "interference e2e (all reads)",
+    ctx.doc.table(["scheduler", "variant", "mapping", "repetitions", "p99 (us)", "interference e2e (all reads)",
                    "interference service (stall-free, judged)", "spill MB/s", "spill kept", "Pareto", "goal"], rows)
     plotted = [(f"{p['scheduler']}/{p['variant']}", fmt.value(p.get("spill_mb_s")), fmt.value(p.get("p99_us")))
                for p in pts]
