@@ -35,15 +35,15 @@ DEFAULT_PLAN: dict[str, tuple[str, ...]] = {
 DEFAULT_MAPPINGS = ("ioprio-only", "throttle-only", "intent-paced", "spill-v2")  # the grid with --schedulers
 DEFAULT_SCHEDULERS = ("mq-deadline", "bfq")  # the grid with --mappings
 # 6 s at 200 reads/s: 1,200 reads per repetition, so each repetition's own p99 (what the reference's
-# reproducibility is judged from) is supported even after a stall's reads are set aside. 6 repetitions, grown to
-# 480 s: predicted by `kvds io repro --predict 3,5,6,7 --default-plan` from the 27 repetitions per variant of the
-# three default sweeps of 2026-12-01 00:32-00:44, three sweeps of this plan repeat every point's verdict in 90%
-# (each point 93-100%; median 346 s, at most 474 s); at 3 repetitions 24%, and without auto-grow 48% (one
-# mq-deadline/ioprio-only repetition in 9 had a 4x service p99; growing that point decides it). 9 variants x 6 x
-# 6.4 s is about 350 s; each auto-grow round (2 more repetitions of each point still wide and of its unloaded
-# reference) costs about 26 s per point.
+# reproducibility is judged from) is supported even after a stall's reads are set aside. 6 repetitions, grown
+# (width 1.6) until 480 s: predicted by `kvds io repro --predict 3,5,6,7 --default-plan` from the 27 repetitions per
+# variant of the three default sweeps of 2026-12-01 00:32-00:44, three sweeps of this plan repeat every point's
+# verdict in 95% (each point 95-100%; median 346 s, at most 474 s); 88% at 5 repetitions, 27% at 3, and 48% at 6
+# without auto-grow (one mq-deadline/ioprio-only repetition in 9 had a 4x service p99; growing that point decides
+# it). 9 variants x 6 x 6.4 s is about 350 s; each auto-grow round (2 more repetitions of each point still wide and
+# of its unloaded reference) costs about 26 s per point.
 DEFAULT_REPS, DEFAULT_DURATION_S = 6, 6.0
-DEFAULT_UNTIL_WIDTH, DEFAULT_TIME_CAP_S = 2.0, 480.0
+DEFAULT_UNTIL_WIDTH, DEFAULT_TIME_CAP_S = 1.6, 480.0
 # --quick (about a minute): one single-knob mapping and the two combined ones
 QUICK_MAPPINGS = ("ioprio-only", "intent-paced", "paced-weighted")
 GOAL_INTERFERENCE = 1.5
