@@ -7,9 +7,9 @@ import os
 import time
 
 from harness.cli_args import add_json_flag, positive_float, positive_int, require_root
+from harness.emit import emit
 from harness.errors import UserError
 from harness.progress import progress, say
-from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -116,7 +116,7 @@ def run_record(args: argparse.Namespace) -> int:
                        "command_status": status if cmd else None,
                        "histograms": {name: h["count"] for name, h in rec.histograms()}})
     if args.json:
-        print(strict_dumps({"run": str(run.path), **res}, indent=2))
+        emit(run, res, True)
     else:
         print(format_results(res))
         pngs = [p for p in paths if p.suffix == ".png"]
@@ -165,6 +165,11 @@ def _run_command(rec, cmd: list[str]) -> int:
     return os.waitstatus_to_exitcode(wstatus)
 
 
+def _emit(res: dict, as_json: bool, fmt) -> None:
+    """A measurement that filed its run at res["run"]: the run goes to the envelope's top level."""
+    emit(res["run"], {k: v for k, v in res.items() if k != "run"}, as_json, lambda summary: print(fmt(res)))
+
+
 def run_overhead(args: argparse.Namespace) -> int:
     from ebpf.overhead import measure_overhead, format_overhead
     from ebpf.recorder import parse_probes
@@ -173,7 +178,7 @@ def run_overhead(args: argparse.Namespace) -> int:
     require_root("kvds ebpf overhead")
     res = measure_overhead(probes, reps=args.reps, seconds=args.seconds, size_mib=args.size_mib,
                            block_kib=args.block_kib, backend=args.backend, prog_stats=args.prog_stats)
-    print(strict_dumps(res, indent=2) if args.json else format_overhead(res))
+    _emit(res, args.json, format_overhead)
     return 0
 
 
@@ -190,5 +195,5 @@ def run_load_time(args: argparse.Namespace) -> int:
         raise UserError("--backends takes distinct concrete backends: libbpf, bcc or libbpf,bcc")
     require_root("kvds ebpf load-time")
     res = measure_load_times(sets, backends, runs=args.runs)
-    print(strict_dumps(res, indent=2) if args.json else format_load_times(res))
+    _emit(res, args.json, format_load_times)
     return 0

@@ -23,3 +23,34 @@ def test_broken_track_module_is_reported_not_fatal(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot load" in err[0] and "module_that_does_not_exist_anywhere" in err[0]
     sys.modules.pop("brokentrack.cli", None)
+
+
+def test_emit_prints_one_strict_shape(tmp_path, capsys) -> None:
+    """The one --json envelope (harness/emit.py): schema, the run filed or null, the summary object; NaN is null."""
+    import json
+    import math
+
+    from harness.emit import SCHEMA, emit
+    from harness.results import ResultStore
+
+    run = ResultStore(tmp_path).new_run("x", {})
+    emit(run, {"p99": math.nan, "n": 3}, True)
+    doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
+    assert doc == {"schema": SCHEMA, "run": str(run.path), "summary": {"p99": None, "n": 3}}
+    emit(None, {"n": 1}, False, lambda s: print(f"text {s['n']}"))
+    assert capsys.readouterr().out == "text 1\n"
+    with pytest.raises(TypeError):
+        emit(None, [1, 2], True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("argv", [["doctor", "--area", "system"], ["map", "--list"], ["map"], ["results", "list"],
+                                  ["trace", "stats", "{seed}"]], ids=lambda a: "-".join(a[:2]))
+def test_core_commands_print_the_one_json_shape(argv, kvds_env) -> None:
+    import json
+
+    from tests.conftest import SEED_TRACE, run_kvds
+
+    r = run_kvds([a.replace("{seed}", str(SEED_TRACE)) for a in argv] + ["--json"], kvds_env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
+    assert list(doc) == ["schema", "run", "summary"] and doc["schema"] == 1 and isinstance(doc["summary"], dict)

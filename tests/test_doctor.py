@@ -21,7 +21,9 @@ from tests.conftest import REPO, needs_tool, run_kvds
 def test_doctor_json_lists_every_area(kvds_env) -> None:
     res = run_kvds(["doctor", "--json"], kvds_env)
     assert res.returncode == 0, res.stderr
-    caps = json.loads(res.stdout)
+    doc = json.loads(res.stdout)
+    assert (doc["schema"], doc["run"]) == (1, None)  # the one --json shape (harness/emit.py): no run filed
+    caps = doc["summary"]["capabilities"]
     names = [c["name"] for c in caps]
     assert len(names) == len(set(names))
     assert {c["area"] for c in caps} >= {"system", "io", "memory", "ebpf"}
@@ -110,7 +112,7 @@ def test_an_exception_in_a_probe_is_an_error_with_its_traceback(kvds_env) -> Non
             "sys.exit(main(['doctor', '--json', 'ebpf.libbpf', 'ebpf.bcc']))\n")
     res = subprocess.run([sys.executable, "-c", code], env=kvds_env, capture_output=True, text=True,
                          timeout=300, cwd=REPO)
-    caps = {c["name"]: c for c in json.loads(res.stdout)}
+    caps = {c["name"]: c for c in json.loads(res.stdout)["summary"]["capabilities"]}
     if not doctor.capability("ebpf.libbpf").ok:  # the host lacks libbpf or its toolchain: build() is never reached
         assert caps["ebpf.libbpf"]["status"] == doctor.capability("ebpf.libbpf").status
         return
@@ -128,7 +130,7 @@ def test_hidden_capability_is_reported_unavailable(kvds_env, monkeypatch) -> Non
         c = doctor.capability(name)
         assert c.status == "unavailable" and c.reason.startswith(f"hidden by {doctor.HIDE_ENV}"), c
     res = run_kvds(["doctor", "--json", "loop", "ioprio"], {**kvds_env, doctor.HIDE_ENV: "loop"})
-    caps = {c["name"]: c["status"] for c in json.loads(res.stdout)}
+    caps = {c["name"]: c["status"] for c in json.loads(res.stdout)["summary"]["capabilities"]}
     assert caps["loop"] == "unavailable" and caps["ioprio"] == doctor.capability("ioprio").status
     monkeypatch.setenv(doctor.HIDE_ENV, "loop,lopo")
     with pytest.raises(Exception, match="unknown capabilities: lopo"):

@@ -47,7 +47,7 @@ def test_flag_names_match_the_series_uapi_header() -> None:
 def test_kvds_map_renders_the_mm_intent_columns(kvds_env: dict[str, str]) -> None:
     res = run_kvds(["map", "--mapping", "mm-intent", "--json"], kvds_env, timeout=120)
     assert res.returncode == 0, res.stderr
-    doc = json.loads(res.stdout)
+    doc = json.loads(res.stdout)["summary"]
     assert doc["classes"]["decode-critical"] == {"mm_intent": ["LATENCY_CRITICAL"], "mm_intent_priority": 255}
     assert doc["classes"]["warm"] == {}
     assert doc["capability_status"]["mm_intent"]["status"] in ("available", "unavailable", "needs-root")

@@ -59,25 +59,25 @@ def test_host_keys_known_hosts_rules(lab, tmp_path: Path) -> None:
     hosts = str(lab.hosts_file())
     kh = tmp_path / "known_hosts"
     r = kvds("remote", "hosts", "--check", "--json", "--hosts", hosts, "--known-hosts", str(kh), store=tmp_path)
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)["summary"]["hosts"]
     assert r.returncode == 1 and all(x["status"] == "failed" and "not in" in x["detail"] for x in rows)
     assert not kh.exists()  # refusing records nothing
     r = kvds("remote", "hosts", "--check", "--json", "--hosts", hosts, "--known-hosts", str(kh),
              "--accept-new-host-key", store=tmp_path)
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)["summary"]["hosts"]
     assert r.returncode == 0 and all(x["status"] == "ok" for x in rows)
     assert all(any("accepted new host key" in e for e in x["events"]) for x in rows)
     lines = kh.read_text().splitlines()
     assert sorted(ln.split()[0] for ln in lines) == sorted(h.address for h in lab.hosts)
     r = kvds("remote", "hosts", "--check", "--json", "--hosts", hosts, "--known-hosts", str(kh), store=tmp_path)
-    assert r.returncode == 0 and all(not x["events"] for x in json.loads(r.stdout))
+    assert r.returncode == 0 and all(not x["events"] for x in json.loads(r.stdout)["summary"]["hosts"])
     # a changed key (lab0's line carrying lab1's key) is refused even with --accept-new-host-key
     keys = {ln.split()[0]: ln.split(None, 1)[1] for ln in lines}
     a, b = lab.hosts[0].address, lab.hosts[1].address
     kh.write_text(f"{a} {keys[b]}\n")
     r = kvds("remote", "hosts", "--check", "--json", "--target", lab.hosts[0].target(), "--identity",
              str(lab.client_key), "--known-hosts", str(kh), "--accept-new-host-key", store=tmp_path)
-    row = json.loads(r.stdout)[0]
+    row = json.loads(r.stdout)["summary"]["hosts"][0]
     assert r.returncode == 1 and "CHANGED" in row["detail"]
 
 
@@ -138,12 +138,12 @@ def test_host_killed_mid_run(lab, known, tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=400)
     assert proc.returncode == 1, err[-2000:]
     doc = json.loads(out)
-    v, s = doc["hosts"][victim.tag], doc["hosts"][survivor.tag]
+    v, s = doc["summary"]["hosts"][victim.tag], doc["summary"]["hosts"][survivor.tag]
     assert v["status"] == "failed" and "connection lost" in v["reason"] and v["stage"] == "run"
     assert s["status"] == "ok" and len(s["runs"]) == 1
     assert np.load(store / s["runs"][0] / "samples" / "anon_first_touch_ns.npy").size > 0
     assert json.loads((keep / "meta.json").read_text())["kind"] == "earlier"  # nothing local lost
-    summary = json.loads((Path(doc["record"]) / "summary.json").read_text())
+    summary = json.loads((Path(doc["run"]) / "summary.json").read_text())
     assert summary["hosts"][victim.tag]["status"] == "failed"
     scratch = list((victim.root / "work").glob("baseline-*"))
     assert scratch and any(journals.glob("*.jsonl"))  # the killed kvds left its change and journal behind
@@ -154,7 +154,7 @@ def test_host_killed_mid_run(lab, known, tmp_path: Path) -> None:
     single.write_text(lab.hosts_file().read_text().splitlines()[0] + "\n")
     r = kvds("remote", "doctor", "--hosts", str(single), "--known-hosts", str(known), "--json", store=store)
     assert r.returncode == 0, r.stderr[-2000:]
-    again = json.loads(r.stdout)["hosts"][victim.tag]
+    again = json.loads(r.stdout)["summary"]["hosts"][victim.tag]
     assert any("created directory" in x and "baseline-" in x for x in again["restored"])
     assert any("kvds restore on connect" in e for e in again["events"])
     assert not any(p.exists() for p in scratch) and not any(journals.glob("*.jsonl"))

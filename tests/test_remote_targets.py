@@ -105,7 +105,7 @@ def test_guest_target_reports_its_state() -> None:
     """`--target guest` says whether the QEMU lab can run here and, if not, why (never a silent stub)."""
     ready, why = guest_lab_status()
     r = kvds("remote", "hosts", "--check", "--target", "guest", "--json")
-    row = json.loads(r.stdout)[0]
+    row = json.loads(r.stdout)["summary"]["hosts"][0]
     assert row["status"] == ("ok" if ready else "unavailable") and row["detail"] == why
     assert r.returncode == (0 if ready else 3)
 
@@ -131,7 +131,7 @@ def test_an_import_error_inside_kvds_is_an_error_not_an_unavailable_guest(tmp_pa
         assert r.stderr.strip().splitlines() == [r.stderr.strip()]
         assert "internal error" in r.stderr and "qemu_validation.guest" in r.stderr
     else:
-        guest = json.loads(r.stdout)["hosts"]["guest"]
+        guest = json.loads(r.stdout)["summary"]["hosts"]["guest"]
         assert guest["status"] == "failed" and "qemu_validation.guest" in guest["reason"], guest
 
 
@@ -149,14 +149,15 @@ def test_local_plus_guest_dispatch_files_the_local_run(tmp_path: Path, monkeypat
              "--json", env={"KVDS_RESULTS_DIR": str(store), **hide})
     assert r.returncode == 3, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["hosts"]["guest"]["status"] == "unavailable" and doc["hosts"]["guest"]["reason"] == why
-    local = doc["hosts"]["local"]
+    hosts = doc["summary"]["hosts"]
+    assert hosts["guest"]["status"] == "unavailable" and hosts["guest"]["reason"] == why
+    local = hosts["local"]
     assert local["status"] == "ok" and len(local["runs"]) == 1 and local["runs"][0].endswith("--local")
     run = store / local["runs"][0]
     meta = json.loads((run / "meta.json").read_text())
     assert meta["kind"] == "host-baseline" and meta["remote"]["host"] == "local"
     assert (run / "samples" / "pread_direct_4k_ns.npy").exists()
-    assert (Path(doc["record"]) / "hosts" / "local" / "doctor.json").exists()
+    assert (Path(doc["run"]) / "hosts" / "local" / "doctor.json").exists()
 
 
 def test_a_checkout_whose_wheel_will_not_build_is_a_kvds_error_not_an_unavailable_target(
@@ -255,10 +256,10 @@ def test_a_command_run_on_a_host_that_refuses_fails_that_host_exit_1(tmp_path: P
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
     assert "Traceback" not in r.stderr
     doc = json.loads(r.stdout)
-    (host,) = doc["hosts"].values()
+    (host,) = doc["summary"]["hosts"].values()
     assert host["status"] == "failed" and host["stage"] == "connect", host
     assert "Connection refused" in host["reason"] and "\n" not in host["reason"], host
-    assert Path(doc["record"]).is_dir()
+    assert Path(doc["run"]).is_dir()
 
 
 def test_a_qemu_probe_in_error_is_raised_not_reported_as_a_missing_guest_lab(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,8 +15,8 @@ from rich.table import Table
 from harness import doctor
 from harness.capability import Capability
 from harness.cli_args import add_json_flag
+from harness.emit import emit
 from harness.errors import UserError
-from harness.results import dumps as strict_dumps
 
 STYLE = {"available": "green", "unavailable": "red", "needs-root": "yellow", "error": "bold magenta"}
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     for c in errors:
         print(f"kvds doctor: kvds error probing {c.name}:\n{c.traceback}", file=sys.stderr)
     if args.json:
-        print(strict_dumps([c.as_dict() for c in caps], indent=2))
+        emit(None, {"capabilities": [c.as_dict() for c in caps]}, True)
         return 1 if errors else 0
     table = Table(title="kvds doctor", show_lines=False)
     for col in ("area", "capability", "status", "reason"):

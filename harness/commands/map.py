@@ -9,9 +9,9 @@ from rich.table import Table
 
 from harness import doctor
 from harness.cli_args import add_json_flag
+from harness.emit import emit
 from harness.intent import IntentClass
 from harness.mapping import DEFAULT_MAPPING, available_mappings, load_mapping
-from harness.results import dumps as strict_dumps
 
 COLUMNS = ("madvise", "damos_action", "memcg", "zswap", "read_ioprio", "write_ioprio", "uring_ioprio",
            "write_throttle_mbps", "spill_pacing", "mm_intent", "mm_intent_priority")
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         names = available_mappings()
         if args.json:
-            print(strict_dumps({n: load_mapping(n).description for n in names}, indent=2))
+            emit(None, {"mappings": {n: load_mapping(n).description for n in names}}, True)
         else:
             for n in names:
                 print(f"{n:15s} {load_mapping(n).description}")
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         doc = m.as_dict()
         doc["capability_status"] = {k: c.as_dict() for k, c in caps.items()}
-        print(strict_dumps(doc, indent=2))
+        emit(None, doc, True)
         return 0
     console = Console(width=180)
     table = Table(title=f"mapping {m.name}: {m.description}")

@@ -6,11 +6,11 @@ import argparse
 from pathlib import Path
 
 from harness.cli_args import add_json_flag
+from harness.emit import emit
 from harness.errors import UserError
 from harness.report.build import build_report
 from harness.report.context import load_suites
 from harness.results import ResultStore
-from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         out = store.root / f"report-{suites[0].runs[0].run_id}"
     paths = build_report(suites, out)
     if args.json:
-        print(strict_dumps({k: str(v) for k, v in paths.items()}, indent=2))
+        emit(None, {"paths": {k: str(v) for k, v in paths.items()}}, True)
     else:
         for k, v in paths.items():
             print(f"{k:9s} {v}")

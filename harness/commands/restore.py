@@ -6,7 +6,7 @@ import argparse
 
 from harness import journal
 from harness.cli_args import add_json_flag, require_root
-from harness.results import dumps as strict_dumps
+from harness.emit import emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
     reports = journal.restore_orphans(include_live=args.include_live)
     failed = any(r.failed for r in reports)
     if args.json:
-        print(strict_dumps([{"journal": str(r.journal), "undone": r.undone, "failed": r.failed} for r in reports], indent=2))
+        emit(None, {"journals": [{"journal": str(r.journal), "undone": r.undone, "failed": r.failed} for r in reports]},
+             True)
     else:
         if not reports:
             print("nothing to restore: no journals left by dead kvds processes")

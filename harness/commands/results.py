@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from harness.cli_args import add_json_flag
+from harness.emit import emit
 from harness.results import ResultStore
-from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_list(args: argparse.Namespace) -> int:
     runs = ResultStore().runs(args.kind)
     if args.json:
-        print(strict_dumps([{"run_id": r.run_id, "kind": r.meta.get("kind"), "path": str(r.path)} for r in runs], indent=2))
+        emit(None, {"runs": [{"run_id": r.run_id, "kind": r.meta.get("kind"), "path": str(r.path)} for r in runs]}, True)
     else:
         for r in runs:
             print(f"{r.run_id}  {r.meta.get('kind')}")
@@ -35,6 +35,5 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     r = ResultStore().get(args.run)
-    doc = {"run_id": r.run_id, "meta": r.meta, "summary": r.summary, "samples": r.sample_names()}
-    print(strict_dumps(doc, indent=2))
+    emit(r, {"run_id": r.run_id, "meta": r.meta, "summary": r.summary, "samples": r.sample_names()}, True)
     return 0

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from harness import progress
 from harness.cli_args import add_json_flag, require_root
+from harness.emit import emit
 from harness.errors import UserError
 from harness.report.build import build_report, verdict_lines
 from harness.report.context import load_suites
 from harness.results import ResultStore, Run
 from harness.suite import Stage, StageOutcome, run_stage
-from harness.results import dumps as strict_dumps
 
 IO_NEEDS = ("root", "loop", "ioprio", "blk.schedulers", "io.ioload")  # what `kvds io` requires (io_priority/cli.py)
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
            "verdicts": verdicts}
     suite.write_summary(doc)
     if args.json:
-        print(strict_dumps(doc, indent=2))
+        emit(suite, doc, True)
     else:
         n_ok = sum(o.status == "ok" for o in outcomes)
         skipped = [o for o in outcomes if o.status == "skipped"]

@@ -10,9 +10,9 @@ import argparse
 from collections import Counter
 
 from harness.cli_args import add_json_flag
+from harness.emit import emit
 from harness.intent import IntentClass, classify
 from harness.trace_format import read_prototype_jsonl
-from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def run_stats(args: argparse.Namespace) -> int:
         "intent_classes": {c.value: classes.get(c.value, 0) for c in IntentClass},
     }
     if args.json:
-        print(strict_dumps(doc, indent=2))
+        emit(None, doc, True)
         return 0
     print(f"{args.file}: {n} events, {len(requests)} requests, {len(blocks)} unique blocks, steps 0-{steps}")
     print("event types:    " + ", ".join(f"{k}={v}" for k, v in sorted(events.items())))

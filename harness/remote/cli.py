@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 
 from harness.cli_args import add_json_flag, positive_float, positive_int
+from harness.emit import emit
 from harness.errors import UserError
 from harness.remote.args import (add_target_args, add_target_options, check_resolvable, resolve_targets,
                                  ssh_options)
 from harness.remote.targets import GuestTarget, LocalTarget, SshTarget, Target
-from harness.results import dumps as strict_dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +67,7 @@ def run_hosts(args: argparse.Namespace) -> int:
             row.update(_check(t, args))
         rows.append(row)
     if args.json:
-        print(strict_dumps(rows, indent=2))
+        emit(None, {"hosts": rows}, True)
     else:
         for r in rows:
             extra = "" if not args.check else f"  {r['status']}: {r['detail']}"
@@ -133,7 +133,7 @@ def run_baseline(args: argparse.Namespace) -> int:
 
     run = measure(args.duration, args.file_mib, args.seed)
     if args.json:
-        print(strict_dumps({"run_id": run.run_id, "path": str(run.path), "summary": run.summary}, indent=2))
+        emit(run, run.summary, True)
     else:
         s = run.summary
         print(f"host baseline {run.run_id}")

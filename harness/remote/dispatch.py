@@ -9,6 +9,7 @@ import argparse
 import socket
 from typing import Callable, Sequence
 
+from harness.emit import emit
 from harness.errors import UserError
 from harness.remote.args import (SshOptions, check_resolvable, only_local, resolve_targets, ssh_options,
                                  strip_target_argv)
@@ -47,7 +48,7 @@ def run_on_targets(host_argv: Sequence[str], targets: Sequence[Target], opts: Ss
                            host=socket.gethostname())
     outcomes = Executor(host_argv, targets, opts, store, record, json_flag=json_flag).run()
     if json_out:
-        print(as_json(outcomes, str(record.path)))
+        emit(record, as_json(outcomes, str(record.path)), True)
     else:
         print_summary(outcomes, store, str(record.path), title or f"kvds {' '.join(host_argv)}", all_caps=all_caps)
     statuses = {o.status for o in outcomes}

@@ -186,7 +186,7 @@ class Executor:
             if self.with_doctor:
                 step("doctor")
                 res = host.kvds(["doctor", "--json"], self.invocation + "-doctor", "kvds doctor")
-                out.doctor = _json_or_none(res.stdout)
+                out.doctor = capabilities(_json_or_none(res.stdout))
                 host.sh("rm -rf " + shlex.quote(host.results_dir(self.invocation + "-doctor")), root=True, what="cleaning up")
             step("run", "kvds " + " ".join(self.argv))
             res = host.kvds(self._host_argv(), self.invocation, "the command")
@@ -221,7 +221,7 @@ class Executor:
             if self.with_doctor:
                 step("doctor")
                 r = subprocess.run(base + ["doctor", "--json"], capture_output=True, text=True, env=env)
-                out.doctor = _json_or_none(r.stdout)
+                out.doctor = capabilities(_json_or_none(r.stdout))
             step("run", "kvds " + " ".join(self.argv))
             r = subprocess.run(base + self._host_argv(), capture_output=True, text=True, env=env)
             out.exit_status = r.returncode
@@ -300,6 +300,13 @@ class Executor:
         self.record.write_summary({"argv": self.argv, "invocation": self.invocation,
                                    "hosts": {o.tag: o.as_dict() for o in outcomes}})
         return outcomes
+
+
+def capabilities(doc: Any) -> Any:
+    """The capability rows of a host's `kvds doctor --json` (harness/emit.py's envelope), else doc unchanged."""
+    if isinstance(doc, dict) and isinstance(doc.get("summary"), dict) and "capabilities" in doc["summary"]:
+        return doc["summary"]["capabilities"]
+    return doc
 
 
 def _json_or_none(text: str) -> Any:

@@ -9,9 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.errors import UserError
-from harness.remote.execute import HostOutcome
+from harness.remote.execute import HostOutcome, capabilities
 from harness.results import ResultStore
-from harness.results import dumps as strict_dumps
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "unavailable": "yellow", "pending": "yellow"}
 MAX_METRIC_ROWS = 40
@@ -33,6 +32,7 @@ def _fmt(v: float) -> str:
 
 
 def _doctor_counts(doc: Any) -> str:
+    doc = capabilities(doc)
     if not isinstance(doc, list):
         return "-"
     ok = sum(1 for c in doc if isinstance(c, dict) and c.get("status") == "available")
@@ -40,6 +40,7 @@ def _doctor_counts(doc: Any) -> str:
 
 
 def _caps(doc: Any) -> dict[str, str]:
+    doc = capabilities(doc)
     return {c["name"]: c.get("status", "?") for c in doc if isinstance(c, dict) and "name" in c} if isinstance(doc, list) else {}
 
 
@@ -116,6 +117,6 @@ def print_summary(outcomes: Sequence[HostOutcome], store: ResultStore, record_pa
     console.print(f"invocation record: {record_path}", highlight=False)
 
 
-def as_json(outcomes: Sequence[HostOutcome], record_path: str) -> str:
-    return strict_dumps({"record": record_path, "hosts": {o.tag: {**o.as_dict(), "doctor": o.doctor}
-                                                        for o in outcomes}}, indent=2)
+def as_json(outcomes: Sequence[HostOutcome], record_path: str) -> dict[str, Any]:
+    """The invocation's summary for emit (the record directory is the run)."""
+    return {"hosts": {o.tag: {**o.as_dict(), "doctor": o.doctor} for o in outcomes}}
