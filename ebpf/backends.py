@@ -63,6 +63,7 @@ class Loaded:
     load_seconds: float      # what a recording waits for before it counts: open/compile + load + attach
     compile_seconds: float   # libbpf: clang on first use only (0.0 when cached); bcc: included in load_seconds
     detail: str = ""         # libbpf: how the block events are hooked (tp_btf, or tracepoint when tp_btf failed)
+    commands: dict[str, Any] | None = None  # libbpf: the object loaded and the commands that built it (bcc: none)
 
 
 def load_program(backend: str, spec: Any) -> Loaded:
@@ -102,7 +103,10 @@ def load_program(backend: str, spec: Any) -> Loaded:
         detail = f"block_rq_insert/issue/complete via tracepoint (tp_btf failed: {exc})"
     if not detail and "blk" in spec.probes:
         detail = f"block_rq_insert/issue/complete via {hook}"
-    return Loaded(bpf, time.perf_counter() - t0 - compile_s, compile_s, detail)
+    commands = {"object": str(path), "built_by": objects.built_by()}
+    if commands["built_by"] is None:
+        commands["note"] = "built before kvds kept an object's build commands; python -m ebpf.objects --dry-run"
+    return Loaded(bpf, time.perf_counter() - t0 - compile_s, compile_s, detail, commands)
 
 
 def program_fds(bpf: Any) -> dict[str, int]:

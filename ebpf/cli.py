@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 from harness.cli_args import add_json_flag, positive_float, positive_int, require_root
@@ -29,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--cgroup", action="append", default=[], help="only tasks in this cgroup directory (repeatable)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG per histogram")
     _add_backend_flag(r)
+    r.add_argument("--verbose", action="store_true", help="print the commands that built the BPF object loaded")
     add_json_flag(r)
     r.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...: record while CMD runs (only CMD and its children)")
     r.set_defaults(func=run_record)
@@ -96,6 +98,13 @@ def run_record(args: argparse.Namespace) -> int:
     run = ResultStore().new_run("ebpf-record", config)
     say(f"loading and attaching {','.join(probes)} ...")
     rec.start()
+    if rec.commands is not None:  # what ran underneath, kept with the run (and printed with --verbose)
+        run.update_meta(commands={"bpf_object": rec.commands})
+        if args.verbose:
+            from ebpf.objects import shell_line
+
+            lines = [shell_line(c) for c in rec.commands["built_by"] or []] or [f"({rec.commands['note']})"]
+            print(f"BPF object {rec.commands['object']}, built by:", *lines, sep="\n  ", file=sys.stderr)
     status = 0
     try:
         if cmd:

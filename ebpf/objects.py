@@ -6,20 +6,25 @@ An object is named by the sha256 of its source, the clang flags and the kernel b
 because vmlinux.h comes from that kernel). Accesses to trace_event_raw_* records carry CO-RE relocations, so
 an object compiled on one kernel loads on another; the kernel key only avoids reusing a stale vmlinux.h.
 Compile at set-up (harness/setup/provision-bpf-objects.sh runs `python -m ebpf.objects`) or on first use.
+The commands that build an object come from one pure function (`commands`); the ones that built a cached object
+are kept beside it (<object>.argv.json), so a recording can say what produced the object it loaded.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.errors import Unavailable
 
@@ -86,6 +91,32 @@ def _tool(name: str) -> str:
     return found
 
 
+def commands(source: Path, obj: Path, include_dir: Path, vmlinux_h: Path, *, bpftool: str = "bpftool",
+             clang: str = "clang") -> list[dict[str, Any]]:
+    """The commands that build `obj` from `source`, as {"argv", "stdout" (a file, or absent)}: bpftool dumps the
+    kernel's BTF as C into vmlinux_h (include_dir/vmlinux.h links to it), then clang compiles for the BPF target."""
+    return [{"argv": [bpftool, "btf", "dump", "file", str(VMLINUX_BTF), "format", "c"], "stdout": str(vmlinux_h)},
+            {"argv": [clang, *CFLAGS, "-I", str(include_dir), "-c", str(source), "-o", str(obj)]}]
+
+
+def shell_line(cmd: dict[str, Any]) -> str:
+    """A command as one shell line, for printing ("$ argv > stdout")."""
+    return "$ " + shlex.join(cmd["argv"]) + (f" > {shlex.quote(cmd['stdout'])}" if cmd.get("stdout") else "")
+
+
+def argv_path(obj: Path) -> Path:
+    return obj.with_name(obj.name + ".argv.json")
+
+
+def built_by(source: Path = SOURCE) -> list[dict[str, Any]] | None:
+    """The commands that built the cached object of `source` (None when not built, or built before they were
+    kept)."""
+    try:
+        return json.loads(argv_path(object_path(source)).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def _run(cmd: list[str], what: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=stdout is subprocess.PIPE)
     if proc.returncode != 0:
@@ -95,17 +126,21 @@ def _run(cmd: list[str], what: str, stdout=subprocess.PIPE) -> subprocess.Comple
     return proc
 
 
-def vmlinux_header() -> Path:
-    """vmlinux.h of the running kernel, dumped once per kernel build by bpftool."""
-    path = cache_root() / f"vmlinux-{kernel_key()}.h"
+def vmlinux_header_path() -> Path:
+    return cache_root() / f"vmlinux-{kernel_key()}.h"
+
+
+def vmlinux_header(dump: list[str] | None = None) -> Path:
+    """vmlinux.h of the running kernel, dumped once per kernel build by bpftool (`dump`: its argv)."""
+    path = vmlinux_header_path()
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vmlinux-", suffix=".h")
     try:
         with os.fdopen(fd, "wb") as out:
-            _run([_tool("bpftool"), "btf", "dump", "file", str(VMLINUX_BTF), "format", "c"], "bpftool btf dump",
-                 stdout=out)
+            _run(dump or [_tool("bpftool"), "btf", "dump", "file", str(VMLINUX_BTF), "format", "c"],
+                 "bpftool btf dump", stdout=out)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -122,13 +157,18 @@ def build(source: Path = SOURCE, force: bool = False) -> tuple[Path, float]:
     if not ok:
         raise Unavailable(reason)
     t0 = time.perf_counter()
-    header = vmlinux_header()
+    path.parent.mkdir(parents=True, exist_ok=True)
     incdir = Path(tempfile.mkdtemp(dir=path.parent, prefix=".inc-"))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".obj-", suffix=".o")
     os.close(fd)
     try:
+        dump, compile_ = commands(source, Path(tmp), incdir, vmlinux_header_path(), bpftool=_tool("bpftool"),
+                                  clang=_tool("clang"))
+        header = vmlinux_header(dump["argv"])
         (incdir / "vmlinux.h").symlink_to(header)
-        _run([_tool("clang"), *CFLAGS, "-I", str(incdir), "-c", str(source), "-o", tmp], f"clang {source.name}")
+        _run(compile_["argv"], f"clang {source.name}")
+        compile_["argv"][-1] = str(path)  # the temporary output is renamed into place below
+        argv_path(path).write_text(json.dumps([dump, compile_]))
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old state or the whole object
     finally:
         shutil.rmtree(incdir, ignore_errors=True)
@@ -156,7 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ebpf.objects", description=__doc__.splitlines()[0])
     p.add_argument("--force", action="store_true", help="recompile even when cached")
     p.add_argument("--quiet", action="store_true", help="print nothing when the object is already cached")
+    p.add_argument("--dry-run", action="store_true", help="print the commands that would build it; run nothing")
     args = p.parse_args(argv)
+    if args.dry_run:
+        for cmd in commands(SOURCE, object_path(), Path(tempfile.gettempdir()) / "kvds-bpf-include",
+                            vmlinux_header_path()):
+            print(shell_line(cmd))
+        return 0
     try:
         path, secs = build(force=args.force)
     except Unavailable as exc:

@@ -117,6 +117,7 @@ class Recorder:
         self.backend: str | None = None  # "libbpf" or "bcc", decided at start()
         self.compile_seconds: float | None = None  # libbpf: clang on first use (0.0 when cached); bcc: in load
         self.backend_detail = ""  # libbpf: "block_rq_complete via tp_btf" (or via tracepoint, and why)
+        self.commands: dict | None = None  # libbpf: the BPF object loaded and the commands that built it
         self.started_at: float | None = None
         self.duration_s: float | None = None
         self._ts: TaskstatsClient | None = None
@@ -147,6 +148,7 @@ class Recorder:
             loaded = load_program(self.backend, self.spec)
             self.bpf, self.load_seconds, self.compile_seconds = loaded.bpf, loaded.load_seconds, loaded.compile_seconds
             self.backend_detail = loaded.detail
+            self.commands = loaded.commands
             self._fill_filters()
         if "delays" in self.probes:
             sysctl("kernel.task_delayacct", 1)

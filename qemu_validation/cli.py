@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive_int
+from harness.emit import emit
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import build, guest, rebuild_bench, runner, validate
+from qemu_validation import build, dry_run, guest, rebuild_bench, runner, validate
 from harness.results import dumps as strict_dumps
 
 
@@ -37,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--memory", type=positive_int, default=1024, help="guest memory in MiB")
     r.add_argument("--cpus", type=positive_int, default=1)
     r.add_argument("--append", action="append", default=[], metavar="ARG", help="extra kernel command-line word")
+    r.add_argument("--dry-run", action="store_true", help="print the QEMU command line that would run; run nothing")
+    r.add_argument("--verbose", action="store_true", help="print the QEMU command line before it runs (on stderr)")
     add_json_flag(r)
     r.add_argument("command", nargs=argparse.REMAINDER, help="the command (after --)")
     r.set_defaults(func=cmd_run)
@@ -177,6 +181,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("qemu run: no command given (kvds qemu run -- CMD...)")
     if any(" " in a or not a for a in args.append):
         raise UserError("--append takes one kernel command-line word")
+    if args.dry_run or args.verbose:
+        plan = dry_run.plan(args.kernel, command, args.share, host_root=args.host_root, memory_mb=args.memory,
+                            cpus=args.cpus, extra_append=tuple(args.append))
+        if args.dry_run:
+            emit(None, plan, args.json, dry_run.render)
+            return 0
+        print("Running with: $ " + shlex.join(plan["qemu_argv"]), file=sys.stderr)
     try:
         res = guest.run_guest(args.kernel, command, args.share, timeout=args.timeout, host_root=args.host_root,
                               memory_mb=args.memory, cpus=args.cpus, extra_append=tuple(args.append))

@@ -64,13 +64,21 @@ def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = N
         cwd = os.getcwd() if host_root else (initramfs.GUEST_SHARE if share_dir else "/")
     # Under host_root the guest's /tmp is its own tmpfs: a checkout or venv under the host's /tmp is bound back.
     keep = (str(repo_root()), sys.prefix, os.path.abspath(argv[0])) if host_root else ()
-    image = initramfs.build(log_dir / "initramfs.cpio", list(argv), files, share=share_dir, host_root=host_root,
-                            cwd=cwd, keep=keep)
-    machine = qemu_cmd.Machine(kernel=kb.bzimage, initramfs=image, console_log=log_dir / "console.log",
-                               accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
-                               host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
-                               tsc_khz=qemu_cmd.host_tsc_khz(Path("/proc/cpuinfo").read_text()))
-    return runner.boot(machine, timeout)
+    initramfs.build(log_dir / "initramfs.cpio", list(argv), files, share=share_dir, host_root=host_root, cwd=cwd,
+                    keep=keep)
+    return runner.boot(machine(kb.bzimage, log_dir, share_dir, host_root=host_root, memory_mb=memory_mb, cpus=cpus,
+                               extra_append=extra_append, cpu=cpu), timeout)
+
+
+def machine(bzimage: Path, log_dir: Path, share_dir: Path | None = None, *, host_root: bool = False,
+            memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
+            cpu: str | None = None) -> qemu_cmd.Machine:
+    """The machine a guest run boots (its initramfs and console log in log_dir); reads the host, changes nothing,
+    so `kvds qemu run --dry-run` prints the very command a run would start."""
+    return qemu_cmd.Machine(kernel=bzimage, initramfs=log_dir / "initramfs.cpio", console_log=log_dir / "console.log",
+                            accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
+                            host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
+                            tsc_khz=qemu_cmd.host_tsc_khz(Path("/proc/cpuinfo").read_text()))
 
 
 def run_in_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, **kw) -> int:

@@ -27,6 +27,7 @@ class BootResult:
     seconds: float
     console_log: Path
     findings: list[console.Finding] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)  # the QEMU command line that ran (qemu_cmd.command)
 
     @property
     def ok(self) -> bool:
@@ -48,7 +49,8 @@ class BootResult:
     def as_dict(self) -> dict[str, object]:
         return {"status": self.status, "qemu_status": self.qemu_status, "timed_out": self.timed_out,
                 "seconds": round(self.seconds, 2), "console_log": str(self.console_log),
-                "findings": [f.as_dict() for f in self.findings], "ok": self.ok, "failure": self.failure()}
+                "findings": [f.as_dict() for f in self.findings], "ok": self.ok, "failure": self.failure(),
+                "qemu_argv": self.argv}
 
 
 def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
@@ -76,7 +78,7 @@ def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
         machine.console_log.write_text(text)
     qemu_status = None if timed_out else proc.returncode
     status = reported_status(text, qemu_status)
-    return BootResult(status, qemu_status, timed_out, seconds, machine.console_log, console.scan(text))
+    return BootResult(status, qemu_status, timed_out, seconds, machine.console_log, console.scan(text), argv)
 
 
 def command_output(text: str) -> str:

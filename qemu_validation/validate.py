@@ -236,6 +236,7 @@ def validate(kernel_id: str | None = None, spec: build.BuildSpec | None = None, 
     res = guest.run_guest(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
                           files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
                           extra_append=("kunit.enable=1", "printk.time=1"))
+    run.update_meta(commands={"qemu": res.argv})  # what ran underneath, kept with the run
     seen = {(f.kind, f.line) for f in res.findings}
     res.findings.extend(f for f in console.scan(_read(share / "dmesg.txt")) if (f.kind, f.line) not in seen)
     (run.path / "initramfs.cpio").unlink(missing_ok=True)

@@ -249,3 +249,40 @@ def test_object_key_follows_source_and_fault_format_is_checked(tmp_path: Path) -
         fmt.write_text(fmt.read_text().replace("unsigned int error_code;\toffset:24;\tsize:4",
                                                "unsigned long error_code;\toffset:24;\tsize:8"))
     assert objects.check_fault_format(tmp_path) is None
+
+
+@doctor.skip_unless("ebpf.libbpf", "ebpf.probe.blk")
+def test_a_recording_keeps_the_commands_that_built_its_bpf_object(tmp_path: Path, kvds_env) -> None:
+    """What ran underneath is kept: building an object (into an empty cache) stores the commands the pure function
+    `objects.commands` gave, those commands really build it, and a recording files them in its meta.json
+    (`--verbose` prints them)."""
+    import json
+
+    from ebpf import objects
+    from tests.conftest import run_kvds
+
+    env = {**kvds_env, "KVDS_BPF_OBJECTS": str(tmp_path / "objects")}
+    r = subprocess.run([sys.executable, "-m", "ebpf.objects"], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    (obj,) = (tmp_path / "objects").glob("kvds.bpf-*.o")
+    built = json.loads(objects.argv_path(obj).read_text())
+    (dump, compile_) = built
+    assert compile_["argv"][-2:] == ["-o", str(obj)] and str(objects.SOURCE) in compile_["argv"]
+    incdir = Path(compile_["argv"][compile_["argv"].index("-I") + 1])
+    assert built == objects.commands(objects.SOURCE, obj, incdir, Path(dump["stdout"]), bpftool=dump["argv"][0],
+                                     clang=compile_["argv"][0])
+    again = tmp_path / "again.o"  # the kept commands are the real ones: run again, they build the same object
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "vmlinux.h").symlink_to(dump["stdout"])
+    argv = [*compile_["argv"][:-1], str(again)]
+    argv[argv.index("-I") + 1] = str(inc)
+    assert subprocess.run(argv, capture_output=True).returncode == 0 and again.stat().st_size > 0
+
+    r = run_kvds(["ebpf", "record", "--probe", "blk", "--duration", "0.2", "--no-plots", "--backend", "libbpf",
+                  "--verbose", "--json"], env)
+    assert r.returncode == 0, r.stderr
+    run = Path(json.loads(r.stdout)["run"])
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["commands"]["bpf_object"] == {"object": str(obj), "built_by": built}
+    assert objects.shell_line(compile_) in r.stderr
