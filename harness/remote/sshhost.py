@@ -197,8 +197,8 @@ class SshHost:
         res = self.kvds(["restore", "--json"], invocation + "-restore", "kvds restore")
         self.sh(f"rm -rf {shlex.quote(self.results_dir(invocation + '-restore'))}", root=True, what="cleaning up")
         try:
-            return json.loads(res.stdout) if res.stdout.strip() else []
-        except json.JSONDecodeError:
+            return json.loads(res.stdout)["summary"]["journals"] if res.stdout.strip() else []
+        except (json.JSONDecodeError, KeyError, TypeError):
             raise HostCommandFailed(f"kvds restore on the host: {scrub(res.stderr.strip()) or 'no JSON output'}") from None
 
     def unfetched_invocations(self, current: str) -> list[str]:
