@@ -86,7 +86,10 @@ def _json_failure(out: str) -> str:
         doc = json.loads(out)
     except ValueError:
         return _tail(out)
-    return str(doc.get("failure") or "") if isinstance(doc, dict) else ""
+    if not isinstance(doc, dict):
+        return ""
+    summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}  # the one shape (harness/emit.py)
+    return str(doc.get("failure") or summary.get("failure") or "")
 
 
 def _judge(stage: Stage, rc: int, tail: str, new: list[str]) -> tuple[str, str]:

@@ -205,3 +205,13 @@ def test_kvds_run_quick_stages_match_the_doctor_and_report_their_figures(kvds_en
         assert p.stat().st_size > 5000 and p.read_bytes().startswith(b"\x89PNG"), fig
     html = Path(doc["report"]["html"]).read_text()
     assert html.count("data:image/png;base64,") == md.count("](figures/")
+
+
+def test_a_stage_failure_is_read_from_the_json_a_command_printed() -> None:
+    """A command that fails without a word on stderr says why in its --json: at the top level (the tracks' printers
+    today) or in the summary of the one shape (harness/emit.py)."""
+    from harness.suite import _json_failure
+
+    assert _json_failure('{"failure": "validator crashed"}') == "validator crashed"
+    assert _json_failure('{"schema": 1, "run": null, "summary": {"failure": "kernel splat"}}') == "kernel splat"
+    assert _json_failure('{"schema": 1, "run": null, "summary": {"ok": true}}') == ""
