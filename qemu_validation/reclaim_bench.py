@@ -1,7 +1,8 @@
 """`kvds qemu reclaim-bench`: what mm_intent's reclaim consumer costs and what it protects, inside the guest kernel.
 
 guest/reclaim_bench.c joins a memory cgroup with swap (zram), and per round faults an arena (4 MiB) back in and
-asks memory.reclaim for twice that, timing the write and reading pgscan/pgsteal from memory.stat. States:
+asks memory.reclaim for twice that, timing the write and reading pgscan/pgsteal from memory.stat. After three
+"warmup" rounds (not compared: a boot's first reclaim and first seconds are slower on every kernel), the states:
 "off" (nothing registered since boot: the hooks are patched-out branches), then "empty" (the key on, this
 process without intents) and "on" (1,024 latency-critical ranges on a mapping reclaim never sees, so every
 arena folio is looked up and none matches: the decisions are those of "off", the difference is the lookups'

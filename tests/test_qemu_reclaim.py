@@ -146,3 +146,14 @@ def test_verdicts_judge_ranges_on_the_series_kernel_and_off_against_the_floor() 
     v2 = reclaim_bench.summarize([_KB("floor"), _KB("series")], slow, 9, 8)["verdicts"]
     assert v2["series/floor off paired"]["status"] == "missed"
     assert v2["series on/empty cost_within_boot"]["status"] == "met"
+
+
+def test_warmup_rounds_are_read_but_never_compared() -> None:
+    head, rest = _out().split("\n", 1)
+    text = head + "\n" + "\n".join(_round("warmup", i, 900_000_000) for i in range(3)) + "\n" + rest
+    p = reclaim_bench.parse(text)
+    assert len(p["rounds"]["warmup"]) == 3 and reclaim_bench.boot_ok(p, 3, 0) is None
+    boot = {"rep": 1, "kernel": "k", "ok": True, "mm_intent": True, "figures": reclaim_bench.boot_figures(p)}
+    (row,) = reclaim_bench.summarize([_KB("k")], [boot], 3, 8)["kernels"]
+    assert "warmup" not in row["median_ms"] and row["median_ms"]["off"]["value"] == pytest.approx(100.000001)
+    assert all("warmup" not in pair for pair in row["cost_within_boot"])

@@ -5,6 +5,9 @@
  * whole arena back in, then asks memory.reclaim for twice its size and times that write; pgscan and pgsteal
  * come from the cgroup's memory.stat, residency from /proc/self/pagemap. States, in this order (mm_intent's
  * static key never switches back off, so "off" must come first; "empty" and "on" then alternate round by round):
+ *   warmup    WARMUP_ROUNDS rounds before "off", not compared: the first reclaim of a boot also allocates zram's
+ *             and the swap map's first pages, and the first phase of a boot ran slower than the next (kernel
+ *             work left over from boot), which "off" alone would pay
  *   off       nothing registered since boot: the hooks are patched-out branches
  *   empty     the key is on, this address space has no intents: one pointer test per mapping
  *   on        MAX_RANGES one-page latency-critical ranges on a mapping reclaim never sees (never faulted):
@@ -39,6 +42,7 @@
 #define MAX_RANGES 1024
 #define PAGE 4096UL
 #define REF_ITERS (1UL << 21)
+#define WARMUP_ROUNDS 3
 
 static char cg[300];
 
@@ -245,6 +249,8 @@ int main(int argc, char **argv)
 		return 1;
 	printf("reclaim_bench feature=%d arena_pages=%lu rounds=%d\n", feature, pages, rounds);
 	fflush(stdout);
+	for (int r = 0; r < WARMUP_ROUNDS; r++)
+		measure("warmup", r, arena, pages, 0);
 	for (int r = 0; r < rounds; r++)
 		measure("off", r, arena, pages, 0);
 	for (int r = 0; r < rounds; r++) {
