@@ -1,7 +1,8 @@
 """What the tracks plug into the core, found through entry points, so that the core imports no track.
 
 pyproject.toml declares them (one package installs every track; `make setup` reinstalls it when pyproject.toml
-changes, which is when entry points change):
+changes, which is when entry points change; a checkout whose installed entry points differ from its pyproject.toml
+is refused with that advice, never run with a track silently missing):
 
     kvds.commands         NAME = module          a module with register(subparsers): the `kvds NAME` command
     kvds.probes           AREA[.PART] = module:fn fn() -> list[Capability]: `kvds doctor` rows of that area
@@ -13,9 +14,12 @@ harness/policy is a track living under harness/ (its commands, its report sectio
 
 from __future__ import annotations
 
+import tomllib
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
+
+from harness.paths import repo_root
 
 DIST = "kvds"
 
@@ -25,13 +29,24 @@ class NotInstalled(RuntimeError):
     `make setup` reinstalls it), never a host without a track."""
 
 
+def declared(group: str) -> set[str] | None:
+    """The entry point names this checkout's pyproject.toml declares (None when kvds runs from a wheel)."""
+    path = repo_root() / "pyproject.toml"
+    if not path.is_file():
+        return None
+    return set(tomllib.loads(path.read_text())["project"]["entry-points"].get(group, {}))
+
+
 @lru_cache(maxsize=None)
 def registered(group: str) -> tuple[EntryPoint, ...]:
     """kvds's entry points of one group (one distribution: the first found on sys.path)."""
     eps = tuple(ep for ep in entry_points(group=group) if ep.dist is None or ep.dist.name == DIST)
-    if not eps:
-        raise NotInstalled(f"no {group!r} entry points: kvds is installed from an older pyproject.toml; "
-                           "run 'make setup' (it reinstalls the package)")
+    want = declared(group)
+    if not eps or (want is not None and want != {ep.name for ep in eps}):
+        have = ", ".join(sorted(ep.name for ep in eps)) or "none"
+        raise NotInstalled(f"the installed {group!r} entry points ({have}) are not the ones pyproject.toml declares "
+                           f"({', '.join(sorted(want or ()))}): kvds is installed from an older pyproject.toml; run "
+                           "'make setup' (it reinstalls the package)")
     return eps
 
 

@@ -54,3 +54,19 @@ def test_core_commands_print_the_one_json_shape(argv, kvds_env) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
     assert list(doc) == ["schema", "run", "summary"] and doc["schema"] == 1 and isinstance(doc["summary"], dict)
+
+
+def test_entry_points_older_than_pyproject_are_refused_not_dropped(monkeypatch, capsys) -> None:
+    """A track declared in pyproject.toml but not installed yet (no `make setup` since): kvds says so, exit 1."""
+    from harness import tracks
+
+    tracks.registered.cache_clear()
+    real = tracks.declared
+    monkeypatch.setattr(tracks, "declared", lambda g: (real(g) or set()) | {"newtrack"} if g == "kvds.commands"
+                        else real(g))
+    try:
+        assert cli.main(["map", "--list"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "newtrack" in err[0] and "make setup" in err[0]
+    finally:
+        tracks.registered.cache_clear()
