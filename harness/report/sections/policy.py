@@ -45,14 +45,22 @@ def _compare(ctx: ReportContext, suite: Suite) -> None:
 
 
 def _goals(ctx: ReportContext, suite: Suite) -> None:
-    run = suite.latest("policy-goals")
-    if run is None:
-        return
-    ctx.doc.para(f"Goals of issue 14 (run {run.run_id}), judged by the whole 95% interval (met / missed / "
-                 "inconclusive):")
-    ctx.doc.table(["profile", "policy", "goal", "verdict", "value [95% CI]"],
-                  [[v.get("profile"), v.get("policy"), v.get("goal"), v.get("status"), fmt.estimate(v)]
-                   for v in run.summary.get("verdicts", [])])
+    """Every goals run of the suite (a run may cover some profiles only, e.g. split across two cores)."""
+    for run in [r for r in suite.of_kind("policy-goals") if (r.path / "summary.json").exists()]:
+        cfg = run.meta.get("config", {})
+        ctx.doc.para(f"Goals of issue 14 (run {run.run_id}, profiles {', '.join(cfg.get('profiles') or [])}, seeds "
+                     f"{fmt_seeds(cfg.get('seeds') or [])}), judged by the whole 95% interval (met / missed / "
+                     "inconclusive):")
+        ctx.doc.table(["profile", "policy", "goal", "verdict", "value [95% CI]"],
+                      [[v.get("profile"), v.get("policy"), v.get("goal"), v.get("status"), fmt.estimate(v)]
+                       for v in run.summary.get("verdicts", [])])
+
+
+def fmt_seeds(seeds: list[int]) -> str:
+    """'400-439' for a contiguous range, else the list."""
+    if seeds and list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
+    return ", ".join(str(s) for s in seeds)
 
 
 def _sweep(ctx: ReportContext, suite: Suite) -> None:
