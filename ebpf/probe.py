@@ -60,13 +60,20 @@ def _present_tracepoints(names: tuple[str, ...]) -> tuple[dict[str, bool] | None
         return None, None
 
 
+def _host_lacks(name: str, ok: bool, reason: str) -> Capability | None:
+    """A loader's host part: unavailable without it, needs-root to load programs; None when the probe goes on."""
+    if not ok:
+        return unavailable(name, reason, AREA)
+    if os.geteuid() != 0:
+        return Capability(name, "needs-root", f"loading BPF programs needs root ({reason})", AREA)
+    return None
+
+
 def _bcc_probe() -> Capability:
     """A real compile + verifier load of a tracepoint program, without attaching it."""
     ok, reason = headers_status()
-    if not ok:
-        return unavailable("ebpf.bcc", reason, AREA)
-    if os.geteuid() != 0:
-        return Capability("ebpf.bcc", "needs-root", f"loading BPF programs needs root ({reason})", AREA)
+    if lacking := _host_lacks("ebpf.bcc", ok, reason):
+        return lacking
     try:
         bcc = load_bcc()
     except Unavailable as exc:  # python3-bpfcc not importable
@@ -92,10 +99,8 @@ def _libbpf_probe() -> Capability:
     The host's part (libbpf.so, clang/bpftool/libbpf-dev, kernel BTF) is checked first without compiling; once
     that is there, a failure to build or load kvds's own object is kvds's error."""
     ok, reason = libbpf_status()
-    if not ok:
-        return unavailable("ebpf.libbpf", reason, AREA)
-    if os.geteuid() != 0:
-        return Capability("ebpf.libbpf", "needs-root", f"loading BPF programs needs root ({reason})", AREA)
+    if lacking := _host_lacks("ebpf.libbpf", ok, reason):
+        return lacking
     try:
         path, secs = objects.build()
     except Exception as exc:

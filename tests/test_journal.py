@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import platform
 import signal
 import subprocess
@@ -58,17 +57,23 @@ def start_child(scratch: Path, env: dict, mode: str = "--wait") -> subprocess.Po
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=foreground_signals)
 
 
+def child_at_step(scratch: Path, env: dict, step: int) -> tuple[subprocess.Popen, list[str]]:
+    """The child, started and read up to its line "STEP <step>" (the lines read so far)."""
+    child = start_child(scratch, env)
+    lines = []
+    for line in child.stdout:
+        lines.append(line.strip())
+        if line.startswith(f"STEP {step} "):
+            break
+    return child, lines
+
+
 @pytest.mark.parametrize("kill_after", [1, 2, 3, 4, 5])
 def test_sigkill_after_each_step_then_restore(tmp_path, kvds_env, kill_after: int) -> None:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     before = snapshot(scratch)
-    child = start_child(scratch, kvds_env)
-    lines = []
-    for line in child.stdout:
-        lines.append(line.strip())
-        if line.startswith(f"STEP {kill_after} "):
-            break
+    child, lines = child_at_step(scratch, kvds_env, kill_after)
     assert len(lines) == kill_after, child.stderr.read() if child.poll() is not None else lines
     assert snapshot(scratch) != before  # something really changed
     child.send_signal(signal.SIGKILL)
@@ -457,12 +462,7 @@ def test_a_process_that_imported_only_the_journal_restores_a_killed_kvds(tmp_pat
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     before = snapshot(scratch)
-    child = start_child(scratch, kvds_env)
-    lines = []
-    for line in child.stdout:
-        lines.append(line.strip())
-        if line.startswith("STEP 3 "):
-            break
+    child, _ = child_at_step(scratch, kvds_env, 3)
     assert snapshot(scratch) != before
     child.send_signal(signal.SIGKILL)
     child.wait()
