@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 from harness.cli_args import add_json_flag, positive_float, positive_int, require_root
 from harness.emit import emit
 from harness.errors import UserError
-from harness.progress import progress, say
+from harness.progress import say
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -81,97 +80,35 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from ebpf.recorder import Recorder, parse_probes
-    from ebpf.report import format_results
-    from harness.knobs import scheduler_of
-    from harness.results import ResultStore
+    from ebpf.recorder import parse_probes
+    from ebpf.record import RecordConfig, record
 
     cmd = _command(args)
     probes = parse_probes(args.probe)
     require_root("kvds ebpf record")
     duration = args.duration if args.duration is not None else (None if cmd else 5.0)
-    pids = [] if cmd else (args.pid or None)
-    rec = Recorder(probes, devices=args.device, pids=pids, cgroups=args.cgroup, backend=args.backend)
-    config = {"probes": list(probes), "backend": rec.backend_choice, "duration_s": duration, "command": cmd, "devices": args.device,
-              "pids": args.pid, "cgroups": args.cgroup,
-              "scheduler": {d: _safe_scheduler(scheduler_of, d) for d in args.device}}
-    run = ResultStore().new_run("ebpf-record", config)
-    say(f"loading and attaching {','.join(probes)} ...")
-    rec.start()
-    if rec.commands is not None:  # what ran underneath, kept with the run (and printed with --verbose)
-        run.update_meta(commands={"bpf_object": rec.commands})
-        if args.verbose:
-            from ebpf.objects import shell_line
+    cfg = RecordConfig(tuple(probes), args.backend, duration, tuple(cmd), tuple(args.device), tuple(args.pid),
+                       tuple(args.cgroup), plots=not args.no_plots)
+    out = record(cfg)
+    if args.verbose and out.commands is not None:
+        from ebpf.objects import shell_line
 
-            lines = [shell_line(c) for c in rec.commands["built_by"] or []] or [f"({rec.commands['note']})"]
-            print(f"BPF object {rec.commands['object']}, built by:", *lines, sep="\n  ", file=sys.stderr)
-    status = 0
-    try:
-        if cmd:
-            status = _run_command(rec, cmd)
-        else:
-            with progress(f"recording {duration:g} s", total=duration) as bar:
-                end = time.monotonic() + duration
-                while (left := end - time.monotonic()) > 0:
-                    time.sleep(min(0.2, left))
-                    bar.update(completed=duration - max(0.0, end - time.monotonic()))
-    finally:
-        rec.stop()
-    paths = rec.save(run, plots=not args.no_plots)
-    res = rec.results()
-    run.write_summary({"backend": rec.backend, "backend_detail": rec.backend_detail,
-                       "load_attach_s": res["load_attach_s"],
-                       "compile_s": rec.compile_seconds, "duration_s": res["duration_s"],
-                       "command_status": status if cmd else None,
-                       "histograms": {name: h["count"] for name, h in rec.histograms()}})
-    if args.json:
-        emit(run, res, True)
-    else:
-        print(format_results(res))
-        pngs = [p for p in paths if p.suffix == ".png"]
-        detail = f" ({rec.backend_detail})" if rec.backend_detail else ""
-        print(f"\nbackend {rec.backend}{detail}, load+attach {res['load_attach_s']} s")
-        print(f"run {run.run_id}: {run.path} ({len(pngs)} PNG{'s' if len(pngs) != 1 else ''})")
-    if cmd and status != 0:
+        lines = [shell_line(c) for c in out.commands["built_by"] or []] or [f"({out.commands['note']})"]
+        print(f"BPF object {out.commands['object']}, built by:", *lines, sep="\n  ", file=sys.stderr)
+    emit(out.run, out.results, args.json, lambda _: _render(out))
+    status = out.summary.command_status
+    if status:
         say(f"command exited with status {status}")
-    return 0 if status == 0 else 1
+    return 0 if not status else 1
 
 
-def _safe_scheduler(fn, dev: str) -> str | None:
-    try:
-        return fn(dev)
-    except Exception:
-        return None
+def _render(out) -> None:
+    from ebpf.report import format_results
 
-
-def _run_command(rec, cmd: list[str]) -> int:
-    """Fork CMD held at a gate until its pid is in the filter, so its first I/O is already counted.
-
-    (subprocess.Popen cannot do this: it waits for the exec that the gate holds back.)
-    """
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: wait for the parent's go, then become CMD
-        try:
-            os.close(w)
-            os.read(r, 1)
-            os.close(r)
-            os.execvp(cmd[0], cmd)
-        except OSError as exc:
-            os.write(2, f"kvds: error: cannot run {cmd[0]}: {exc.strerror}\n".encode())
-        os._exit(127)
-    os.close(r)
-    try:
-        rec.add_pid(pid)
-    finally:
-        os.write(w, b"x")
-        os.close(w)
-    try:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: taskstats still answers
-        rec.stop()
-    finally:
-        _, wstatus = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(wstatus)
+    print(format_results(out.results))
+    detail = f" ({out.summary.backend_detail})" if out.summary.backend_detail else ""
+    print(f"\nbackend {out.summary.backend}{detail}, load+attach {out.results['load_attach_s']} s")
+    print(f"run {out.run.run_id}: {out.run.path} ({out.pngs} PNG{'s' if out.pngs != 1 else ''})")
 
 
 def _emit(res: dict, as_json: bool, fmt) -> None:

@@ -78,3 +78,23 @@ def test_device_filter_is_constants_up_to_16_devices_then_the_map() -> None:
     assert f"#define BLK_DEVS_MATCH(d) ((d) == {devs[0]}u || (d) == {devs[1]}u)" in src
     assert "#define BLK_DEVS_MATCH" not in ProgramSpec(("blk",), filter_devices=True,
                                                        devices=tuple(range(1, MAX_CONST_DEVS + 2))).source()
+
+
+@doctor.skip_unless("root", "ebpf.probe.blk")
+def test_record_files_its_typed_summary_and_prints_the_one_shape(kvds_env: dict[str, str]) -> None:
+    """`kvds ebpf record -- CMD`: summary.json holds exactly RecordSummary's fields (the command's status among
+    them), --json the one envelope with the run it filed, and a failing CMD makes the command fail."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from ebpf.record import RecordSummary
+    from tests.conftest import run_kvds
+
+    r = run_kvds(["ebpf", "record", "--probe", "blk", "--no-plots", "--json", "--", "sh", "-c", "exit 3"], kvds_env)
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert list(doc) == ["schema", "run", "summary"] and "blk" in doc["summary"]["probes"]
+    summary = json.loads((Path(doc["run"]) / "summary.json").read_text())
+    assert sorted(summary) == sorted(f.name for f in dataclasses.fields(RecordSummary))
+    assert summary["command_status"] == 3 and summary["backend"] in ("libbpf", "bcc")

@@ -1,0 +1,122 @@
+"""`kvds ebpf record`, shaped as the track template: cli.py parses arguments into one RecordConfig, `record` attaches
+the probes, waits (a duration, or a command it starts), files the run and returns a Recording with its typed
+summary; ebpf/report.py renders it, harness/emit.py prints it with --json."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.knobs import scheduler_of
+from harness.progress import progress, say
+from harness.results import ResultStore, Run
+
+from ebpf.recorder import Recorder
+
+
+@dataclass(frozen=True)
+class RecordConfig:
+    probes: tuple[str, ...]
+    backend: str | None = None          # None: $KVDS_EBPF_BACKEND, else auto (ebpf/backends.py)
+    duration_s: float | None = None     # None with a command: until it exits
+    command: tuple[str, ...] = ()       # record only this command and its children, while it runs
+    devices: tuple[str, ...] = ()
+    pids: tuple[int, ...] = ()
+    cgroups: tuple[str, ...] = ()
+    plots: bool = True
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    """summary.json of an `ebpf-record` run."""
+    backend: str | None            # the loader used: libbpf or bcc
+    backend_detail: str            # libbpf: how the block events were hooked
+    load_attach_s: float | None
+    compile_s: float | None        # libbpf: 0.0 when the object was cached
+    duration_s: float | None
+    command_status: int | None     # the recorded command's exit status (None: a --duration recording)
+    histograms: dict[str, int]     # events counted per histogram
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Recording:
+    run: Run
+    summary: RecordSummary
+    results: dict[str, Any]        # every histogram, as printed (ebpf/report.py format_results)
+    pngs: int
+    commands: dict[str, Any] | None  # libbpf: the BPF object loaded and the commands that built it
+
+
+def record(cfg: RecordConfig) -> Recording:
+    rec = Recorder(cfg.probes, devices=list(cfg.devices), pids=[] if cfg.command else (list(cfg.pids) or None),
+                   cgroups=list(cfg.cgroups), backend=cfg.backend)
+    config = {"probes": list(cfg.probes), "backend": rec.backend_choice, "duration_s": cfg.duration_s,
+              "command": list(cfg.command), "devices": list(cfg.devices), "pids": list(cfg.pids),
+              "cgroups": list(cfg.cgroups), "scheduler": {d: _safe_scheduler(d) for d in cfg.devices}}
+    run = ResultStore().new_run("ebpf-record", config)
+    say(f"loading and attaching {','.join(cfg.probes)} ...")
+    rec.start()
+    if rec.commands is not None:  # what ran underneath, kept with the run
+        run.update_meta(commands={"bpf_object": rec.commands})
+    status = None
+    try:
+        if cfg.command:
+            status = _run_command(rec, list(cfg.command))
+        else:
+            duration = cfg.duration_s or 0.0
+            with progress(f"recording {duration:g} s", total=duration) as bar:
+                end = time.monotonic() + duration
+                while (left := end - time.monotonic()) > 0:
+                    time.sleep(min(0.2, left))
+                    bar.update(completed=duration - max(0.0, end - time.monotonic()))
+    finally:
+        rec.stop()
+    paths = rec.save(run, plots=cfg.plots)
+    res = rec.results()
+    summary = RecordSummary(rec.backend, rec.backend_detail, res["load_attach_s"], rec.compile_seconds,
+                            res["duration_s"], status, {name: h["count"] for name, h in rec.histograms()})
+    run.write_summary(summary.as_dict())
+    return Recording(run, summary, res, sum(1 for p in paths if Path(p).suffix == ".png"), rec.commands)
+
+
+def _safe_scheduler(dev: str) -> str | None:
+    try:
+        return scheduler_of(dev)
+    except Exception:
+        return None
+
+
+def _run_command(rec: Recorder, cmd: list[str]) -> int:
+    """Fork CMD held at a gate until its pid is in the filter, so its first I/O is already counted.
+
+    (subprocess.Popen cannot do this: it waits for the exec that the gate holds back.)
+    """
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: wait for the parent's go, then become CMD
+        try:
+            os.close(w)
+            os.read(r, 1)
+            os.close(r)
+            os.execvp(cmd[0], cmd)
+        except OSError as exc:
+            os.write(2, f"kvds: error: cannot run {cmd[0]}: {exc.strerror}\n".encode())
+        os._exit(127)
+    os.close(r)
+    try:
+        rec.add_pid(pid)
+    finally:
+        os.write(w, b"x")
+        os.close(w)
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: taskstats still answers
+        rec.stop()
+    finally:
+        _, wstatus = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(wstatus)
