@@ -11,7 +11,7 @@ from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive
 from harness.emit import emit
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import build, dry_run, guest, rebuild_bench, runner, validate
+from qemu_validation import build, dry_run, guest_run, kernel_args, rebuild_bench, runner, validate
 from harness.results import dumps as strict_dumps
 
 
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
 
     b = sub.add_parser("build", help="build (or reuse) a kernel: tinyconfig + fragments + a patch series")
-    _spec_args(b)
+    kernel_args.add_spec_args(b)
     b.add_argument("--kasan", action="store_true", help="debug kernel: KASAN + lockdep (what validate uses)")
     b.add_argument("--jobs", type=positive_int, default=None, help="make -j (default: all CPUs)")
     b.add_argument("--list", action="store_true", help="list cached builds instead of building")
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                         "lines, a concurrent phase), kselftest, KUnit and a kmemleak scan under "
                                         "KASAN + lockdep; KTAP summarized")
     v.add_argument("--kernel", metavar="ID", help="validate this build instead of building the debug kernel")
-    _spec_args(v)
+    kernel_args.add_spec_args(v)
     _profile_args(v)
     v.add_argument("--fuzz", type=nonneg_int, default=None,
                    help=f"random malformed writes (full: {validate.MIN_MALFORMED}, quick: "
@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     eb = sub.add_parser("exit-bench", help="the exit path's cost in the guest: fork+exit with mm_intent unused, "
                                            "used by one process, used by 257 processes; several kernels compared")
-    _kernel_args(eb)
+    kernel_args.add_kernel_args(eb)
     eb.add_argument("--iterations", type=positive_int, default=2000, help="fork+exit per state")
     eb.add_argument("--reps", type=positive_int, default=3, help="boots per kernel (an interval needs >= 3)")
     eb.add_argument("--timeout", type=positive_float, default=900.0)
@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     eb.set_defaults(func=cmd_exit_bench)
 
     from qemu_validation import reclaim_bench
-    reclaim_bench.add_parser(sub, _kernel_args, add_json_flag)
+    reclaim_bench.add_parser(sub, kernel_args.add_kernel_args, add_json_flag)
 
     bn = sub.add_parser("bench", help="time edit -> rebuild -> boot -> validate: a one-line change to the mm_intent "
                                       "series, rebuilt in the warm tree and validated (goal: 90 s)")
@@ -103,30 +103,6 @@ def _counts(args: argparse.Namespace) -> tuple[int, int, int]:
     prof = validate.PROFILES["quick" if args.quick else "full"]
     return (prof.fuzz if args.fuzz is None else args.fuzz, prof.valid if args.valid is None else args.valid,
             prof.concurrent if args.concurrent is None else args.concurrent)
-
-
-def _kernel_args(p: argparse.ArgumentParser) -> None:
-    """The guest benches' kernel choice: --kernel builds (alternated) or the spec --config/--source/--patches."""
-    p.add_argument("--kernel", metavar="ID", action="append", default=[],
-                   help="a build to boot (repeatable: kernels alternate, the first is the reference); default: "
-                        "the kernel --config/--source/--patches describe")
-    _spec_args(p)
-    p.add_argument("--config", choices=("debug", "base"), default="debug",
-                   help="without --kernel: debug (KASAN + lockdep + kmemleak, what validate uses) or base "
-                        "(the same kernel without the debug instrumentation)")
-
-
-def _spec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", default=build.DEFAULT_SOURCE, help="debian-6.12, a kernel tarball or a source tree")
-    p.add_argument("--patches", default=",".join(build.DEFAULT_PATCHES),
-                   help="series under kernel_patches/ applied in order (comma-separated), or none")
-    p.add_argument("--fragment", type=Path, action="append", default=[], metavar="FILE",
-                   help="extra Kconfig fragment (repeatable)")
-
-
-def _spec(args: argparse.Namespace, kasan: bool) -> build.BuildSpec:
-    return build.BuildSpec(source=args.source, patches=build.parse_patches(args.patches), kasan=kasan,
-                           fragments=tuple(args.fragment))
 
 
 def _fail(msg: str) -> int:
@@ -158,7 +134,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             print(f"{r['id']}  {r['label']:<36} {r['release']}  built in {r['build_seconds']} s"
                   + (f" ({phases})" if phases else ""))
         return 0
-    spec = _spec(args, args.kasan)
+    spec = kernel_args.spec_of(args, args.kasan)
     was_cached = build.cached(spec) is not None
     try:
         kb = build.ensure_built(spec, jobs=args.jobs, say=say)
@@ -189,7 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 0
         print("Running with: $ " + shlex.join(plan["qemu_argv"]), file=sys.stderr)
     try:
-        res = guest.run_guest(args.kernel, command, args.share, timeout=args.timeout, host_root=args.host_root,
+        res = guest_run.run_guest(args.kernel, command, args.share, timeout=args.timeout, host_root=args.host_root,
                               memory_mb=args.memory, cpus=args.cpus, extra_append=tuple(args.append))
     except build.BuildError as exc:
         return _fail(str(exc))
@@ -208,16 +184,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_status(res: runner.BootResult) -> int:
     if res.timed_out:
-        return guest.TIMEOUT_STATUS
+        return guest_run.TIMEOUT_STATUS
     if res.findings or res.status is None:
-        return guest.KERNEL_FAILURE_STATUS
+        return guest_run.KERNEL_FAILURE_STATUS
     return res.status
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     fuzz, valid, concurrent = _counts(args)
     try:
-        summary, run = validate.validate(args.kernel, _spec(args, True), fuzz=fuzz, seed=args.seed,
+        summary, run = validate.validate(args.kernel, kernel_args.spec_of(args, True), fuzz=fuzz, seed=args.seed,
                                          timeout=args.timeout, valid=valid, concurrent=concurrent)
     except build.BuildError as exc:
         return _fail(str(exc))
@@ -230,13 +206,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_exit_bench(args: argparse.Namespace) -> int:
     from qemu_validation import exit_bench
-    if args.kernel and (args.config != "debug" or args.source != build.DEFAULT_SOURCE
-                        or args.patches != ",".join(build.DEFAULT_PATCHES) or args.fragment):
-        raise UserError("--kernel names a build; --config, --source, --patches and --fragment describe one: "
-                        "give one or the other")
+    kernels, spec = kernel_args.bench_kernels(args)
     try:
-        out, run = exit_bench.bench(args.kernel, iterations=args.iterations, timeout=args.timeout, reps=args.reps,
-                                    spec=_spec(args, args.config == "debug"))
+        out, run = exit_bench.bench(kernels, iterations=args.iterations, timeout=args.timeout, reps=args.reps,
+                                    spec=spec)
     except build.BuildError as exc:
         return _fail(str(exc))
     if args.json:

@@ -27,7 +27,7 @@ from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, guest, guest_programs, phases
+from qemu_validation import build, guest_programs, guest_run, phases
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "exit_bench.c"
 GUEST_PATH = "bin/exit_bench"
@@ -124,7 +124,7 @@ def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, 
     share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {iterations} fork+exit per state under TCG")
-    res = guest.run_guest(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
+    res = guest_run.run_guest(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
                           log_dir=share)
     (share / "initramfs.cpio").unlink(missing_ok=True)
     read, status, uptime = boot_outputs(share)
@@ -169,7 +169,7 @@ def bench(kernel_ids: list[str] | None, iterations: int = 2000, timeout: float =
     if reps < 1:
         raise UserError("--reps must be at least 1")
     ids = list(dict.fromkeys(kernel_ids or []))
-    kernels = [build.find(k) for k in ids] if ids else [build.ensure_built(spec or guest.DEFAULT_SPEC, say=say)]
+    kernels = [build.find(k) for k in ids] if ids else [build.ensure_built(spec or guest_run.DEFAULT_SPEC, say=say)]
     run = (store or ResultStore()).new_run("qemu-exit-bench", {"kernels": [k.id for k in kernels], "reps": reps,
                                                               "iterations": iterations})
     binary()

@@ -4,7 +4,7 @@ point so that the core reaches the lab without importing qemu_validation."""
 from __future__ import annotations
 
 from qemu_validation import build
-from qemu_validation.guest import DEFAULT_SPEC, KERNEL_FAILURE_STATUS, TIMEOUT_STATUS, run_guest
+from qemu_validation.guest_run import DEFAULT_SPEC, KERNEL_FAILURE_STATUS, TIMEOUT_STATUS, run_guest
 
 __all__ = ["KERNEL_FAILURE_STATUS", "TIMEOUT_STATUS", "default_kernel", "find_kernel", "run_guest"]
 

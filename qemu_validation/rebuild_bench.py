@@ -26,7 +26,7 @@ from pathlib import Path
 from harness import stats
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, guest, validate
+from qemu_validation import build, cachedirs, guest_run, validate
 from qemu_validation.source import git
 
 TARGET_FILE = "mm/mm_intent.c"
@@ -53,8 +53,8 @@ def bench(reps: int = 3, fuzz: int | None = None, timeout: float = 600.0, store:
     `fuzz` overrides the profile's number of random malformed lines."""
     prof = validate.PROFILES[profile]
     fuzz = prof.fuzz if fuzz is None else fuzz
-    base_spec = build.BuildSpec(source=source, patches=guest.DEFAULT_SPEC.patches, kasan=True,
-                                fragments=guest.DEFAULT_SPEC.fragments)
+    base_spec = build.BuildSpec(source=source, patches=guest_run.DEFAULT_SPEC.patches, kasan=True,
+                                fragments=guest_run.DEFAULT_SPEC.fragments)
     base = build.ensure_built(base_spec, say=say)    # built (not timed) the first time; says so when it builds
     validate.validator_binary()
     say(f"base: {base.label} ({base.id}); {profile} validate, {reps} repetition(s)")

@@ -35,7 +35,7 @@ from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, guest, guest_programs, phases
+from qemu_validation import build, guest_programs, guest_run, phases
 from qemu_validation.exit_bench import boot_outputs, difference, kernel_heading, paired_ratio, print_end
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "reclaim_bench.c"
@@ -117,7 +117,7 @@ def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeo
     share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {rounds} rounds per state of memory.reclaim on {arena_mb} MiB")
-    res = guest.run_guest(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
+    res = guest_run.run_guest(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
                           files={GUEST_PATH: binary()}, log_dir=share)
     (share / "initramfs.cpio").unlink(missing_ok=True)
     read, status, uptime = boot_outputs(share)
@@ -236,7 +236,7 @@ def bench(kernel_ids: list[str] | None, rounds: int = 5, arena_mb: int = 4, time
     if reps < 1:
         raise UserError("--reps must be at least 1")
     ids = list(dict.fromkeys(kernel_ids or []))
-    kernels = [build.find(k) for k in ids] if ids else [build.ensure_built(spec or guest.DEFAULT_SPEC, say=say)]
+    kernels = [build.find(k) for k in ids] if ids else [build.ensure_built(spec or guest_run.DEFAULT_SPEC, say=say)]
     run = (store or ResultStore()).new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels], "reps": reps,
                                                                  "rounds": rounds, "arena_mb": arena_mb})
     binary()
@@ -267,14 +267,14 @@ def add_parser(sub, kernel_args, json_flag) -> None:
 def cmd(args) -> int:
     import sys
     from harness.results import dumps
-    from qemu_validation import cli
+    from qemu_validation import kernel_args
     if args.kernel and (args.config != "debug" or args.source != build.DEFAULT_SOURCE
                         or args.patches != ",".join(build.DEFAULT_PATCHES) or args.fragment):
         raise UserError("--kernel names a build; --config, --source, --patches and --fragment describe one: "
                         "give one or the other")
     try:
         out, run = bench(args.kernel, rounds=args.rounds, arena_mb=args.arena_mb, timeout=args.timeout,
-                         reps=args.reps, spec=cli._spec(args, args.config == "debug"))
+                         reps=args.reps, spec=kernel_args.spec_of(args, args.config == "debug"))
     except build.BuildError as exc:
         print(f"kvds: qemu: {exc}", file=sys.stderr)
         return 1

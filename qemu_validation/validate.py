@@ -22,7 +22,7 @@ from pathlib import Path
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, console, guest, kernel_table, ktap, phases, runner
+from qemu_validation import build, cachedirs, console, guest_run, kernel_table, ktap, phases, runner
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "mm_intent_validate.c"
 GUEST_PATH = "bin/mm_intent_validate"
@@ -218,7 +218,7 @@ def validate(kernel_id: str | None = None, spec: build.BuildSpec | None = None, 
             raise UserError(f"{name} must be >= 0")
     if seed is None:
         seed = secrets.randbits(32) or 1
-    kb = build.find(kernel_id) if kernel_id else build.ensure_built(spec or guest.DEFAULT_SPEC, say=say)
+    kb = build.find(kernel_id) if kernel_id else build.ensure_built(spec or guest_run.DEFAULT_SPEC, say=say)
     binary = validator_binary()
     selftest = kselftest_binary(kb)
     table = kernel_table.rows(kernel_table.from_commit(workspace_tree(kb), kb.info["commit"]))
@@ -233,7 +233,7 @@ def validate(kernel_id: str | None = None, spec: build.BuildSpec | None = None, 
             "--table", "/share/table.txt", "--ktap", "/share/ktap.txt"]
     # kunit.enable=1: built-in suites run at boot (allnoconfig leaves KUNIT_DEFAULT_ENABLED off).
     # printk.time=1: timestamps in dmesg mark the boot phases (the console parser strips them).
-    res = guest.run_guest(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
+    res = guest_run.run_guest(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
                           files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
                           extra_append=("kunit.enable=1", "printk.time=1"))
     run.update_meta(commands={"qemu": res.argv})  # what ran underneath, kept with the run

@@ -116,8 +116,6 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 TRACK_CYCLES_TO_UNDO = [
     # make_policy's registry lives beside the base class the policies import: a registry module of its own ends it
     ["harness.policy.expected_next_use", "harness.policy.offline", "harness.policy.policies"],
-    # reclaim-bench's command reuses the qemu cli's kernel-spec parsing: a module of their own for both ends it
-    ["qemu_validation.cli", "qemu_validation.reclaim_bench"],
 ]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.doctor import skip_unless
-from qemu_validation import build, guest, validate
+from qemu_validation import build, guest_run, validate
 
 pytestmark = [skip_unless("qemu.guest"), pytest.mark.timeout(3600)]
 KVDS = [sys.executable, "-m", "harness.cli"]
@@ -22,34 +22,34 @@ KVDS = [sys.executable, "-m", "harness.cli"]
 
 @pytest.fixture(scope="module")
 def kernel() -> build.KernelBuild:
-    return build.ensure_built(guest.DEFAULT_SPEC)
+    return build.ensure_built(guest_run.DEFAULT_SPEC)
 
 
 def test_exit_status_and_share(kernel: build.KernelBuild, tmp_path: Path) -> None:
-    res = guest.run_guest(kernel.id, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/lru; "
+    res = guest_run.run_guest(kernel.id, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/lru; "
                                       "ls /sys/kernel/debug/mm_intent > /share/files; exit 3"], tmp_path, timeout=300)
     assert res.status == 3 and not res.findings and not res.timed_out, res.failure()
     assert (tmp_path / "lru").read_text().strip().startswith("0x")
     assert (tmp_path / "files").read_text().split() == ["clear", "dump", "lookup", "register", "stats"]
-    assert guest.run_in_guest(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200   # beyond debug-exit's 7 bits
+    assert guest_run.run_in_guest(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200   # beyond debug-exit's 7 bits
 
 
 def test_host_root_has_a_writable_run(kernel: build.KernelBuild, tmp_path: Path) -> None:
     """Under --host-root the host's / is read-only over 9p; /run must be the guest's own tmpfs (kvds keeps its
     machine-wide state there), while the host's files stay untouchable."""
     script = f"touch /run/kvds-probe && ! touch /etc/kvds-probe 2>/dev/null && echo ok > {tmp_path}/out"
-    assert guest.run_in_guest(kernel.id, ["sh", "-c", script], tmp_path, host_root=True, timeout=300) == 0
+    assert guest_run.run_in_guest(kernel.id, ["sh", "-c", script], tmp_path, host_root=True, timeout=300) == 0
     assert (tmp_path / "out").read_text() == "ok\n" and not Path("/etc/kvds-probe").exists()
 
 
 def test_hang_is_killed(kernel: build.KernelBuild) -> None:
-    res = guest.run_guest(kernel.id, ["sleep", "100000"], timeout=20)
+    res = guest_run.run_guest(kernel.id, ["sleep", "100000"], timeout=20)
     assert res.timed_out and res.status is None
-    assert guest.run_in_guest(kernel.id, ["sleep", "100000"], timeout=20) == guest.TIMEOUT_STATUS
+    assert guest_run.run_in_guest(kernel.id, ["sleep", "100000"], timeout=20) == guest_run.TIMEOUT_STATUS
 
 
 def test_warn_fails_a_run_that_exits_zero(kernel: build.KernelBuild) -> None:
-    res = guest.run_guest(kernel.id, ["sh", "-c", "echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT; true"],
+    res = guest_run.run_guest(kernel.id, ["sh", "-c", "echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT; true"],
                           timeout=300)
     assert res.status == 0 and [f.kind for f in res.findings] == ["warn"], res.failure()
     assert not res.ok and "warn" in (res.failure() or "")
@@ -190,7 +190,7 @@ def test_client_registers_an_arena_inside_the_guest(kernel: build.KernelBuild, t
     import errno
     script = tmp_path / "client.py"
     script.write_text(CLIENT)
-    status = guest.run_in_guest(kernel.id, [sys.executable, str(script), str(tmp_path / "out.json")], tmp_path,
+    status = guest_run.run_in_guest(kernel.id, [sys.executable, str(script), str(tmp_path / "out.json")], tmp_path,
                                 host_root=True, timeout=900)
     assert status == 0
     out = json.loads((tmp_path / "out.json").read_text())

@@ -95,7 +95,7 @@ GUEST_SCRIPT = textwrap.dedent("""
 @pytest.mark.timeout(900)
 def test_guest_kernel_lists_exactly_the_arena_register_lines(tmp_path: Path) -> None:
     from harness.remote.guest import GUEST_CPU, GUEST_KERNEL_ENV, GUEST_STATE_DIR, guest_lab_status
-    from qemu_validation import build, guest
+    from qemu_validation import build, guest_run as guest
 
     ready, why = guest_lab_status()  # the kernel `--target guest` boots: KVDS_GUEST_KERNEL's, else the default
     if not ready:

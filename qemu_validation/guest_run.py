@@ -1,6 +1,6 @@
 """Run a command inside the guest kernel: the API other tracks call for `--target guest`.
 
-    from qemu_validation.guest import run_in_guest
+    from qemu_validation.guest_run import run_in_guest
     status = run_in_guest(None, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/out"], share_dir)
 
 `share_dir` is a host directory mounted read-write at /share in the guest (9p), so results written there land
