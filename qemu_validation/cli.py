@@ -11,7 +11,7 @@ from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive
 from harness.emit import emit
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import build, dry_run, guest_run, kernel_args, rebuild_bench, runner, validate
+from qemu_validation import build, dry_run, guest_run, kernel_args, rebuild_bench, render, runner, validate
 from harness.results import dumps as strict_dumps
 
 
@@ -207,24 +207,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_exit_bench(args: argparse.Namespace) -> int:
     from qemu_validation import exit_bench
     kernels, spec = kernel_args.bench_kernels(args)
+    cfg = exit_bench.ExitBenchConfig(kernels=tuple(kernels), spec=spec, iterations=args.iterations, reps=args.reps,
+                                     timeout=args.timeout)
     try:
-        out, run = exit_bench.bench(kernels, iterations=args.iterations, timeout=args.timeout, reps=args.reps,
-                                    spec=spec)
+        out, run = exit_bench.bench(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
-    if args.json:
-        print(strict_dumps(out, indent=2))
-        return 0 if out["ok"] else 1
-    print(f"fork+exit+wait, {args.iterations} per state per boot, {args.reps} boot(s) per kernel in alternating "
-          f"order; mean of per-boot medians [95% interval over boots], ms:")
-    for k in out["kernels"]:
-        print(exit_bench.kernel_heading(k))
-        for s in exit_bench.STATES:
-            r = k["vs_unused"].get(s)
-            vs = (f"  vs unused (per boot) {r['text']}: {r['difference']}; higher in {r['boots_higher']} of "
-                  f"{r['boots']} boots" if r else "")
-            print(f"    {s:>7}: {k['median_ms'][s]['text']}{vs}")
-    return exit_bench.print_end(out, run)
+    emit(run, out.as_dict(), args.json, lambda s: render.exit_bench(s, run, cfg.reps))
+    return 0 if out.ok else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

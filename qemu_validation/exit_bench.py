@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import stats
 from harness.errors import UserError
@@ -36,6 +38,30 @@ STATES = ("unused", "one", "many")          # "warmup" is printed too, and not c
 EXPECTED_HELD = 1 + 256 * 4                  # exit_bench.c: one intent + HOLDERS * PER_HOLDER
 _LINE = re.compile(r"^exit_bench (\w+) n=(\d+) median_ns=(\d+) p90_ns=(\d+) mean_ns=(\d+)$", re.M)
 _HELD = re.compile(r"^exit_bench intents_held=(\d+) processes_holding=(\d+)$", re.M)
+
+
+@dataclass(frozen=True)
+class ExitBenchConfig:
+    """What `kvds qemu exit-bench` was asked: the builds to boot (none: `spec` is built), how much per boot."""
+    kernels: tuple[str, ...] = ()
+    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_run.DEFAULT_SPEC)
+    iterations: int = 2000                    # fork+exit per state per boot
+    reps: int = 3                             # boots per kernel, in alternating order
+    timeout: float = 900.0                    # seconds before a hung guest is killed
+
+
+@dataclass(frozen=True)
+class ExitBenchSummary:
+    """summary.json of a `qemu-exit-bench` run (and `kvds qemu exit-bench --json`'s summary)."""
+    iterations: int
+    kernels: list[dict[str, Any]]      # per kernel: median_ms per state (mean of per-boot medians), vs_unused ratios
+    comparisons: list[dict[str, Any]]  # each later kernel / the first, per state
+    boots: list[dict[str, Any]]        # every boot, in the order it ran
+    ok: bool                           # every boot usable
+    failure: str | None                # the first boot's reason when not ok
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def binary() -> Path:
@@ -125,7 +151,8 @@ def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, 
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {iterations} fork+exit per state under TCG")
     res = guest_run.run_guest(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
-                          log_dir=share)
+                              log_dir=share)
+    record_boot_argv(run, kb.id, rep, res.argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
     read, status, uptime = boot_outputs(share)
     parsed = parse(read("out.txt"))
@@ -135,7 +162,15 @@ def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, 
             "failure": why, "seconds": round(res.seconds, 1), "guest_uptime": uptime, **parsed}
 
 
-def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: int) -> dict:
+def record_boot_argv(run: Run, kernel_id: str, rep: int, argv: list[str]) -> None:
+    """File one boot's QEMU command line in the run's meta.json (commands.qemu_boots, in boot order), as soon as
+    it ran, so a bench that dies later still says what it started."""
+    commands = dict(run.meta.get("commands") or {})
+    commands["qemu_boots"] = [*commands.get("qemu_boots", []), {"kernel": kernel_id, "rep": rep + 1, "argv": argv}]
+    run.update_meta(commands=commands)
+
+
+def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: int) -> ExitBenchSummary:
     """Per kernel and state: mean of per-boot medians with its interval; ratios to the unused state and to the
     first kernel, each with its reading by the one rule."""
     rows = []
@@ -155,43 +190,28 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: i
                    for r in rows[1:] for s in STATES] if ref else []
     for r in rows:
         del r["_med"]
-    return {"iterations": iterations, "kernels": rows, "comparisons": comparisons, "boots": boots,
-            "ok": bool(boots) and all(b["ok"] for b in boots),
-            "failure": next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None)}
+    return ExitBenchSummary(
+        iterations=iterations, kernels=rows, comparisons=comparisons, boots=boots,
+        ok=bool(boots) and all(b["ok"] for b in boots),
+        failure=next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None))
 
 
-def bench(kernel_ids: list[str] | None, iterations: int = 2000, timeout: float = 900, reps: int = 3,
-          spec: build.BuildSpec | None = None, store: ResultStore | None = None) -> tuple[dict, Run]:
-    """Boot each kernel `reps` times in alternating order and time fork+exit+wait in every registry state.
-    Without `kernel_ids`, `spec` is built (default: the debug mm_intent kernel)."""
-    if iterations < 10:
+def bench(cfg: ExitBenchConfig, store: ResultStore | None = None) -> tuple[ExitBenchSummary, Run]:
+    """Boot each kernel `cfg.reps` times in alternating order and time fork+exit+wait in every registry state.
+    Without `cfg.kernels`, `cfg.spec` is built (default: the debug mm_intent kernel)."""
+    if cfg.iterations < 10:
         raise UserError("--iterations must be at least 10 (a median and a p90 from fewer say nothing)")
-    if reps < 1:
+    if cfg.reps < 1:
         raise UserError("--reps must be at least 1")
-    ids = list(dict.fromkeys(kernel_ids or []))
-    kernels = [build.find(k) for k in ids] if ids else [build.ensure_built(spec or guest_run.DEFAULT_SPEC, say=say)]
-    run = (store or ResultStore()).new_run("qemu-exit-bench", {"kernels": [k.id for k in kernels], "reps": reps,
-                                                              "iterations": iterations})
+    ids = list(dict.fromkeys(cfg.kernels))
+    kernels = ([build.find(k) for k in ids] if ids
+               else [build.ensure_built(cfg.spec or guest_run.DEFAULT_SPEC, say=say)])
+    run = (store or ResultStore()).new_run("qemu-exit-bench", {"kernels": [k.id for k in kernels], "reps": cfg.reps,
+                                                              "iterations": cfg.iterations})
     binary()
     by_id = {k.id: k for k in kernels}
-    boots = [_one_boot(by_id[kid], r, iterations, timeout, run)
-             for r, kid in stats.alternating_order([k.id for k in kernels], reps)]
-    out = summarize(kernels, boots, iterations)
-    run.write_summary(out)
+    boots = [_one_boot(by_id[kid], r, cfg.iterations, cfg.timeout, run)
+             for r, kid in stats.alternating_order([k.id for k in kernels], cfg.reps)]
+    out = summarize(kernels, boots, cfg.iterations)
+    run.write_summary(out.as_dict())
     return out, run
-
-
-def kernel_heading(k: dict) -> str:
-    """One kernel's line in a guest bench's table (exit-bench, reclaim-bench)."""
-    what = ("debug" if k["debug"] else "base") + (", mm_intent" if k["mm_intent"] else ", no mm_intent")
-    return f"  {k['id']} {k['label']} ({k['release']}; {what}; {k['boots']} boots)"
-
-
-def print_end(out: dict, run: Run) -> int:
-    """A guest bench's kernel-vs-kernel ratios, its results path and failure; returns the exit status."""
-    for c in out["comparisons"]:
-        print(f"  {c['kernel']} / {c['reference']} ({c['state']}): {c['text']}: {c['difference']}")
-    print(f"  results: {run.path}")
-    if not out["ok"]:
-        print(f"  failure: {out['failure'] or 'the benchmark did not finish'}")
-    return 0 if out["ok"] else 1

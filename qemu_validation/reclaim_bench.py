@@ -36,7 +36,8 @@ from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
 from qemu_validation import build, guest_programs, guest_run, phases
-from qemu_validation.exit_bench import boot_outputs, difference, kernel_heading, paired_ratio, print_end
+from qemu_validation.exit_bench import boot_outputs, difference, paired_ratio
+from qemu_validation.render import kernel_heading, print_end
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "reclaim_bench.c"
 GUEST_PATH = "bin/reclaim_bench"

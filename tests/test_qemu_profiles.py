@@ -143,3 +143,16 @@ def test_states_are_compared_boot_by_boot() -> None:
     assert paired.lo > 1.0 and exit_bench.difference(paired) == "higher"
     assert exit_bench.difference(stats.rep_mean_ratio(many, unused)) == "not measurably different"
     assert exit_bench.difference(exit_bench.paired_ratio(many[:2], unused[:2])).startswith("no interval")
+
+
+def test_exit_bench_files_each_boots_qemu_argv_in_meta(tmp_path) -> None:
+    """exit-bench keeps the QEMU command line of every boot, in boot order, in meta.json as it goes (validate keeps
+    its one boot's as commands.qemu); the rest of meta.json is left as it was."""
+    from harness.results import ResultStore
+    run = ResultStore(tmp_path).new_run("qemu-exit-bench", {"reps": 2})
+    exit_bench.record_boot_argv(run, "k1", 0, ["qemu-system-x86_64", "-kernel", "a"])
+    exit_bench.record_boot_argv(run, "k2", 0, ["qemu-system-x86_64", "-kernel", "b"])
+    meta = run.meta
+    assert meta["config"] == {"reps": 2}
+    assert meta["commands"]["qemu_boots"] == [{"kernel": "k1", "rep": 1, "argv": ["qemu-system-x86_64", "-kernel", "a"]},
+                                              {"kernel": "k2", "rep": 1, "argv": ["qemu-system-x86_64", "-kernel", "b"]}]
