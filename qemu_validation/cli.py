@@ -1,4 +1,7 @@
-"""`kvds qemu build|run|validate`: the guest lab's command line (argument handling only; work is elsewhere)."""
+"""`kvds qemu VERB`: the guest lab's command line. Argument handling only: each verb's arguments become one config
+dataclass, its own module does the work and returns a typed summary, render.py prints it and harness/emit.py
+prints it with --json (the one shape). build: build_run; run: guest_run (dry_run for --dry-run); validate:
+validate; exit-bench: exit_bench; reclaim-bench: reclaim_bench; bench: rebuild_bench."""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive
 from harness.emit import emit
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import build, dry_run, guest_run, kernel_args, rebuild_bench, render, runner, validate
-from harness.results import dumps as strict_dumps
+from qemu_validation import (build, build_run, dry_run, exit_bench, guest_run, kernel_args, rebuild_bench, render,
+                             runner, validate)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -113,41 +116,14 @@ def _fail(msg: str) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     if args.dry_run and not args.prune:
         raise UserError("--dry-run goes with --prune")
-    if args.prune:
-        out = build.prune(dry_run=args.dry_run)
-        if args.json:
-            print(strict_dumps(out, indent=2))
-            return 0
-        for r in out["removed"]:
-            verb = "would remove" if args.dry_run else "removed"
-            print(f"{verb} {r['what']}: {r['bytes'] / 2**30:.2f} GiB  {r['path']}")
-        print(f"{'would free' if args.dry_run else 'freed'} {out['freed_bytes'] / 2**30:.2f} GiB")
-        return 0
-    if args.list:
-        rows = [{"id": b.id, "label": b.label, "release": b.info.get("kernel_release"),
-                 "build_seconds": b.info.get("build_seconds"), "phases": b.info.get("phases"),
-                 "incremental": b.info.get("incremental"), "bzImage": str(b.bzimage)} for b in build.all_builds()]
-        if args.json:
-            print(strict_dumps(rows, indent=2))
-        for r in rows if not args.json else []:
-            phases = ", ".join(f"{k} {v} s" for k, v in (r["phases"] or {}).items())
-            print(f"{r['id']}  {r['label']:<36} {r['release']}  built in {r['build_seconds']} s"
-                  + (f" ({phases})" if phases else ""))
-        return 0
-    spec = kernel_args.spec_of(args, args.kasan)
-    was_cached = build.cached(spec) is not None
+    cfg = build_run.BuildConfig(spec=kernel_args.spec_of(args, args.kasan), jobs=args.jobs, dry_run=args.dry_run,
+                                action="prune" if args.prune else "list" if args.list else "build")
     try:
-        kb = build.ensure_built(spec, jobs=args.jobs, say=say)
+        out = build_run.run(cfg, say=say)
     except build.BuildError as exc:
         return _fail(str(exc))
-    out = {"id": kb.id, "label": kb.label, "cached": was_cached, "bzImage": str(kb.bzimage),
-           "config": str(kb.config), "build_seconds": kb.info.get("build_seconds"), "phases": kb.info.get("phases"),
-           "incremental": kb.info.get("incremental"),
-           "release": kb.info.get("kernel_release")}
-    if args.json:
-        print(strict_dumps(out, indent=2))
-    else:
-        print(f"{kb.id} {kb.label} {'(cached)' if was_cached else ''}\n  {kb.bzimage}")
+    shown = {"prune": render.prune, "list": render.build_list, "build": render.build_result}[cfg.action]
+    emit(None, out.as_dict(), args.json, shown)
     return 0
 
 
@@ -157,21 +133,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("qemu run: no command given (kvds qemu run -- CMD...)")
     if any(" " in a or not a for a in args.append):
         raise UserError("--append takes one kernel command-line word")
+    cfg = guest_run.RunConfig(command=tuple(command), kernel=args.kernel, share=args.share, host_root=args.host_root,
+                              timeout=args.timeout, memory_mb=args.memory, cpus=args.cpus, append=tuple(args.append))
     if args.dry_run or args.verbose:
-        plan = dry_run.plan(args.kernel, command, args.share, host_root=args.host_root, memory_mb=args.memory,
-                            cpus=args.cpus, extra_append=tuple(args.append))
+        plan = dry_run.plan(cfg)
         if args.dry_run:
-            emit(None, plan, args.json, dry_run.render)
+            emit(None, plan.as_dict(), args.json, render.dry_run)
             return 0
-        print("Running with: $ " + shlex.join(plan["qemu_argv"]), file=sys.stderr)
+        print("Running with: $ " + shlex.join(plan.qemu_argv), file=sys.stderr)
     try:
-        res = guest_run.run_guest(args.kernel, command, args.share, timeout=args.timeout, host_root=args.host_root,
-                              memory_mb=args.memory, cpus=args.cpus, extra_append=tuple(args.append))
+        res = guest_run.run(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
-    if args.json:
-        print(strict_dumps(res.as_dict(), indent=2))
-        return _run_status(res)
+    emit(None, res.as_dict(), args.json, lambda _: _print_run(res))
+    return guest_run.exit_status(res)
+
+
+def _print_run(res: runner.BootResult) -> None:
+    """The guest command's own output, then why the run failed (the console's first findings)."""
     out = runner.command_output(res.console_log.read_text(errors="replace"))
     if out:
         print(out)
@@ -179,33 +158,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"kvds: qemu run: {res.failure()}", file=sys.stderr)
         for f in res.findings[:3]:
             print(f.context, file=sys.stderr)
-    return _run_status(res)
-
-
-def _run_status(res: runner.BootResult) -> int:
-    if res.timed_out:
-        return guest_run.TIMEOUT_STATUS
-    if res.findings or res.status is None:
-        return guest_run.KERNEL_FAILURE_STATUS
-    return res.status
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     fuzz, valid, concurrent = _counts(args)
+    cfg = validate.ValidateConfig(kernel=args.kernel, spec=kernel_args.spec_of(args, True), fuzz=fuzz, valid=valid,
+                                  concurrent=concurrent, seed=args.seed, timeout=args.timeout)
     try:
-        summary, run = validate.validate(args.kernel, kernel_args.spec_of(args, True), fuzz=fuzz, seed=args.seed,
-                                         timeout=args.timeout, valid=valid, concurrent=concurrent)
+        summary, run = validate.validate(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
-    if args.json:
-        print(strict_dumps(summary, indent=2))
-    else:
-        _print_summary(summary, run.path)
-    return 0 if summary["ok"] else 1
+    emit(run, summary.as_dict(), args.json, lambda s: render.validate(s, run.path))
+    return 0 if summary.ok else 1
 
 
 def cmd_exit_bench(args: argparse.Namespace) -> int:
-    from qemu_validation import exit_bench
     kernels, spec = kernel_args.bench_kernels(args)
     cfg = exit_bench.ExitBenchConfig(kernels=tuple(kernels), spec=spec, iterations=args.iterations, reps=args.reps,
                                      timeout=args.timeout)
@@ -218,71 +185,11 @@ def cmd_exit_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    cfg = rebuild_bench.RebuildBenchConfig(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout,
+                                           profile="quick" if args.quick else "full", source=args.source)
     try:
-        out, run = rebuild_bench.bench(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout,
-                                       profile="quick" if args.quick else "full", source=args.source)
+        out, run = rebuild_bench.bench(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
-    if args.json:
-        print(strict_dumps(out, indent=2))
-        return 0 if out["all_validated"] else 1
-    c = out["counts"]
-    print(f"edit -> rebuild -> boot -> validate on {out['base_kernel']['label']} ({out['base_kernel']['release']}; "
-          f"one line of {rebuild_bench.TARGET_FILE} changed per rep); {out['profile']} validate: {c['fuzz']:,} "
-          f"malformed + {c['valid']:,} well-formed lines, {c['concurrent_s']} s concurrent"
-          + ("" if out["gate"] else " (the edit loop, not the gate)"))
-    print(f"  {'rep':>3}  {'build s':>8}  {'compiled':>8}  {'boot+validate s':>15}  {'total s':>8}  validate")
-    for r in out["reps"]:
-        print(f"  {r['rep']:>3}  {r['build_seconds']:>8.1f}  {len(r['compiled']):>8}  {r['boot_validate_seconds']:>15.1f}  "
-              f"{r['total_seconds']:>8.1f}  {'PASS' if r['validate_ok'] else 'FAIL'} ({r['splats']} splats)")
-    print(f"  median {out['median_total_seconds']} s (build {out['median_build_seconds']} s, boot+validate "
-          f"{out['median_boot_validate_seconds']} s); verdict: {out['goal_text']}; results: {run.path}")
-    _print_phases(out["median_guest_phases"], f"where boot+validate goes (median of {len(out['reps'])} reps)")
-    for r in out["reps"]:
-        if not r["validate_ok"]:
-            print(f"  rep {r['rep']} failed validate: {r['validate_failure']} (run {r['validate_run']})")
-    return 0 if out["all_validated"] else 1
-
-
-def _print_phases(rows: list[dict], title: str) -> None:
-    if rows:
-        print(f"  {title}:")
-        for p in rows:
-            print(f"    {p['phase']:<66} {p['seconds']:>7.1f} s")
-
-
-def _print_summary(s: dict, path: Path) -> None:
-    t = s["tests"]
-    print(f"mm_intent validate on {s['kernel']['label']} ({s['kernel']['id']}): {'PASS' if s['ok'] else 'FAIL'}")
-    print(f"  KTAP: {t['passed']}/{t['planned']} passed, {t['failed']} failed, {t['skipped']} skipped"
-          f"{'' if t['complete'] else ' (incomplete)'}")
-    print(f"  malformed register writes: {s['malformed_writes']} (wrong errno: {s['errno_mismatches']},"
-          f" fuzz {s['fuzz_ms']} ms)")
-    if s.get("fuzz_expected_errnos"):
-        print("  random writes by expected errno: " + ", ".join(f"{k} {v}" for k, v in s["fuzz_expected_errnos"].items()))
-    print(f"  well-formed register writes: {s['valid_writes']} ({s['valid_via_pidfd']} by pidfd); kernel errno "
-          f"table rows: {s['kernel_table_rows']}; seed {s['seed']}")
-    print(f"  concurrent phase: {s['concurrent_ms']} ms, {s['concurrent_ops']} operations, "
-          f"{s['concurrent_processes']} processes")
-    for name in ("kselftest", "kunit"):
-        r = s.get(name)
-        if r:
-            print(f"  {name}: {r['passed']}/{r['planned']} passed, {r['failed']} failed, {r['skipped']} skipped"
-                  f"{'' if r['complete'] else ' (incomplete)'}")
-    if s.get("kunit_cases"):
-        print(f"  KUnit cases (parameterised rows included): {s['kunit_cases']['passed']} passed, "
-              f"{s['kunit_cases']['failed']} failed")
-    print(f"  kmemleak: {s['kmemleak_leaks'] if s['kmemleak_leaks'] is not None else '-'} unreferenced objects")
-    print(f"  console splats (oops/BUG/KASAN/lockdep/WARN/leak): {s['splats']}")
-    print(f"  boot + validate: {s['boot']['seconds']} s; results: {path}")
-    if not s.get("gate", True):
-        print("  (fewer lines or a shorter concurrent phase than the full profile: the edit loop, not the gate)")
-    _print_phases(s.get("phases") or [], "where the time went (guest clock)")
-    for f in t["failures"]:
-        print(f"  not ok {f['number']} {f['name']}: {f['reason']}")
-        for d in f["diagnostics"][:8]:
-            print(f"      # {d}")
-    for f in s["findings"][:3]:
-        print(f"  {f['kind']}: {f['line']}")
-    if s["failure"]:
-        print(f"  failure: {s['failure']}")
+    emit(run, out.as_dict(), args.json, lambda s: render.rebuild_bench(s, run.path, rebuild_bench.TARGET_FILE))
+    return 0 if out.all_validated else 1

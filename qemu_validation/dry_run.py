@@ -4,34 +4,39 @@
 
 from __future__ import annotations
 
-import shlex
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from harness.errors import UserError
 from qemu_validation import build, cachedirs, guest_run, qemu_cmd
 
 
-def plan(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, *, host_root: bool = False,
-         memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What `guest_run.run_guest` would run: the kernel, the guest command and the QEMU argv. The log directory a run
+@dataclass(frozen=True)
+class DryRunPlan:
+    """What `kvds qemu run --dry-run` prints (its --json summary)."""
+    kernel: dict[str, Any]     # id (None when not built), label, built
+    guest_argv: list[str]      # the command the initramfs's /init runs
+    qemu_argv: list[str]       # the QEMU command line (the log directory shown as <log dir>)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan(cfg: guest_run.RunConfig) -> DryRunPlan:
+    """What `guest_run.run` would run: the kernel, the guest command and the QEMU argv. The log directory a run
     creates is shown as <log dir>; a kernel not built yet as <bzImage of LABEL> (the run would build it first)."""
+    share_dir = cfg.share
     if share_dir is not None:
         share_dir = Path(share_dir).resolve()
         if not share_dir.is_dir():
             raise UserError(f"share directory {share_dir} does not exist")
-    kb = build.find(kernel_id) if kernel_id else build.cached(guest_run.DEFAULT_SPEC)
+    kb = build.find(cfg.kernel) if cfg.kernel else build.cached(guest_run.DEFAULT_SPEC)
     label = kb.label if kb else build.label_of(guest_run.DEFAULT_SPEC)
     bzimage = kb.bzimage if kb else Path(f"<bzImage of {label}>")
     log_dir = cachedirs.root() / "runs" / "<log dir>"
-    m = guest_run.machine(bzimage, log_dir, share_dir, host_root=host_root, memory_mb=memory_mb, cpus=cpus,
-                      extra_append=extra_append)
-    return {"kernel": {"id": kb.id if kb else None, "label": label, "built": kb is not None},
-            "guest_argv": list(argv), "qemu_argv": qemu_cmd.command(m, qemu_cmd.qemu_binary() or qemu_cmd.QEMU_BINARY)}
-
-
-def render(p: Mapping[str, Any]) -> None:
-    k = p["kernel"]
-    print(f"kernel {k['label']}" + (f" ({k['id'][:12]})" if k["built"] else " (not built: the run builds it first)"))
-    print(f"guest command (the initramfs's /init runs it): {shlex.join(p['guest_argv'])}")
-    print("$ " + shlex.join(p["qemu_argv"]))
+    m = guest_run.machine(bzimage, log_dir, share_dir, host_root=cfg.host_root, memory_mb=cfg.memory_mb,
+                          cpus=cfg.cpus, extra_append=cfg.append)
+    return DryRunPlan(kernel={"id": kb.id if kb else None, "label": label, "built": kb is not None},
+                      guest_argv=list(cfg.command),
+                      qemu_argv=qemu_cmd.command(m, qemu_cmd.qemu_binary() or qemu_cmd.QEMU_BINARY))

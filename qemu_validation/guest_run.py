@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import doctor
@@ -27,6 +28,34 @@ from qemu_validation import build, cachedirs, initramfs, qemu_cmd, runner
 DEFAULT_SPEC = build.BuildSpec(kasan=True)
 TIMEOUT_STATUS = 124         # like timeout(1)
 KERNEL_FAILURE_STATUS = 125  # splat on the console, or no status reported (panic)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One `kvds qemu run`: the kernel, the command and the machine it runs on."""
+    command: tuple[str, ...]
+    kernel: str | None = None              # a build id, prefix or label; None: the default debug kernel
+    share: Path | None = None              # host directory mounted read-write at /share
+    host_root: bool = False                # chroot into the host's root (9p, read-only) to run the command
+    timeout: float = 600.0
+    memory_mb: int = 1024
+    cpus: int = 1
+    append: tuple[str, ...] = ()           # extra kernel command-line words
+
+
+def run(cfg: RunConfig) -> runner.BootResult:
+    """`kvds qemu run`: boot cfg.kernel and run cfg.command in it."""
+    return run_guest(cfg.kernel, list(cfg.command), cfg.share, timeout=cfg.timeout, host_root=cfg.host_root,
+                     memory_mb=cfg.memory_mb, cpus=cfg.cpus, extra_append=cfg.append)
+
+
+def exit_status(res: runner.BootResult) -> int:
+    """The guest command's exit status; 124 on a timeout, 125 when the kernel splatted or never reported."""
+    if res.timed_out:
+        return TIMEOUT_STATUS
+    if res.findings or res.status is None:
+        return KERNEL_FAILURE_STATUS
+    return res.status
 
 
 def kernel(kernel_id: str | None) -> build.KernelBuild:
@@ -87,11 +116,7 @@ def run_in_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None 
     why = res.failure()
     if why:
         print(f"kvds: guest: {why}", file=sys.stderr)
-    if res.timed_out:
-        return TIMEOUT_STATUS
-    if res.findings or res.status is None:
-        return KERNEL_FAILURE_STATUS
-    return res.status
+    return exit_status(res)
 
 
 __all__ = ["run_guest", "run_in_guest", "kernel", "DEFAULT_SPEC", "Unavailable"]

@@ -21,7 +21,9 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import stats
 from harness.progress import say
@@ -31,6 +33,40 @@ from qemu_validation.source import git
 
 TARGET_FILE = "mm/mm_intent.c"
 GOAL_SECONDS = 90.0
+
+
+@dataclass(frozen=True)
+class RebuildBenchConfig:
+    """What one `kvds qemu bench` times: `reps` edit -> rebuild -> boot -> validate cycles of `source`'s debug kernel."""
+    reps: int = 3
+    fuzz: int | None = None                # None: the profile's random malformed lines
+    timeout: float = 600.0                 # per validate boot
+    profile: str = "full"                  # validate.PROFILES: full (the gate) or quick (the edit loop)
+    source: str = build.DEFAULT_SOURCE
+
+
+@dataclass(frozen=True)
+class RebuildBenchSummary:
+    """summary.json of a `qemu-bench` run (and `kvds qemu bench --json`'s summary)."""
+    reps: list[dict[str, Any]]             # per repetition: build and boot+validate seconds, files compiled
+    median_total_seconds: float
+    max_total_seconds: float
+    goal_seconds: float
+    median_build_seconds: float
+    median_boot_validate_seconds: float
+    mean_total_seconds: dict[str, Any]     # stats.Estimate.as_dict(): mean with its interval over repetitions
+    goal: dict[str, Any]                   # stats.Verdict.as_dict()
+    goal_text: str
+    goal_met: bool
+    all_validated: bool
+    profile: str
+    gate: bool
+    counts: dict[str, int]                 # fuzz, valid, concurrent_s per validate
+    median_guest_phases: list[dict[str, Any]]
+    base_kernel: dict[str, Any]            # id, label, release, source
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def nonce_patch(original: str, nonce: str) -> str:
@@ -47,12 +83,12 @@ def _file_at(kb: build.KernelBuild, path: str) -> str:
     return git("show", f"{kb.info['commit']}:{path}", cwd=tree) + "\n"
 
 
-def bench(reps: int = 3, fuzz: int | None = None, timeout: float = 600.0, store: ResultStore | None = None,
-          profile: str = "full", source: str = build.DEFAULT_SOURCE) -> tuple[dict, Run]:
-    """Time `reps` edit -> rebuild -> boot -> validate cycles on top of the (built) debug kernel of `source`.
-    `fuzz` overrides the profile's number of random malformed lines."""
+def bench(cfg: RebuildBenchConfig, store: ResultStore | None = None) -> tuple[RebuildBenchSummary, Run]:
+    """Time `cfg.reps` edit -> rebuild -> boot -> validate cycles on top of the (built) debug kernel of
+    `cfg.source`. `cfg.fuzz` overrides the profile's number of random malformed lines."""
+    reps, timeout, profile, source = cfg.reps, cfg.timeout, cfg.profile, cfg.source
     prof = validate.PROFILES[profile]
-    fuzz = prof.fuzz if fuzz is None else fuzz
+    fuzz = prof.fuzz if cfg.fuzz is None else cfg.fuzz
     base_spec = build.BuildSpec(source=source, patches=guest_run.DEFAULT_SPEC.patches, kasan=True,
                                 fragments=guest_run.DEFAULT_SPEC.fragments)
     base = build.ensure_built(base_spec, say=say)    # built (not timed) the first time; says so when it builds
@@ -78,8 +114,9 @@ def bench(reps: int = 3, fuzz: int | None = None, timeout: float = 600.0, store:
             compiled = [line.split()[-1] for line in (kb.dir / "build.log").read_text().splitlines()
                         if line.startswith("  CC ")]
             try:
-                summary, vrun = validate.validate(kb.id, fuzz=fuzz, valid=prof.valid, concurrent=prof.concurrent,
-                                                  timeout=timeout, store=store)
+                summary, vrun = validate.validate(validate.ValidateConfig(kernel=kb.id, fuzz=fuzz, valid=prof.valid,
+                                                                          concurrent=prof.concurrent, timeout=timeout),
+                                                  store=store)
                 t_total = time.monotonic() - t0
             finally:
                 shutil.rmtree(kb.dir, ignore_errors=True)
@@ -87,26 +124,27 @@ def bench(reps: int = 3, fuzz: int | None = None, timeout: float = 600.0, store:
         rows.append({"rep": rep + 1, "nonce": nonce, "kernel": kb.id, "incremental": kb.info.get("incremental"),
                      "build_seconds": round(t_build, 1), "build_phases": kb.info.get("phases"), "compiled": compiled,
                      "boot_validate_seconds": round(t_total - t_build, 1), "total_seconds": round(t_total, 1),
-                     "guest_seconds": summary["boot"]["seconds"], "validate_ok": summary["ok"],
-                     "malformed_writes": summary["malformed_writes"], "valid_writes": summary["valid_writes"],
-                     "splats": summary["splats"], "guest_phases": summary.get("phases", []),
-                     "validate_failure": summary["failure"], "validate_run": vrun.run_id})
+                     "guest_seconds": summary.boot["seconds"], "validate_ok": summary.ok,
+                     "malformed_writes": summary.malformed_writes, "valid_writes": summary.valid_writes,
+                     "splats": summary.splats, "guest_phases": summary.phases,
+                     "validate_failure": summary.failure, "validate_run": vrun.run_id})
         say(f"  build {t_build:.1f} s + boot/validate {t_total - t_build:.1f} s = {t_total:.1f} s "
-            f"({'PASS' if summary['ok'] else 'FAIL'})")
+            f"({'PASS' if summary.ok else 'FAIL'})")
     totals = [r["total_seconds"] for r in rows]
     v = verdict(rows, profile)
-    out = {"reps": rows, "median_total_seconds": round(statistics.median(totals), 1),
-           "max_total_seconds": max(totals), "goal_seconds": GOAL_SECONDS,
-           "median_build_seconds": round(statistics.median(r["build_seconds"] for r in rows), 1),
-           "median_boot_validate_seconds": round(statistics.median(r["boot_validate_seconds"] for r in rows), 1),
-           "mean_total_seconds": v.estimate.as_dict(), "goal": v.as_dict(), "goal_text": str(v),
-           "goal_met": v.met, "all_validated": all(r["validate_ok"] for r in rows),
-           "profile": profile, "gate": validate.is_gate(fuzz, prof.valid, prof.concurrent),
-           "counts": {"fuzz": fuzz, "valid": prof.valid, "concurrent_s": prof.concurrent},
-           "median_guest_phases": median_phases([r["guest_phases"] for r in rows]),
-           "base_kernel": {"id": base.id, "label": base.label, "release": base.info.get("kernel_release"),
-                           "source": source}}
-    run.write_summary(out)
+    out = RebuildBenchSummary(
+        reps=rows, median_total_seconds=round(statistics.median(totals), 1),
+        max_total_seconds=max(totals), goal_seconds=GOAL_SECONDS,
+        median_build_seconds=round(statistics.median(r["build_seconds"] for r in rows), 1),
+        median_boot_validate_seconds=round(statistics.median(r["boot_validate_seconds"] for r in rows), 1),
+        mean_total_seconds=v.estimate.as_dict(), goal=v.as_dict(), goal_text=str(v),
+        goal_met=v.met, all_validated=all(r["validate_ok"] for r in rows),
+        profile=profile, gate=validate.is_gate(fuzz, prof.valid, prof.concurrent),
+        counts={"fuzz": fuzz, "valid": prof.valid, "concurrent_s": prof.concurrent},
+        median_guest_phases=median_phases([r["guest_phases"] for r in rows]),
+        base_kernel={"id": base.id, "label": base.label, "release": base.info.get("kernel_release"),
+                     "source": source})
+    run.write_summary(out.as_dict())
     return out, run
 
 

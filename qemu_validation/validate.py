@@ -16,8 +16,9 @@ import secrets
 import shlex
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UserError
 from harness.progress import say
@@ -53,6 +54,51 @@ class Profile:
 
 PROFILES = {p.name: p for p in (Profile("full", MIN_MALFORMED, MIN_VALID, MIN_CONCURRENT_S),
                                 Profile("quick", 1_000, 1_000, 5))}
+
+
+@dataclass(frozen=True)
+class ValidateConfig:
+    """What one `kvds qemu validate` does: the kernel (a build, or the spec built first) and how much fuzzing."""
+    kernel: str | None = None              # a build id, prefix or label; None: `spec` (built if needed)
+    spec: build.BuildSpec | None = None    # None: the debug mm_intent kernel (guest_run.DEFAULT_SPEC)
+    fuzz: int = MIN_MALFORMED              # random malformed register lines
+    valid: int = MIN_VALID                 # random well-formed register lines
+    concurrent: int = MIN_CONCURRENT_S     # seconds of the concurrent phase
+    seed: int | None = None                # None: a fresh one, recorded in the summary
+    timeout: float = 900.0                 # seconds before a hung guest is killed
+
+
+@dataclass(frozen=True)
+class ValidateSummary:
+    """summary.json of a `qemu-validate` run (and `kvds qemu validate --json`'s summary)."""
+    ok: bool                               # the guest exited 0, every KTAP report passed, no splat, no leak
+    gate: bool                             # the counts meet the full profile (not a quick edit loop)
+    kernel: dict[str, Any]                 # id, label, kasan_lockdep, release
+    tests: dict[str, Any]                  # the validator's KTAP summary (ktap.Report.summary)
+    malformed_writes: int
+    errno_mismatches: int
+    fuzz_ms: int | None
+    fuzz_expected_errnos: dict[str, int]   # random malformed lines by the errno they expected
+    seed: int | None
+    valid_writes: int
+    valid_via_pidfd: int
+    kernel_table_rows: int                 # rows of the kernel's errno table the validator checked
+    concurrent_ms: int | None
+    concurrent_ops: int | None
+    concurrent_processes: int | None
+    kselftest: dict[str, Any] | None       # KTAP summary of the series' kselftest
+    kunit: dict[str, Any] | None           # KTAP summary of the KUnit suite
+    kunit_cases: dict[str, int] | None     # passed/failed cases, parameterised rows included
+    kmemleak_leaks: int | None             # unreferenced objects at the final scan (None: no scan)
+    splats: int                            # oops/BUG/KASAN/lockdep/WARN/leak lines on console or in dmesg
+    findings: list[dict[str, Any]]
+    boot: dict[str, Any]                   # runner.BootResult.as_dict()
+    problems: list[str]
+    failure: str | None
+    phases: list[dict[str, Any]]           # where the time went, guest clock (phases.breakdown)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def is_gate(fuzz: int, valid: int, concurrent: int) -> bool:
@@ -154,7 +200,8 @@ def _read(path: Path) -> str:
 
 def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, fuzz: int, valid: int = 0,
               concurrent: int = 0, seed: int | None = None, kselftest: ktap.Report | None = None,
-              kunit: ktap.Report | None = None, leak_text: str | None = None) -> dict:
+              kunit: ktap.Report | None = None, leak_text: str | None = None,
+              phase_rows: list[dict[str, Any]] | None = None) -> ValidateSummary:
     counters = rep.counters
     problems = list(rep.problems)
     if fuzz >= MIN_MALFORMED and counters.get("malformed_writes", 0) < MIN_MALFORMED:
@@ -170,32 +217,33 @@ def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, f
     if leak_text is not None and leaks(leak_text):
         problems.append(f"kmemleak: {leaks(leak_text)} unreferenced objects")
     ok = res.ok and rep.ok and not problems
-    return {
-        "ok": ok,
-        "gate": is_gate(fuzz, valid, concurrent),
-        "kernel": {"id": kb.id, "label": kb.label, "kasan_lockdep": kb.kasan, "release": kb.info.get("kernel_release")},
-        "tests": rep.summary(),
-        "malformed_writes": counters.get("malformed_writes", 0),
-        "errno_mismatches": counters.get("mismatches", 0),
-        "fuzz_ms": counters.get("fuzz_ms"),
-        "fuzz_expected_errnos": {k[5:]: v for k, v in counters.items() if k.startswith("fuzz_E")},
-        "seed": seed,
-        "valid_writes": counters.get("valid_writes", 0),
-        "valid_via_pidfd": counters.get("valid_via_pidfd", 0),
-        "kernel_table_rows": counters.get("kernel_table_rows", 0),
-        "concurrent_ms": counters.get("concurrent_ms"),
-        "concurrent_ops": counters.get("concurrent_ops"),
-        "concurrent_processes": counters.get("concurrent_processes"),
-        "kselftest": kselftest.summary() if kselftest is not None else None,
-        "kunit": kunit.summary() if kunit is not None else None,
-        "kunit_cases": _kunit_cases(kunit),
-        "kmemleak_leaks": leaks(leak_text) if leak_text is not None else None,
-        "splats": len(res.findings),
-        "findings": [f.as_dict() for f in res.findings],
-        "boot": res.as_dict(),
-        "problems": problems,
-        "failure": None if ok else (res.failure() or "; ".join(problems) or "KTAP tests failed"),
-    }
+    return ValidateSummary(
+        ok=ok,
+        gate=is_gate(fuzz, valid, concurrent),
+        kernel={"id": kb.id, "label": kb.label, "kasan_lockdep": kb.kasan, "release": kb.info.get("kernel_release")},
+        tests=rep.summary(),
+        malformed_writes=counters.get("malformed_writes", 0),
+        errno_mismatches=counters.get("mismatches", 0),
+        fuzz_ms=counters.get("fuzz_ms"),
+        fuzz_expected_errnos={k[5:]: v for k, v in counters.items() if k.startswith("fuzz_E")},
+        seed=seed,
+        valid_writes=counters.get("valid_writes", 0),
+        valid_via_pidfd=counters.get("valid_via_pidfd", 0),
+        kernel_table_rows=counters.get("kernel_table_rows", 0),
+        concurrent_ms=counters.get("concurrent_ms"),
+        concurrent_ops=counters.get("concurrent_ops"),
+        concurrent_processes=counters.get("concurrent_processes"),
+        kselftest=kselftest.summary() if kselftest is not None else None,
+        kunit=kunit.summary() if kunit is not None else None,
+        kunit_cases=_kunit_cases(kunit),
+        kmemleak_leaks=leaks(leak_text) if leak_text is not None else None,
+        splats=len(res.findings),
+        findings=[f.as_dict() for f in res.findings],
+        boot=res.as_dict(),
+        problems=problems,
+        failure=None if ok else (res.failure() or "; ".join(problems) or "KTAP tests failed"),
+        phases=phase_rows or [],
+    )
 
 
 def _kunit_cases(kunit: ktap.Report | None) -> dict[str, int] | None:
@@ -207,18 +255,17 @@ def _kunit_cases(kunit: ktap.Report | None) -> dict[str, int] | None:
             "failed": sum(1 for d in lines if d.startswith("not ok "))}
 
 
-def validate(kernel_id: str | None = None, spec: build.BuildSpec | None = None, fuzz: int = MIN_MALFORMED,
-             seed: int | None = None, timeout: float = 900, store: ResultStore | None = None,
-             valid: int = MIN_VALID, concurrent: int = MIN_CONCURRENT_S) -> tuple[dict, Run]:
+def validate(cfg: ValidateConfig, store: ResultStore | None = None) -> tuple[ValidateSummary, Run]:
     """Build (if needed), boot and validate; returns the summary and the results-store run holding the logs.
 
-    `seed` None draws a fresh one (recorded in the summary; pass it back to reproduce the random lines)."""
-    for name, v in (("--fuzz", fuzz), ("--valid", valid), ("--concurrent", concurrent)):
+    `cfg.seed` None draws a fresh one (recorded in the summary; pass it back to reproduce the random lines)."""
+    for name, v in (("--fuzz", cfg.fuzz), ("--valid", cfg.valid), ("--concurrent", cfg.concurrent)):
         if v < 0:
             raise UserError(f"{name} must be >= 0")
-    if seed is None:
-        seed = secrets.randbits(32) or 1
-    kb = build.find(kernel_id) if kernel_id else build.ensure_built(spec or guest_run.DEFAULT_SPEC, say=say)
+    if cfg.seed is None:
+        cfg = replace(cfg, seed=secrets.randbits(32) or 1)
+    fuzz, valid, concurrent, seed, timeout = cfg.fuzz, cfg.valid, cfg.concurrent, cfg.seed, cfg.timeout
+    kb = build.find(cfg.kernel) if cfg.kernel else build.ensure_built(cfg.spec or guest_run.DEFAULT_SPEC, say=say)
     binary = validator_binary()
     selftest = kselftest_binary(kb)
     table = kernel_table.rows(kernel_table.from_commit(workspace_tree(kb), kb.info["commit"]))
@@ -247,8 +294,7 @@ def validate(kernel_id: str | None = None, spec: build.BuildSpec | None = None, 
     if leak_text is None and kb.info.get("kasan"):
         leak_text = ""
         rep.problems.append("kmemleak did not run (no /sys/kernel/debug/kmemleak in the debug kernel?)")
-    summary = summarize(res, rep, kb, fuzz, valid, concurrent, seed, kself, kunit, leak_text)
-    summary["phases"] = phases.breakdown(_read(share / "dmesg.txt"), _read(share / PHASES_FILE), rep.counters,
-                                         res.seconds)
-    run.write_summary(summary)
+    phase_rows = phases.breakdown(_read(share / "dmesg.txt"), _read(share / PHASES_FILE), rep.counters, res.seconds)
+    summary = summarize(res, rep, kb, fuzz, valid, concurrent, seed, kself, kunit, leak_text, phase_rows)
+    run.write_summary(summary.as_dict())
     return summary, run

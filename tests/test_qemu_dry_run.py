@@ -45,7 +45,7 @@ def test_dry_run_prints_the_command_a_run_starts_and_changes_nothing(kernel: bui
     real = subprocess.run([*KVDS, *run, "--verbose", "--json", "--", "sh", "-c", "exit 4"], capture_output=True,
                           text=True, timeout=900)
     assert real.returncode == 4, real.stderr
-    ran = json.loads(real.stdout)["qemu_argv"]
+    ran = json.loads(real.stdout)["summary"]["qemu_argv"]
     announced = next(ln for ln in real.stderr.splitlines() if ln.startswith("Running with: $ "))
     assert shlex.split(announced.removeprefix("Running with: $ ")) == planned
     log_dir = _serial_dir(ran)

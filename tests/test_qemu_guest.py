@@ -66,9 +66,15 @@ def test_cli_run_and_bad_input(kernel: build.KernelBuild) -> None:
         assert p.stderr.startswith("kvds: error:") and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
+def _validate(kernel_id: str, store, **counts) -> tuple[dict, object]:
+    """validate's typed summary as the dict summary.json holds, which these assertions read."""
+    summary, run = validate.validate(validate.ValidateConfig(kernel=kernel_id, **counts), store=store)
+    return summary.as_dict(), run
+
+
 def test_validate_passes_on_the_series(kernel: build.KernelBuild, tmp_path: Path) -> None:
     from harness.results import ResultStore
-    summary, run = validate.validate(kernel.id, store=ResultStore(tmp_path))
+    summary, run = _validate(kernel.id, ResultStore(tmp_path))
     assert summary["ok"], json.dumps(summary, indent=1)[:3000]
     assert summary["kernel"]["kasan_lockdep"]
     assert summary["malformed_writes"] >= 10_000 and summary["errno_mismatches"] == 0
@@ -87,7 +93,7 @@ def test_validate_passes_on_the_series(kernel: build.KernelBuild, tmp_path: Path
 def test_broken_variant_fails_validate(tmp_path: Path) -> None:
     from harness.results import ResultStore
     broken = build.ensure_built(build.BuildSpec(patches=("mm_intent", "broken-uaf"), kasan=True))
-    summary, _ = validate.validate(broken.id, fuzz=100, valid=100, concurrent=0, store=ResultStore(tmp_path))
+    summary, _ = _validate(broken.id, ResultStore(tmp_path), fuzz=100, valid=100, concurrent=0)
     assert not summary["ok"]
     assert "kasan" in {f["kind"] for f in summary["findings"]}, summary["failure"]
 
@@ -106,7 +112,7 @@ def test_lockdep_variant_fails_validate_after_an_incremental_rebuild(kernel: bui
     compiled = _compiled(broken.dir / "build.log")
     assert "mm/mm_intent.o" in compiled and all(not c.startswith(("kernel/", "fs/", "drivers/")) for c in compiled), \
         compiled
-    summary, _ = validate.validate(broken.id, fuzz=100, valid=100, concurrent=0, store=ResultStore(tmp_path))
+    summary, _ = _validate(broken.id, ResultStore(tmp_path), fuzz=100, valid=100, concurrent=0)
     assert not summary["ok"]
     lockdep = [f for f in summary["findings"] if f["kind"] == "lockdep"]
     assert lockdep and "circular locking dependency" in lockdep[0]["line"], summary["failure"]
@@ -117,7 +123,7 @@ def test_leaking_variant_fails_validate(kernel: build.KernelBuild, tmp_path: Pat
     """A series that never frees a dropped address-space record: kmemleak's final scan must report it."""
     from harness.results import ResultStore
     broken = build.ensure_built(build.BuildSpec(patches=("mm_intent", "broken-leak"), kasan=True))
-    summary, run = validate.validate(broken.id, fuzz=100, valid=100, concurrent=0, store=ResultStore(tmp_path))
+    summary, run = _validate(broken.id, ResultStore(tmp_path), fuzz=100, valid=100, concurrent=0)
     assert not summary["ok"] and summary["kmemleak_leaks"] > 0, summary["failure"]
     assert "kmemleak" in {f["kind"] for f in summary["findings"]}
     assert "mm_intent" in (run.path / "guest" / "kmemleak.txt").read_text()
@@ -128,7 +134,7 @@ def test_uninitialized_lock_variant_fails_validate(kernel: build.KernelBuild, tm
     """A spinlock nobody initialized: lockdep's "trying to register non-static key" must fail validate."""
     from harness.results import ResultStore
     broken = build.ensure_built(build.BuildSpec(patches=("mm_intent", "broken-lockkey"), kasan=True))
-    summary, _ = validate.validate(broken.id, fuzz=100, valid=100, concurrent=0, store=ResultStore(tmp_path))
+    summary, _ = _validate(broken.id, ResultStore(tmp_path), fuzz=100, valid=100, concurrent=0)
     assert not summary["ok"]
     lockdep = [f for f in summary["findings"] if f["kind"] == "lockdep"]
     assert lockdep and "non-static key" in lockdep[0]["line"], summary["failure"]
@@ -141,7 +147,9 @@ def test_bench_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.KernelB
     from harness.results import ResultStore
     from qemu_validation import rebuild_bench
     before = {b.id for b in build.all_builds()}
-    out, run = rebuild_bench.bench(reps=1, profile="quick", store=ResultStore(tmp_path))
+    bench, run = rebuild_bench.bench(rebuild_bench.RebuildBenchConfig(reps=1, profile="quick"),
+                                     store=ResultStore(tmp_path))
+    out = bench.as_dict()
     (rep,) = out["reps"]
     assert rep["incremental"] and "mm/mm_intent.o" in rep["compiled"] and rep["validate_ok"], rep
     assert rep["malformed_writes"] >= 1_000 and rep["valid_writes"] == 1_000 and out["gate"] is False

@@ -23,7 +23,8 @@ def test_linux_68_builds_boots_and_validates(tmp_path: Path) -> None:
     kb = build.ensure_built(build.BuildSpec(source=str(tarball), kasan=True))
     assert kb.info["kernel_release"].startswith("6.8.0")
     assert set(kb.info["options_not_in_source"]) <= {"CONFIG_SLUB_RCU_DEBUG=y", "CONFIG_ZRAM_BACKEND_LZO=y"}
-    summary, _ = validate.validate(kb.id, store=ResultStore(tmp_path))
+    validated, _ = validate.validate(validate.ValidateConfig(kernel=kb.id), store=ResultStore(tmp_path))
+    summary = validated.as_dict()
     assert summary["ok"], json.dumps(summary, indent=1)[:3000]
     assert summary["kselftest"]["failed"] == 0 and summary["kunit"]["failed"] == 0
     assert summary["kmemleak_leaks"] == 0 and summary["splats"] == 0
