@@ -1,0 +1,96 @@
+"""One shape for every `--json` (issue 17): each track's main command, run for real as a kvds subprocess, prints one
+strict-JSON document {"schema", "run", "summary"} (harness/emit.py). Only commands that finish in seconds and
+change nothing are run here: the core's read-only commands, the guest lab's verbs that boot nothing (a dry run,
+the build cache's list and prune --dry-run, a build already cached), a short eBPF recording. A track's long runs
+print the same envelope from the same emit call; their own tests read it.
+
+A track joins by adding its command to COMMANDS; until then it is named in TRACKS_TO_JOIN with the command that
+will stand for it, and a test fails when a registered track is in neither (so none is forgotten).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import doctor, tracks
+from harness.emit import SCHEMA
+from tests.conftest import run_kvds
+
+
+def _cached_debug_kernel() -> str | None:
+    """Why `kvds qemu build --kasan` would build instead of answering from the cache (None: it is cached)."""
+    from qemu_validation import build, guest_run
+    return None if build.cached(guest_run.DEFAULT_SPEC) else "the debug guest kernel is not built (make test builds it)"
+
+
+# name: (argv, the doctor capabilities it needs, whether it files a run)
+COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
+    "doctor": (["doctor", "--json"], (), False),
+    "results": (["results", "list", "--json"], (), False),
+    "map": (["map", "--json"], (), False),
+    "ebpf": (["ebpf", "record", "--probe", "blk", "--duration", "0.2", "--no-plots", "--json"],
+             ("root", "ebpf.probe.blk"), True),
+    "qemu-run-dry-run": (["qemu", "run", "--dry-run", "--json", "--", "true"], ("qemu.tcg",), False),
+    "qemu-build-list": (["qemu", "build", "--list", "--json"], (), False),
+    "qemu-build-prune-dry-run": (["qemu", "build", "--prune", "--dry-run", "--json"], (), False),
+    "qemu-build-cached": (["qemu", "build", "--kasan", "--json"], (), False),
+}
+# The quick path only: a build that is not cached would take minutes, so the command is run only when it is cached.
+SKIP_WHEN = {"qemu-build-cached": _cached_debug_kernel}
+
+# Tracks whose --json is not yet the one shape, each with the command that will join COMMANDS (quick, changes
+# nothing) once the track's template work lands (issue 17).
+TRACKS_TO_JOIN = {
+    "io": "kvds io bench --dry-run --json (io prints {run, **summary} today)",
+    "vm": "kvds vm bench --json on the smallest profile (vm prints {run, summary} without schema)",
+    "policy": "kvds policy compare --json on a seeded trace (policy prints {run, summary} without schema)",
+}
+
+
+def strict_loads(text: str) -> object:
+    """json.loads that refuses NaN and the infinities (Python's json accepts them; strict JSON does not)."""
+    def refuse(name: str) -> None:
+        raise ValueError(f"not strict JSON: {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def check_shape(doc: object, files_run: bool) -> None:
+    assert isinstance(doc, dict) and list(doc) == ["schema", "run", "summary"], doc
+    assert doc["schema"] == SCHEMA
+    assert isinstance(doc["summary"], dict)
+    if files_run:
+        assert isinstance(doc["run"], str) and (Path(doc["run"]) / "meta.json").exists(), doc["run"]
+    else:
+        assert doc["run"] is None, doc["run"]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_main_command_prints_the_one_strict_shape(name: str, kvds_env: dict[str, str]) -> None:
+    argv, needs, files_run = COMMANDS[name]
+    missing = [c for c in needs if not doctor.capability(c).ok]
+    if missing:
+        pytest.skip(f"{', '.join(missing)}: {doctor.capability(missing[0]).reason}")
+    why = SKIP_WHEN.get(name, lambda: None)()
+    if why:
+        pytest.skip(why)
+    r = run_kvds(argv, kvds_env, timeout=300)
+    assert r.returncode == 0, (argv, r.stderr)
+    check_shape(strict_loads(r.stdout), files_run)
+
+
+def test_every_track_is_checked_or_listed_to_join() -> None:
+    checked = {argv[0] for argv, _, _ in COMMANDS.values()}
+    names = {ep.name for ep in tracks.commands()}
+    assert sorted(names - checked - set(TRACKS_TO_JOIN)) == []
+    assert sorted(set(TRACKS_TO_JOIN) & checked) == [], "a track that joined COMMANDS leaves TRACKS_TO_JOIN"
+
+
+@pytest.mark.parametrize("text", ['{"schema": 1, "run": null, "summary": {"x": NaN}}',
+                                  '{"schema": 1, "run": null, "summary": {"x": -Infinity}}'])
+def test_strict_loads_refuses_what_json_loads_accepts(text: str) -> None:
+    assert json.loads(text)["summary"]  # Python's json reads it...
+    with pytest.raises(ValueError, match="not strict JSON"):
+        strict_loads(text)              # ...the check does not
