@@ -116,8 +116,9 @@ def _fail(msg: str) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     if args.dry_run and not args.prune:
         raise UserError("--dry-run goes with --prune")
-    cfg = build_run.BuildConfig(spec=kernel_args.spec_of(args, args.kasan), jobs=args.jobs, dry_run=args.dry_run,
-                                action="prune" if args.prune else "list" if args.list else "build")
+    action = "prune" if args.prune else "list" if args.list else "build"
+    spec = kernel_args.spec_of(args, args.kasan) if action == "build" else build.BuildSpec()
+    cfg = build_run.BuildConfig(spec=spec, action=action, jobs=args.jobs, dry_run=args.dry_run)
     try:
         out = build_run.run(cfg, say=say)
     except build.BuildError as exc:
