@@ -111,24 +111,12 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-# Cycles inside one track, through an import deferred into a function, that its owner has still to undo (they need
-# more than an import line changed). Listed exactly: a new cycle fails, and so does one that is gone but still listed.
-TRACK_CYCLES_TO_UNDO = [
-    # make_policy's registry lives beside the base class the policies import: a registry module of its own ends it
-    ["harness.policy.expected_next_use", "harness.policy.offline", "harness.policy.policies"],
-]
-
-
 def test_the_core_imports_no_track() -> None:
     assert core_imports_of_tracks(graph()) == []
 
 
 def test_the_first_party_import_graph_has_no_cycles() -> None:
-    found = cycles(graph())
-    assert [c for c in found if c not in TRACK_CYCLES_TO_UNDO] == []
-    gone = [c for c in TRACK_CYCLES_TO_UNDO if c not in found]
-    assert gone == [], "cycles undone: remove them from TRACK_CYCLES_TO_UNDO"
-    assert all(c[0].startswith(TRACKS_UNDER_HARNESS) or is_track(c[0]) for c in TRACK_CYCLES_TO_UNDO)
+    assert cycles(graph()) == []
 
 
 def test_the_checks_see_an_import_inside_a_function(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from harness.policy import codes
 from harness.policy.compute import recompute_us_per_byte, step_compute_us
 from harness.policy.footprint import model_shape
 from harness.policy.metrics import run_metrics
-from harness.policy.policies import make_policy
+from harness.policy.registry import make_policy
 from harness.policy.simulator import simulate
 from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel, for_trace
 from harness.policy.trace import Trace

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from harness.policy import codes
-from harness.policy.policies import make_policy
+from harness.policy.registry import make_policy
 from harness.policy.simulator import simulate
 from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel
 from harness.policy.trace import Trace

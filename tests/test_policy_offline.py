@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness.policy import codes
-from harness.policy.policies import make_policy
+from harness.policy.registry import make_policy
 from harness.policy.simulator import simulate
 from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel
 from harness.policy.trace import Trace
@@ -115,7 +115,7 @@ def test_textbook_reference_string(name: str, faults: int) -> None:
 
 def test_min_is_a_lower_bound_for_every_online_policy_on_a_generated_trace() -> None:
     from harness.policy.generator import generate
-    from harness.policy.policies import is_reference, parse_policies
+    from harness.policy.registry import is_reference, parse_policies
     from harness.policy.profiles import get_profile
 
     t = generate(get_profile("balanced", n_requests=10, gen_tokens=(32, 96)), 2)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from harness.policy.generator import generate
-from harness.policy.policies import Policy, is_reference, make_policy, parse_policies
+from harness.policy.policies import Policy
+from harness.policy.registry import is_reference, make_policy, parse_policies
 from harness.policy.profiles import get_profile
 from harness.policy.simulator import simulate
 from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace

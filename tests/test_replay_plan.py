@@ -9,7 +9,7 @@ import pytest
 
 from harness.policy import simulator as sim
 from harness.policy.generator import generate
-from harness.policy.policies import make_policy
+from harness.policy.registry import make_policy
 from harness.policy.profiles import get_profile
 from harness.policy.replay_exec import IoClasses, execute
 from harness.policy.replay_io import Arena, Background, Device

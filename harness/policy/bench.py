@@ -5,7 +5,7 @@ import statistics
 import time
 
 from harness.policy.generator import generate
-from harness.policy.policies import make_policy
+from harness.policy.registry import make_policy
 from harness.policy.profiles import get_profile
 from harness.policy.simulator import simulate
 from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace

@@ -9,7 +9,7 @@ from harness.errors import UserError
 from harness.policy import options
 from harness.policy.compare import build, check_seeds, render, run_matrix, summarize, table
 from harness.policy.metrics import fmt
-from harness.policy.policies import is_reference, parse_policies
+from harness.policy.registry import is_reference, parse_policies
 from harness.progress import say
 from harness.results import ResultStore, print_json
 from harness.results import dumps as strict_dumps

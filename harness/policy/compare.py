@@ -7,7 +7,7 @@ from typing import Callable
 from harness.errors import UserError
 from harness.policy.generator import generate
 from harness.policy.metrics import aggregate, fmt, gap_closed, paired, run_metrics
-from harness.policy.policies import is_reference, make_policy
+from harness.policy.registry import is_reference, make_policy
 from harness.policy.profiles import Profile
 from harness.policy.simulator import simulate
 from harness.policy.tiers import Tier, for_trace

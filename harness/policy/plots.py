@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.policy.policies import is_reference
+from harness.policy.registry import is_reference
 from harness.report.figures import _save, plt
 from harness.stats import Estimate
 

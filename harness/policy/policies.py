@@ -7,7 +7,6 @@ fixed until the next such event: that is what keeps the cost n log n.
 """
 from __future__ import annotations
 
-from harness.errors import UserError
 from harness.policy import codes
 from harness.policy.trace import Trace
 
@@ -129,39 +128,3 @@ class IntentAware(Policy):
 
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         return (codes.DONE - cls) * STRIDE + seq
-
-
-def _registry() -> dict[str, type[Policy]]:
-    """Every policy by name: the online contenders, then the offline references."""
-    from harness.policy.expected_next_use import DeadlineAware, ExpectedNextUse
-    from harness.policy.offline import MIN, PrioMIN
-
-    return {p.name: p for p in (LRU, HotCold, PredictiveHotness, IntentAware, DeadlineAware, ExpectedNextUse,
-                                MIN, PrioMIN)}
-
-
-def make_policy(name: str, **params: float) -> Policy:
-    """A fresh policy instance by (case-insensitive) name; `params` go to its constructor (e.g. priority_weight)."""
-    for key, cls in _registry().items():
-        if key.lower() == name.lower():
-            return cls(**params)
-    raise UserError(f"unknown policy {name!r} (known: {', '.join(_registry())})")
-
-
-def is_reference(name: str) -> bool:
-    """An offline bound (MIN, PrioMIN): shown as a reference row, never as a contender."""
-    return bool(getattr(_registry().get(name), "reference", False))
-
-
-def parse_policies(text: str) -> list[str]:
-    """A comma list of 'all' and policy specs ('Name' or 'Name:param=value[:param=value]') -> canonical specs,
-    contenders first, offline references last."""
-    specs: list[str] = []
-    for part in text.split(","):
-        name, sep, rest = part.strip().partition(":")
-        if name.lower() == "all" and not sep:
-            specs += [n for n in _registry() if n not in specs]
-        elif name:
-            specs.append(make_policy(name).name + (sep + rest if sep else ""))
-    ref = lambda s: is_reference(s.split(":")[0])  # noqa: E731
-    return [s for s in specs if not ref(s)] + [s for s in specs if ref(s)]

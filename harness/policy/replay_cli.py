@@ -13,7 +13,7 @@ from harness.paths import work_dir
 from harness.policy import options
 from harness.policy.compare import render
 from harness.policy.importers import load_trace
-from harness.policy.policies import parse_policies
+from harness.policy.registry import parse_policies
 from harness.results import ResultStore
 from harness.policy.replay_fit import as_flags
 from harness.policy.trace import Trace
