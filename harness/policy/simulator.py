@@ -286,7 +286,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
 
     def prefetch(b: int, seq: int) -> None:
         """Background read of a spilled block, if the step's I/O budget holds it and a worse victim exists."""
-        nonlocal used, slow_used, dev
+        nonlocal used, dev
         sz = size[b]
         need = slow.read_us(sz) + (slow.write_us(sz) if used + sz > cap and not free_victim(sz) else 0.0)
         start = bg_start(need)
