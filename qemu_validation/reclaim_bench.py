@@ -29,15 +29,16 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
 from qemu_validation import build, guest_programs, guest_run, phases
-from qemu_validation.exit_bench import boot_outputs, difference, paired_ratio
-from qemu_validation.render import kernel_heading, print_end
+from qemu_validation.exit_bench import boot_outputs, difference, paired_ratio, record_boot_argv
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "reclaim_bench.c"
 GUEST_PATH = "bin/reclaim_bench"
@@ -51,6 +52,33 @@ _ROUND = re.compile(r"^reclaim_bench (\w+) round=(\d+) ns=(\d+) pgscan=(\d+) pgs
 _HEAD = re.compile(r"^reclaim_bench feature=(\d) arena_pages=(\d+) rounds=(\d+)$", re.M)
 _RANGES = re.compile(r"^reclaim_bench ranges=(\d+)$", re.M)
 _ERROR = re.compile(r"^reclaim_bench error (.*)$", re.M)
+
+
+@dataclass(frozen=True)
+class ReclaimBenchConfig:
+    """What `kvds qemu reclaim-bench` was asked: the builds to boot (none: `spec` is built), how much per boot."""
+    kernels: tuple[str, ...] = ()
+    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_run.DEFAULT_SPEC)
+    rounds: int = 5                           # memory.reclaim rounds per state per boot
+    arena_mb: int = 4                         # anonymous memory reclaimed per round
+    reps: int = 3                             # boots per kernel, in alternating order
+    timeout: float = 1200.0                   # seconds before a hung guest is killed
+
+
+@dataclass(frozen=True)
+class ReclaimBenchSummary:
+    """summary.json of a `qemu-reclaim-bench` run (and `kvds qemu reclaim-bench --json`'s summary)."""
+    rounds: int                        # memory.reclaim rounds per state per boot
+    arena_mb: int                      # MiB of anonymous memory faulted back in and reclaimed per round
+    kernels: list[dict[str, Any]]      # per kernel and state: ms per round (mean of per-boot medians), cost ratios
+    comparisons: list[dict[str, Any]]  # each later kernel / the first, per state: ratio of means, paired by rep
+    verdicts: dict[str, dict[str, Any]]  # the 5% goals by the one rule: met, missed or inconclusive
+    boots: list[dict[str, Any]]        # every boot, in the order it ran, with its rounds and figures
+    ok: bool                           # every boot usable
+    failure: str | None                # the first unusable boot's reason when not ok
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def binary() -> Path:
@@ -119,7 +147,8 @@ def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeo
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {rounds} rounds per state of memory.reclaim on {arena_mb} MiB")
     res = guest_run.run_guest(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
-                          files={GUEST_PATH: binary()}, log_dir=share)
+                              files={GUEST_PATH: binary()}, log_dir=share)
+    record_boot_argv(run, kb.id, rep, res.argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
     read, status, uptime = boot_outputs(share)
     parsed = parse(read("out.txt"))
@@ -193,7 +222,8 @@ def verdicts(rows: list[dict], comparisons: list[dict]) -> dict:
     return out
 
 
-def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int, arena_mb: int) -> dict:
+def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int,
+              arena_mb: int) -> ReclaimBenchSummary:
     rows = []
     for kb in kernels:
         mine = [b for b in boots if b["kernel"] == kb.id and b["ok"]]
@@ -221,94 +251,31 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int, 
                    if s in r["median_ms"] and s in ref["median_ms"]] if ref else []
     for r in rows:
         del r["_boots"]
-    return {"rounds": rounds, "arena_mb": arena_mb, "kernels": rows, "comparisons": comparisons,
-            "verdicts": verdicts(rows, comparisons), "boots": boots,
-            "ok": bool(boots) and all(b["ok"] for b in boots),
-            "failure": next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None)}
+    return ReclaimBenchSummary(
+        rounds=rounds, arena_mb=arena_mb, kernels=rows, comparisons=comparisons,
+        verdicts=verdicts(rows, comparisons), boots=boots, ok=bool(boots) and all(b["ok"] for b in boots),
+        failure=next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None))
 
 
-def bench(kernel_ids: list[str] | None, rounds: int = 5, arena_mb: int = 4, timeout: float = 1200, reps: int = 3,
-          spec: build.BuildSpec | None = None, store: ResultStore | None = None) -> tuple[dict, Run]:
-    """Boot each kernel `reps` times in alternating order and time memory.reclaim in every registry state."""
-    if rounds < 3:
+def bench(cfg: ReclaimBenchConfig, store: ResultStore | None = None) -> tuple[ReclaimBenchSummary, Run]:
+    """Boot each kernel `cfg.reps` times in alternating order and time memory.reclaim in every registry state.
+    Without `cfg.kernels`, `cfg.spec` is built (default: the debug mm_intent kernel)."""
+    if cfg.rounds < 3:
         raise UserError("--rounds must be at least 3 (a median of fewer rounds says nothing)")
-    if not 4 <= arena_mb <= 256:
+    if not 4 <= cfg.arena_mb <= 256:
         raise UserError("--arena-mb must be between 4 and 256 (the guest has 1 GiB and a 512 MiB zram swap)")
-    if reps < 1:
+    if cfg.reps < 1:
         raise UserError("--reps must be at least 1")
-    ids = list(dict.fromkeys(kernel_ids or []))
-    kernels = [build.find(k) for k in ids] if ids else [build.ensure_built(spec or guest_run.DEFAULT_SPEC, say=say)]
-    run = (store or ResultStore()).new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels], "reps": reps,
-                                                                 "rounds": rounds, "arena_mb": arena_mb})
+    ids = list(dict.fromkeys(cfg.kernels))
+    kernels = ([build.find(k) for k in ids] if ids
+               else [build.ensure_built(cfg.spec or guest_run.DEFAULT_SPEC, say=say)])
+    run = (store or ResultStore()).new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels],
+                                                                 "reps": cfg.reps, "rounds": cfg.rounds,
+                                                                 "arena_mb": cfg.arena_mb})
     binary()
     by_id = {k.id: k for k in kernels}
-    boots = [_one_boot(by_id[kid], r, rounds, arena_mb, timeout, run)
-             for r, kid in stats.alternating_order([k.id for k in kernels], reps)]
-    out = summarize(kernels, boots, rounds, arena_mb)
-    run.write_summary(out)
+    boots = [_one_boot(by_id[kid], r, cfg.rounds, cfg.arena_mb, cfg.timeout, run)
+             for r, kid in stats.alternating_order([k.id for k in kernels], cfg.reps)]
+    out = summarize(kernels, boots, cfg.rounds, cfg.arena_mb)
+    run.write_summary(out.as_dict())
     return out, run
-
-
-def add_parser(sub, kernel_args, json_flag) -> None:
-    """`kvds qemu reclaim-bench`, registered by qemu_validation/cli.py (whose --kernel/--config/--source/--patches arguments it reuses)."""
-    from harness.cli_args import positive_float, positive_int
-    rb = sub.add_parser("reclaim-bench", help="mm_intent's reclaim consumer in the guest: memory.reclaim time and "
-                                              "pgscan/pgsteal with the feature off, on with 1,024 ranges, and the "
-                                              "critical pages it keeps")
-    kernel_args(rb)
-    rb.add_argument("--rounds", type=positive_int, default=5, help="memory.reclaim rounds per state per boot")
-    rb.add_argument("--arena-mb", type=positive_int, default=4,
-                    help="anonymous memory reclaimed per round (under TCG + KASAN a 32 MiB round takes ~1 min)")
-    rb.add_argument("--reps", type=positive_int, default=3, help="boots per kernel (an interval needs >= 3)")
-    rb.add_argument("--timeout", type=positive_float, default=1200.0)
-    json_flag(rb)
-    rb.set_defaults(func=cmd)
-
-
-def cmd(args) -> int:
-    import sys
-    from harness.results import dumps
-    from qemu_validation import kernel_args
-    if args.kernel and (args.config != "debug" or args.source != build.DEFAULT_SOURCE
-                        or args.patches != ",".join(build.DEFAULT_PATCHES) or args.fragment):
-        raise UserError("--kernel names a build; --config, --source, --patches and --fragment describe one: "
-                        "give one or the other")
-    try:
-        out, run = bench(args.kernel, rounds=args.rounds, arena_mb=args.arena_mb, timeout=args.timeout,
-                         reps=args.reps, spec=kernel_args.spec_of(args, args.config == "debug"))
-    except build.BuildError as exc:
-        print(f"kvds: qemu: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(dumps(out, indent=2))
-        return 0 if out["ok"] else 1
-    print(f"memory.reclaim of a {args.arena_mb} MiB arena (faulted back in each round), {args.rounds} rounds per "
-          f"state per boot, {args.reps} boot(s) per kernel in alternating order; mean of per-boot medians "
-          f"[95% interval over boots], ms per round:")
-    for k in out["kernels"]:
-        print(kernel_heading(k))
-        for s, m in k["median_ms"].items():
-            per = k["per_boot"][s]
-            extra = (f"; critical pages swapped (worst round) {max(b['max_swapped_critical'] for b in per)}, "
-                     f"other half swapped (fewest) {min(b['min_swapped_other'] for b in per)}") if s == "critical" else ""
-            steal = [b["median_pgsteal"] for b in per]
-            scan = [b["median_pgscan"] for b in per]
-            print(f"    {s:>8}: {m['text']}  pgscan {statistics.median(scan):.0f}, pgsteal "
-                  f"{statistics.median(steal):.0f} per round (median over boots){extra}")
-            if s in k["median_norm"]:
-                print(f"    {'':>8}  normalised (ns / reference loop ns): {k['median_norm'][s]['text']}")
-        for pair, r in k["cost"].items():
-            w = k["cost_within_boot"][pair]
-            print(f"    {pair}: {r['text']}: {r['difference']}; within each boot {w['text']}: {w['difference']}")
-            if pair in k["cost_within_boot_norm"]:
-                n = k["cost_within_boot_norm"][pair]
-                print(f"    {'':>{len(pair)}}  normalised, within each boot {n['text']}: {n['difference']}")
-    for c in out["comparisons"]:
-        for kind, what in (("paired", "paired by repetition"), ("paired_norm", "paired, normalised")):
-            if c.get(kind):
-                p = c[kind]
-                print(f"  {c['kernel']} / {c['reference']} ({c['state']}), {what}: {p['text']}: {p['difference']} "
-                      f"({p['pairs_higher']} of {p['pairs']} pairs higher)")
-    for name, v in out["verdicts"].items():
-        print(f"  verdict {name}: {v['text']}")
-    return print_end(out, run)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shlex
+import statistics
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -126,3 +127,36 @@ def rebuild_bench(out: Mapping[str, Any], path: Path | str, target_file: str) ->
     for r in out["reps"]:
         if not r["validate_ok"]:
             print(f"  rep {r['rep']} failed validate: {r['validate_failure']} (run {r['validate_run']})")
+
+
+def reclaim_bench(out: Mapping[str, Any], run: Run | Path | str, reps: int) -> None:
+    print(f"memory.reclaim of a {out['arena_mb']} MiB arena (faulted back in each round), {out['rounds']} rounds per "
+          f"state per boot, {reps} boot(s) per kernel in alternating order; mean of per-boot medians "
+          f"[95% interval over boots], ms per round:")
+    for k in out["kernels"]:
+        print(kernel_heading(k))
+        for s, m in k["median_ms"].items():
+            per = k["per_boot"][s]
+            extra = (f"; critical pages swapped (worst round) {max(b['max_swapped_critical'] for b in per)}, "
+                     f"other half swapped (fewest) {min(b['min_swapped_other'] for b in per)}") if s == "critical" else ""
+            steal = [b["median_pgsteal"] for b in per]
+            scan = [b["median_pgscan"] for b in per]
+            print(f"    {s:>8}: {m['text']}  pgscan {statistics.median(scan):.0f}, pgsteal "
+                  f"{statistics.median(steal):.0f} per round (median over boots){extra}")
+            if s in k["median_norm"]:
+                print(f"    {'':>8}  normalised (ns / reference loop ns): {k['median_norm'][s]['text']}")
+        for pair, r in k["cost"].items():
+            w = k["cost_within_boot"][pair]
+            print(f"    {pair}: {r['text']}: {r['difference']}; within each boot {w['text']}: {w['difference']}")
+            if pair in k["cost_within_boot_norm"]:
+                n = k["cost_within_boot_norm"][pair]
+                print(f"    {'':>{len(pair)}}  normalised, within each boot {n['text']}: {n['difference']}")
+    for c in out["comparisons"]:
+        for kind, what in (("paired", "paired by repetition"), ("paired_norm", "paired, normalised")):
+            if c.get(kind):
+                p = c[kind]
+                print(f"  {c['kernel']} / {c['reference']} ({c['state']}), {what}: {p['text']}: {p['difference']} "
+                      f"({p['pairs_higher']} of {p['pairs']} pairs higher)")
+    for name, v in out["verdicts"].items():
+        print(f"  verdict {name}: {v['text']}")
+    print_end(out, run)

@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "qemu-build-prune-dry-run": (["qemu", "build", "--prune", "--dry-run", "--json"], (), False),
     "qemu-build-cached": (["qemu", "build", "--kasan", "--json"], (), False),
 }
+# Not here: qemu validate, exit-bench, reclaim-bench and bench have no path that boots nothing (their bad input
+# exits 2 before any JSON); they print through the same emit call, and their guest tests read the envelope.
 # The quick path only: a build that is not cached would take minutes, so the command is run only when it is cached.
 SKIP_WHEN = {"qemu-build-cached": _cached_debug_kernel}
 

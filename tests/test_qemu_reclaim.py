@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from qemu_validation import reclaim_bench
+from qemu_validation import reclaim_bench, render
 
 KVDS = [sys.executable, "-m", "harness.cli", "qemu"]
 
@@ -71,9 +71,10 @@ def test_critical_half_stays_resident_in_a_real_guest(tmp_path) -> None:
     """One boot of the default debug kernel (mm_intent with its reclaim consumer): every round of the critical
     state takes untagged pages and no latency-critical one."""
     from harness.results import ResultStore
-    out, _ = reclaim_bench.bench(None, rounds=3, arena_mb=8, reps=1, store=ResultStore(tmp_path))
-    assert out["ok"], out["failure"]
-    (boot,) = out["boots"]
+    cfg = reclaim_bench.ReclaimBenchConfig(rounds=3, arena_mb=8, reps=1)
+    out, _ = reclaim_bench.bench(cfg, store=ResultStore(tmp_path))
+    assert out.ok, out.failure
+    (boot,) = out.boots
     assert boot["mm_intent"]
     crit = boot["rounds"]["critical"]
     assert all(r["swapped_critical"] == 0 and r["present_critical"] == 8 * 256 // 2 for r in crit)
@@ -132,18 +133,18 @@ def test_verdicts_judge_ranges_on_the_series_kernel_and_off_against_the_floor() 
     boots += [_boot("series", r + 1, 101 * s, 100 * s, 100.5 * s * (1 + (-1) ** r * 0.002), True)
               for r, s in enumerate(speed)]
     out = reclaim_bench.summarize([_KB("floor"), _KB("series")], boots, 9, 8)
-    v = out["verdicts"]
+    v = out.verdicts
     assert not any(k.startswith("floor ") for k in v)             # no ranges were held on the floor
     assert v["series on/empty cost_within_boot"]["status"] == "met"
     assert v["series/floor off paired"]["status"] == "met"        # 1.01 on every pair: inside 1 +-5%
     assert v["series/floor off paired_norm"]["status"] == "met"
-    off = next(c for c in out["comparisons"] if c["state"] == "off")
+    off = next(c for c in out.comparisons if c["state"] == "off")
     assert off["paired"]["value"] == pytest.approx(1.01) and off["paired"]["difference"] == "higher"
     # the same series kernel 20% slower when off: the off goal is missed, the ranges goal unaffected
     slow = [dict(b, figures={**b["figures"], "off": {"median_ms": b["figures"]["off"]["median_ms"] * 1.2,
                                                      "median_norm": b["figures"]["off"]["median_norm"] * 1.2}})
             if b["kernel"] == "series" else b for b in boots]
-    v2 = reclaim_bench.summarize([_KB("floor"), _KB("series")], slow, 9, 8)["verdicts"]
+    v2 = reclaim_bench.summarize([_KB("floor"), _KB("series")], slow, 9, 8).verdicts
     assert v2["series/floor off paired"]["status"] == "missed"
     assert v2["series on/empty cost_within_boot"]["status"] == "met"
 
@@ -154,6 +155,22 @@ def test_warmup_rounds_are_read_but_never_compared() -> None:
     p = reclaim_bench.parse(text)
     assert len(p["rounds"]["warmup"]) == 3 and reclaim_bench.boot_ok(p, 3, 0) is None
     boot = {"rep": 1, "kernel": "k", "ok": True, "mm_intent": True, "figures": reclaim_bench.boot_figures(p)}
-    (row,) = reclaim_bench.summarize([_KB("k")], [boot], 3, 8)["kernels"]
+    (row,) = reclaim_bench.summarize([_KB("k")], [boot], 3, 8).kernels
     assert "warmup" not in row["median_ms"] and row["median_ms"]["off"]["value"] == pytest.approx(100.000001)
     assert all("warmup" not in pair for pair in row["cost_within_boot"])
+
+
+def test_the_summary_is_typed_and_rendered_from_its_json(capsys) -> None:
+    """summary.json keeps its keys (now the dataclass's fields); the table is printed from that same dict."""
+    speed = [1.0, 1.3, 0.8]
+    boots = [_boot("k", r + 1, 100 * s, 100 * s, 101 * s, True) for r, s in enumerate(speed)]
+    for b in boots:
+        b["figures"] = {s: {**f, "max_swapped_critical": 0, "min_swapped_other": 5, "median_pgsteal": 8192,
+                            "median_pgscan": 9000} for s, f in b["figures"].items()}
+    out = reclaim_bench.summarize([_KB("k")], boots, 3, 8)
+    d = out.as_dict()
+    assert list(d) == ["rounds", "arena_mb", "kernels", "comparisons", "verdicts", "boots", "ok", "failure"]
+    render.reclaim_bench(d, "/tmp/run", 3)
+    text = capsys.readouterr().out
+    assert "3 boot(s) per kernel" in text and "verdict k on/empty cost_within_boot: " in text
+    assert "results: /tmp/run" in text
