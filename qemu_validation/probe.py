@@ -1,4 +1,5 @@
-"""QEMU guest lab: the emulator, its accelerators, kernel sources and build tools (`kvds qemu ...`).
+"""The guest lab's doctor probes (area "qemu", registered in pyproject.toml's `kvds.probes`): the emulator, its
+accelerators, kernel sources and build tools (`kvds qemu ...`).
 
 KVM is tried, not assumed: /dev/kvm may be a backend (such as PVM) that only runs patched guests, in which case
 QEMU aborts while setting up the vCPU; the guest lab then falls back to TCG.
