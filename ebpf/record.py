@@ -34,9 +34,9 @@ class RecordSummary:
     """summary.json of an `ebpf-record` run."""
     backend: str | None            # the loader used: libbpf or bcc
     backend_detail: str            # libbpf: how the block events were hooked
-    load_attach_s: float | None
+    load_attach_s: float | None    # time to load and attach the probes
     compile_s: float | None        # libbpf: 0.0 when the object was cached
-    duration_s: float | None
+    duration_s: float | None       # how long events were recorded
     command_status: int | None     # the recorded command's exit status (None: a --duration recording)
     histograms: dict[str, int]     # events counted per histogram
 

@@ -8,6 +8,7 @@ is refused with that advice, never run with a track silently missing):
     kvds.probes           AREA[.PART] = module:fn fn() -> list[Capability]: `kvds doctor` rows of that area
     kvds.report_sections  NN-NAME = module:fn    fn(ReportContext), in the order of the names
     kvds.guest_lab        NAME = module          the QEMU guest behind `--target guest` (harness/remote/guest.py)
+    kvds.summaries        TRACK.VERB = module:Cls a typed summary dataclass, documented in docs/results.md
 
 harness/policy is a track living under harness/ (its commands, its report section); it registers like the others.
 """

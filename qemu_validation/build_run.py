@@ -23,13 +23,13 @@ class BuildConfig:
 @dataclass(frozen=True)
 class BuildSummary:
     """The kernel `kvds qemu build` built or found in the cache."""
-    id: str
-    label: str
+    id: str                        # the build cache key (hash of what the kernel is built from)
+    label: str                     # the spec in words (source, series, debug or base)
     cached: bool                   # it was in the cache before this command
-    bzImage: str
+    bzImage: str                   # path of the kernel image
     config: str                    # its .config
-    build_seconds: float | None
-    phases: dict[str, float] | None
+    build_seconds: float | None    # wall time of the build that made it
+    phases: dict[str, float] | None  # seconds per build phase (tree, configure, compile)
     incremental: bool | None       # built in an existing tree of the same source (only changed files compiled)
     release: str | None            # uname -r of the kernel
 
@@ -50,8 +50,8 @@ class BuildListSummary:
 class PruneSummary:
     """What `kvds qemu build --prune` removed (or, with --dry-run, would remove)."""
     removed: list[dict[str, Any]]  # what, path, bytes
-    freed_bytes: int
-    dry_run: bool
+    freed_bytes: int               # bytes removed (or that would be)
+    dry_run: bool                  # nothing was deleted
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

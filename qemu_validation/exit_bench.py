@@ -53,7 +53,7 @@ class ExitBenchConfig:
 @dataclass(frozen=True)
 class ExitBenchSummary:
     """summary.json of a `qemu-exit-bench` run (and `kvds qemu exit-bench --json`'s summary)."""
-    iterations: int
+    iterations: int                        # fork+exit+wait per state per boot
     kernels: list[dict[str, Any]]      # per kernel: median_ms per state (mean of per-boot medians), vs_unused ratios
     comparisons: list[dict[str, Any]]  # each later kernel / the first, per state
     boots: list[dict[str, Any]]        # every boot, in the order it ran

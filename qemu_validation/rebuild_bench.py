@@ -49,20 +49,20 @@ class RebuildBenchConfig:
 class RebuildBenchSummary:
     """summary.json of a `qemu-bench` run (and `kvds qemu bench --json`'s summary)."""
     reps: list[dict[str, Any]]             # per repetition: build and boot+validate seconds, files compiled
-    median_total_seconds: float
-    max_total_seconds: float
-    goal_seconds: float
-    median_build_seconds: float
-    median_boot_validate_seconds: float
+    median_total_seconds: float            # edit -> validated kernel, median over reps
+    max_total_seconds: float               # the slowest rep
+    goal_seconds: float                    # the goal (GOAL_SECONDS)
+    median_build_seconds: float            # rebuild, median over reps
+    median_boot_validate_seconds: float    # boot + validate, median
     mean_total_seconds: dict[str, Any]     # stats.Estimate.as_dict(): mean with its interval over repetitions
     goal: dict[str, Any]                   # stats.Verdict.as_dict()
-    goal_text: str
-    goal_met: bool
-    all_validated: bool
-    profile: str
-    gate: bool
+    goal_text: str                         # the verdict as printed
+    goal_met: bool                         # the whole interval is within the goal
+    all_validated: bool                    # every rep passed validate
+    profile: str                           # validate profile: full (the gate) or quick
+    gate: bool                             # the full profile was used
     counts: dict[str, int]                 # fuzz, valid, concurrent_s per validate
-    median_guest_phases: list[dict[str, Any]]
+    median_guest_phases: list[dict[str, Any]]  # guest-clock phases, median over reps
     base_kernel: dict[str, Any]            # id, label, release, source
 
     def as_dict(self) -> dict[str, Any]:

@@ -75,26 +75,26 @@ class ValidateSummary:
     gate: bool                             # the counts meet the full profile (not a quick edit loop)
     kernel: dict[str, Any]                 # id, label, kasan_lockdep, release
     tests: dict[str, Any]                  # the validator's KTAP summary (ktap.Report.summary)
-    malformed_writes: int
-    errno_mismatches: int
-    fuzz_ms: int | None
+    malformed_writes: int                  # malformed register lines written (each must fail with its errno)
+    errno_mismatches: int                  # malformed writes that failed with another errno than expected
+    fuzz_ms: int | None                    # guest time of the malformed writes
     fuzz_expected_errnos: dict[str, int]   # random malformed lines by the errno they expected
-    seed: int | None
-    valid_writes: int
-    valid_via_pidfd: int
+    seed: int | None                       # seed of the random lines (pass back to reproduce)
+    valid_writes: int                      # well-formed register lines written (each must succeed)
+    valid_via_pidfd: int                   # of those, registered through a pidfd
     kernel_table_rows: int                 # rows of the kernel's errno table the validator checked
-    concurrent_ms: int | None
-    concurrent_ops: int | None
-    concurrent_processes: int | None
+    concurrent_ms: int | None              # guest time of the concurrent phase
+    concurrent_ops: int | None             # operations in the concurrent phase
+    concurrent_processes: int | None       # processes in the concurrent phase
     kselftest: dict[str, Any] | None       # KTAP summary of the series' kselftest
     kunit: dict[str, Any] | None           # KTAP summary of the KUnit suite
     kunit_cases: dict[str, int] | None     # passed/failed cases, parameterised rows included
     kmemleak_leaks: int | None             # unreferenced objects at the final scan (None: no scan)
     splats: int                            # oops/BUG/KASAN/lockdep/WARN/leak lines on console or in dmesg
-    findings: list[dict[str, Any]]
+    findings: list[dict[str, Any]]         # console findings: kind, line, context
     boot: dict[str, Any]                   # runner.BootResult.as_dict()
-    problems: list[str]
-    failure: str | None
+    problems: list[str]                    # every reason the run is not ok
+    failure: str | None                    # why the run is not ok (None when it is)
     phases: list[dict[str, Any]]           # where the time went, guest clock (phases.breakdown)
 
     def as_dict(self) -> dict[str, Any]:
