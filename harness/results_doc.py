@@ -28,12 +28,15 @@ _CONTINUED = re.compile(r"^\s+#\s*(.*)$")
 
 
 def comments(cls: type) -> dict[str, str]:
-    """The comment on each field's line in the class source (with comment-only lines that follow it)."""
+    """The comment on each field's line in the class source (with comment-only lines that follow it), read up to
+    the first method, so that a docstring's "name: ..." line is never taken for a field."""
     out: dict[str, str] = {}
     last = None
     for line in inspect.getsource(cls).splitlines()[1:]:
+        if line.lstrip().startswith(("def ", "@")):
+            break
         m = _FIELD.match(line)
-        if m and not line.lstrip().startswith(("def ", "return ", "@")):
+        if m:
             last = m.group(1)
             out[last] = (m.group(2) or "").strip()
         elif (c := _CONTINUED.match(line)) and last is not None and out.get(last):

@@ -16,9 +16,9 @@ import secrets
 import shlex
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from harness.errors import UserError
 from harness.progress import say
@@ -99,6 +99,12 @@ class ValidateSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ValidateSummary:
+        """A stored summary.json read back (the report): a key an older kvds did not write is None, shown as not
+        reported; a key this version no longer has is dropped, so a reader names only fields that exist."""
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
 
 
 def is_gate(fuzz: int, valid: int, concurrent: int) -> bool:

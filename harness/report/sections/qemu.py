@@ -1,18 +1,21 @@
-"""QEMU section: the mm_intent kernel's validation (KTAP results, malformed writes, console splats)."""
+"""QEMU section: the mm_intent kernel's validation (KTAP results, malformed writes, console splats), read from
+the typed summary (qemu_validation.validate.ValidateSummary), so a renamed key fails here rather than reading
+as missing."""
 
 from __future__ import annotations
 
 from harness.report.context import ReportContext
+from qemu_validation.validate import ValidateSummary
 
 
 def _or_missing(v: object) -> object:
     return "- (not reported)" if v is None else v
 
 
-def _ktap(t: dict, s: dict) -> str:
+def _ktap(t: dict, s: ValidateSummary) -> str:
     """"passed/planned", or "-" with why when the guest never reported a KTAP plan (no "0/0")."""
     if t.get("planned") is None or t.get("passed") is None:
-        return "- (no KTAP plan reported" + (f": {s['failure']}" if s.get("failure") else "") + ")"
+        return "- (no KTAP plan reported" + (f": {s.failure}" if s.failure else "") + ")"
     return f"{t['passed']}/{t['planned']}"
 
 
@@ -25,18 +28,16 @@ def render(ctx: ReportContext) -> None:
         run = suite.latest("qemu-validate")
         if run is None:
             continue
-        s = run.summary
-        t = s.get("tests", {})
-        k = s.get("kernel", {})
-        boot = s.get("boot", {})
-        rows.append([suite.label, "PASS" if s.get("ok") else "FAIL", k.get("release") or k.get("label"),
+        s = ValidateSummary.from_json(run.summary)
+        t, k, boot = s.tests or {}, s.kernel or {}, s.boot or {}
+        rows.append([suite.label, "PASS" if s.ok else "FAIL", k.get("release") or k.get("label"),
                      "yes" if k.get("kasan_lockdep") else "no", _ktap(t, s),
-                     _or_missing(s.get("malformed_writes")), _or_missing(s.get("errno_mismatches")),
-                     _or_missing(s.get("splats")), _or_missing(boot.get("seconds")),
-                     s.get("failure") or ""])
+                     _or_missing(s.malformed_writes), _or_missing(s.errno_mismatches),
+                     _or_missing(s.splats), _or_missing(boot.get("seconds")),
+                     s.failure or ""])
         ctx.summary.setdefault("qemu", {})[suite.label] = {
-            "ok": s.get("ok"), "passed": t.get("passed"), "planned": t.get("planned"),
-            "malformed_writes": s.get("malformed_writes"), "splats": s.get("splats")}
+            "ok": s.ok, "passed": t.get("passed"), "planned": t.get("planned"),
+            "malformed_writes": s.malformed_writes, "splats": s.splats}
         failures = t.get("failures") or []
         if failures:
             ctx.doc.para(f"Failed KTAP tests in {run.run_id}: " +
