@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive_int
 from harness.emit import emit
@@ -186,23 +188,24 @@ def cmd_exit_bench(args: argparse.Namespace) -> int:
     kernels, spec = kernel_args.bench_kernels(args)
     cfg = exit_bench.ExitBenchConfig(kernels=tuple(kernels), spec=spec, iterations=args.iterations, reps=args.reps,
                                      timeout=args.timeout)
-    try:
-        out, run = exit_bench.bench(cfg)
-    except build.BuildError as exc:
-        return _fail(str(exc))
-    emit(run, out.as_dict(), args.json, lambda s: render.exit_bench(s, run, cfg.reps))
-    return 0 if out.ok else 1
+    return _guest_bench(exit_bench.bench, cfg, render.exit_bench, args.json)
 
 
 def cmd_reclaim_bench(args: argparse.Namespace) -> int:
     kernels, spec = kernel_args.bench_kernels(args)
     cfg = reclaim_bench.ReclaimBenchConfig(kernels=tuple(kernels), spec=spec, rounds=args.rounds,
                                            arena_mb=args.arena_mb, reps=args.reps, timeout=args.timeout)
+    return _guest_bench(reclaim_bench.bench, cfg, render.reclaim_bench, args.json)
+
+
+def _guest_bench(bench: Callable[[Any], tuple[Any, Any]], cfg: Any, table: Callable[..., None], as_json: bool) -> int:
+    """A guest bench (exit-bench, reclaim-bench): run from its config, its typed summary printed as a table or
+    with --json; exit 1 unless every boot was usable."""
     try:
-        out, run = reclaim_bench.bench(cfg)
+        out, run = bench(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
-    emit(run, out.as_dict(), args.json, lambda s: render.reclaim_bench(s, run, cfg.reps))
+    emit(run, out.as_dict(), as_json, lambda s: table(s, run, cfg.reps))
     return 0 if out.ok else 1
 
 
