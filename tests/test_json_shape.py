@@ -1,8 +1,8 @@
 """One shape for every `--json` (issue 17): each track's main command, run for real as a kvds subprocess, prints one
 strict-JSON document {"schema", "run", "summary"} (harness/emit.py). Only commands that finish in seconds and
 change nothing are run here: the core's read-only commands, the guest lab's verbs that boot nothing (a dry run,
-the build cache's list and prune --dry-run, a build already cached), a short eBPF recording. A track's long runs
-print the same envelope from the same emit call; their own tests read it.
+the build cache's list and prune --dry-run, a build already cached), a short eBPF recording, a policy comparison
+of six small requests. A track's long runs print the same envelope from the same emit call; their own tests read it.
 
 A track joins by adding its command to COMMANDS; until then it is named in TRACKS_TO_JOIN with the command that
 will stand for it, and a test fails when a registered track is in neither (so none is forgotten).
@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "qemu-build-list": (["qemu", "build", "--list", "--json"], (), False),
     "qemu-build-prune-dry-run": (["qemu", "build", "--prune", "--dry-run", "--json"], (), False),
     "qemu-build-cached": (["qemu", "build", "--kasan", "--json"], (), False),
+    "policy": (["policy", "compare", "--profile", "balanced", "--set", "n_requests=6", "--set", "gen_tokens=16:64",
+                "--seeds", "5", "--policies", "LRU,MIN", "--json"], (), True),
 }
 # Not here: qemu validate, exit-bench, reclaim-bench and bench have no path that boots nothing (their bad input
 # exits 2 before any JSON); they print through the same emit call, and their guest tests read the envelope.
@@ -48,7 +50,6 @@ SKIP_WHEN = {"qemu-build-cached": _cached_debug_kernel}
 TRACKS_TO_JOIN = {
     "io": "kvds io bench --dry-run --json (io prints {run, **summary} today)",
     "vm": "kvds vm bench --json on the smallest profile (vm prints {run, summary} without schema)",
-    "policy": "kvds policy compare --json on a seeded trace (policy prints {run, summary} without schema)",
 }
 
 

@@ -21,11 +21,11 @@ def _compare(env: dict, *extra: str) -> dict:
 def test_compare_is_deterministic_and_has_reference_rows(kvds_env: dict) -> None:
     a, b = _compare(kvds_env), _compare(kvds_env)
     assert a["summary"] == b["summary"]
-    assert set(a["summary"]) == CONTENDERS | {"MIN", "PrioMIN"}
+    assert set(a["summary"]["policies"]) == CONTENDERS | {"MIN", "PrioMIN"}
     # MIN never misses more than LRU on any seed: the paired cut of MIN itself is not listed (a reference) ...
-    assert "MIN" not in a["versus_lru"] and "PrioMIN" not in a["versus_lru"]
+    assert "MIN" not in a["summary"]["versus_lru"] and "PrioMIN" not in a["summary"]["versus_lru"]
     # ... and its mean is at most every demand-only contender's
-    s = a["summary"]
+    s = a["summary"]["policies"]
     assert s["MIN"]["dc_miss_ratio"]["value"] <= s["LRU"]["dc_miss_ratio"]["value"]
     assert s["PrioMIN"]["hi_miss_ratio"]["value"] <= s["MIN"]["hi_miss_ratio"]["value"]
 
@@ -38,7 +38,7 @@ def test_interval_is_the_t_interval_of_the_per_seed_values(kvds_env: dict) -> No
     assert len(vals) == 5 and len(set(vals)) > 1
     mean = sum(vals) / 5
     sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / 4)
-    est = out["summary"]["LRU"]["dc_miss_ratio"]
+    est = out["summary"]["policies"]["LRU"]["dc_miss_ratio"]
     assert math.isclose(est["value"], mean, rel_tol=1e-9)
     assert math.isclose(est["hi"] - est["value"], 2.776 * sd / math.sqrt(5), rel_tol=1e-6)
 
@@ -48,11 +48,11 @@ def test_paired_cut_versus_lru_comes_from_the_same_seeds(kvds_env: dict) -> None
     per_seed = json.loads((Path(out["run"]) / "per_seed.json").read_text())
     cuts = [1 - e["dc_miss_ratio"] / l["dc_miss_ratio"]
             for e, l in zip(per_seed["ExpectedNextUse"], per_seed["LRU"])]
-    got = out["versus_lru"]["ExpectedNextUse"]["dc_miss_cut_vs_lru"]
+    got = out["summary"]["versus_lru"]["ExpectedNextUse"]["dc_miss_cut_vs_lru"]
     assert math.isclose(got["value"], sum(cuts) / 5, rel_tol=1e-9)
     gaps = [(l["dc_miss_ratio"] - e["dc_miss_ratio"]) / (l["dc_miss_ratio"] - m["dc_miss_ratio"])
             for e, l, m in zip(per_seed["ExpectedNextUse"], per_seed["LRU"], per_seed["MIN"])]
-    assert math.isclose(out["versus_lru"]["ExpectedNextUse"]["gap_to_min_closed"]["value"], sum(gaps) / 5,
+    assert math.isclose(out["summary"]["versus_lru"]["ExpectedNextUse"]["gap_to_min_closed"]["value"], sum(gaps) / 5,
                         rel_tol=1e-9)
 
 
@@ -66,7 +66,7 @@ def test_text_table_marks_offline_bounds_and_prints_dash_for_missing(kvds_env: d
 
 def test_policy_parameters_make_their_own_row(kvds_env: dict) -> None:
     out = _compare(kvds_env, "--policies", "LRU,ExpectedNextUse,ExpectedNextUse:priority_weight=3")
-    s = out["summary"]
+    s = out["summary"]["policies"]
     assert "ExpectedNextUse:priority_weight=3" in s
     assert s["ExpectedNextUse:priority_weight=3"]["hi_miss_ratio"]["value"] <= s["ExpectedNextUse"]["hi_miss_ratio"]["value"]
 
@@ -86,12 +86,12 @@ def test_sweep_rows_and_png(kvds_env: dict) -> None:
                   "--json"], kvds_env)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert set(out["by_fraction"]) == {"0.3", "0.8"}
+    assert set(out["summary"]["by_fraction"]) == {"0.3", "0.8"}
     for f in ("0.3", "0.8"):
-        row = out["by_fraction"][f]
+        row = out["summary"]["by_fraction"][f]
         assert row["MIN"]["value"] <= row["LRU"]["value"]
-    assert out["by_fraction"]["0.8"]["LRU"]["value"] < out["by_fraction"]["0.3"]["LRU"]["value"]
-    png = Path(out["png"])
+    assert out["summary"]["by_fraction"]["0.8"]["LRU"]["value"] < out["summary"]["by_fraction"]["0.3"]["LRU"]["value"]
+    png = Path(out["summary"]["png"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -104,7 +104,7 @@ def test_bench_reports_rates_and_scaling(kvds_env: dict) -> None:
     """Figures only (timing targets belong to the bench's output, not to tests)."""
     p = run_kvds(["policy", "bench", "--events", "50000", "--repeat", "1", "--json"], kvds_env)
     assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
+    out = json.loads(p.stdout)["summary"]
     assert out["events"] == 50000 and out["policy"] == "ExpectedNextUse"
     assert out["events_per_s"] > 0 and len(out["scaling"]) == 4
     assert out["target_events_per_s"] == 100_000 and isinstance(out["meets_target"], bool)
@@ -118,7 +118,7 @@ def test_compare_over_a_request_trace_batched_by_seed(kvds_env: dict, tmp_path: 
         p = run_kvds(["policy", "compare", flag, str(csv), "--seeds", "5", "--policies", "LRU,IntentAware",
                       "--json"], kvds_env)
         assert p.returncode == 0, p.stderr
-        summary = json.loads(p.stdout)["summary"]
+        summary = json.loads(p.stdout)["summary"]["policies"]
         assert summary["LRU"]["dc_accesses"]["value"] > 0
         assert summary["LRU"]["dc_miss_ratio"]["lo"] is not None  # five different batchings: an interval
 
@@ -129,7 +129,7 @@ def test_compare_on_an_npz_trace_runs_once_without_an_interval(kvds_env: dict, t
     assert g.returncode == 0, g.stderr
     p = run_kvds(["policy", "compare", "--trace", str(npz), "--policies", "LRU,MIN", "--json"], kvds_env)
     assert p.returncode == 0, p.stderr
-    est = json.loads(p.stdout)["summary"]["LRU"]["dc_miss_ratio"]
+    est = json.loads(p.stdout)["summary"]["policies"]["LRU"]["dc_miss_ratio"]
     assert est["value"] > 0 and est["lo"] is None   # one fixed trace: a point, not a fake interval
 
 
@@ -137,7 +137,7 @@ def test_compare_on_the_prototype_seed_jsonl(kvds_env: dict) -> None:
     p = run_kvds(["policy", "compare", "--trace", str(SAMPLE), "--policies", "LRU,ExpectedNextUse,MIN", "--json"],
                  kvds_env)
     assert p.returncode == 0, p.stderr
-    s = json.loads(p.stdout)["summary"]
+    s = json.loads(p.stdout)["summary"]["policies"]
     assert s["MIN"]["dc_miss_ratio"]["value"] <= s["LRU"]["dc_miss_ratio"]["value"]
 
 

@@ -18,7 +18,7 @@ def test_seed_trace_replays_on_the_real_kernel(kvds_env: dict, tmp_path: Path) -
                             cwd=REPO, env=kvds_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
-    out = json.loads(stdout)
+    out = json.loads(stdout)["summary"]
     lru, da = out["rows"]["LRU"], out["rows"]["DeadlineAware"]
     assert lru["dc_accesses"] == da["dc_accesses"] == 153  # the sample's accesses: tests/data/README.md
     assert lru["real_p99_us"] > 0 and lru["miss_read_p50_us"] > 0

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from harness.policy.generator import generate
 from harness.policy.registry import make_policy
@@ -38,8 +40,40 @@ def _peak_live_blocks(trace: Trace) -> int:
     return int(trace.peak_live_bytes() // int(trace.block_size.max()))
 
 
-def bench(events: int, policy: str, profile: str, fraction: float, repeat: int) -> dict:
+@dataclass(frozen=True)
+class BenchConfig:
+    events: int = 1_000_000  # trace length
+    policy: str = "ExpectedNextUse"
+    profile: str = "balanced"
+    fast_fraction: float = 0.5
+    repeat: int = 3          # timed repetitions (the median is reported)
+
+
+@dataclass(frozen=True)
+class BenchSummary:
+    """`kvds policy bench`'s figures (it files no run)."""
+    policy: str                     # the policy simulated
+    profile: str                    # the workload profile generated
+    events: int                     # events in the generated trace
+    blocks: int                     # KV blocks in the trace
+    peak_live_blocks: int           # most blocks alive at once
+    generate_cpu_s: float           # CPU time to generate the trace
+    simulate_wall_s: float          # median wall time of one simulation
+    simulate_cpu_s: float           # median CPU time of one simulation
+    events_per_s: float             # events per CPU second on one core
+    events_per_wall_s: float        # events per wall second
+    repeat: int                     # timed repetitions
+    scaling: list[dict[str, Any]]   # per trace: max_active, peak_live_blocks, ns_per_event (CPU time)
+    target_events_per_s: int        # issue 14's rate
+    meets_target: bool              # events_per_s >= target_events_per_s
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def bench(cfg: BenchConfig) -> BenchSummary:
     """Generate `events` events, time the simulator (median of `repeat`), then a live-block scaling series."""
+    events, policy, profile, fraction, repeat = cfg.events, cfg.policy, cfg.profile, cfg.fast_fraction, cfg.repeat
     make_policy(policy)
     c0 = time.process_time()
     trace = generate(get_profile(profile), 0, events)
@@ -61,8 +95,9 @@ def bench(events: int, policy: str, profile: str, fraction: float, repeat: int) 
         scaling.append({"max_active": get_profile(SCALING_LONG).max_active, "profile": SCALING_LONG,
                         "peak_live_blocks": _peak_live_blocks(t), "ns_per_event": cpu / len(t) * 1e9})
         bar.advance(1)
-    return {"policy": make_policy(policy).name, "profile": profile, "events": len(trace), "blocks": trace.n_blocks,
-            "peak_live_blocks": _peak_live_blocks(trace), "generate_cpu_s": gen_cpu_s,
-            "simulate_wall_s": sim_s, "simulate_cpu_s": sim_cpu_s, "events_per_s": len(trace) / sim_cpu_s,
-            "events_per_wall_s": len(trace) / sim_s, "repeat": repeat, "scaling": scaling,
-            "target_events_per_s": TARGET_EVENTS_PER_S, "meets_target": len(trace) / sim_cpu_s >= TARGET_EVENTS_PER_S}
+    return BenchSummary(policy=make_policy(policy).name, profile=profile, events=len(trace), blocks=trace.n_blocks,
+                        peak_live_blocks=_peak_live_blocks(trace), generate_cpu_s=gen_cpu_s, simulate_wall_s=sim_s,
+                        simulate_cpu_s=sim_cpu_s, events_per_s=len(trace) / sim_cpu_s,
+                        events_per_wall_s=len(trace) / sim_s, repeat=repeat, scaling=scaling,
+                        target_events_per_s=TARGET_EVENTS_PER_S,
+                        meets_target=len(trace) / sim_cpu_s >= TARGET_EVENTS_PER_S)

@@ -1,23 +1,21 @@
-"""`kvds policy compare|sweep|bench|generate|import` and `kvds replay`."""
+"""`kvds policy compare|sweep|goals|bench|generate|import` and `kvds replay`: arguments only. Each verb builds one
+config and hands it to its module (compare_run, sweep_run, goals_run, bench, trace_run, replay_run); the module
+files the run and returns a typed summary, printed by `harness.emit` (--json) or by render.py."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli_args import add_json_flag, positive_int
+from harness.emit import emit
 from harness.errors import UserError
-from harness.policy import options
-from harness.policy.compare import build, check_seeds, render, run_matrix, summarize, table
-from harness.policy.metrics import fmt
-from harness.policy.registry import is_reference, parse_policies
-from harness.progress import say
-from harness.results import ResultStore, print_json
-from harness.results import dumps as strict_dumps
+from harness.paths import work_dir
+from harness.policy import options, render
+from harness.policy.registry import parse_policies
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from harness.policy.trace import Trace
+    from harness.policy.compare_run import CompareConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,9 +80,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_flag(i)
     i.set_defaults(func=cmd_import)
 
-    from harness.policy import replay_cli
+    _register_replay(sub)
 
-    replay_cli.register(sub)
+
+def _register_replay(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="execute policies' decisions as real memory and O_DIRECT I/O; "
+                                      "simulated vs measured latency")
+    p.add_argument("--trace", required=True, help=".npz (kvds), prototype JSONL, or request CSV/JSONL")
+    p.add_argument("--policy", default="all", help="policy, comma list, or 'all'")
+    options.add_tier_args(p)
+    p.add_argument("--work-dir", type=Path, help=f"directory for the loop device's backing file "
+                                               f"(default {work_dir()})")
+    p.add_argument("--mapping", default="intent", help="intent->mechanism mapping supplying the ioprio classes")
+    p.add_argument("--scheduler", default="mq-deadline",
+                   help="I/O scheduler for the kvds loop device ('keep' leaves it unchanged)")
+    p.add_argument("--reps", type=positive_int, default=1, help="replays per policy (alternating order)")
+    p.add_argument("--max-steps", type=positive_int, help="replay only the first N steps of the trace")
+    p.add_argument("--seed", type=int, default=0, help="batching seed when --trace is a request trace")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_replay)
 
 
 def _add_trace_args(p: argparse.ArgumentParser) -> None:
@@ -94,189 +108,80 @@ def _add_trace_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--step-ms", type=float, default=20.0, help="decode step length for request arrival times")
 
 
-def _source(args: argparse.Namespace, profile, seeds: list[int]):
-    """(trace_for_seed or None, seeds, description). A fixed trace file runs once: seeds cannot vary it."""
-    path = args.trace or args.requests
-    if not path:
-        check_seeds(seeds)
-        return None, seeds, f"profile {profile.name}"
-    from harness.policy.importers import load_trace
-
-    if not args.step_ms > 0:
-        raise UserError("--step-ms must be positive")
-    first = load_trace(path, profile, seeds[0], args.step_ms)  # a bad file fails (file:line) before any work
-    if first.meta.get("source") != "request-trace":
-        return (lambda seed: first), [seeds[0]], f"trace {path} (one fixed trace: no interval over seeds)"
-    check_seeds(seeds)
-    return (lambda seed: load_trace(path, profile, seed, args.step_ms)), seeds, \
-        f"requests {path} batched as {profile.name}"
-
-
-def _dicts(summary: dict) -> dict:
-    return {p: {k: e.as_dict() for k, e in est.items()} for p, est in summary.items()}
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    from harness.policy.compare import versus, versus_table
+def _compare_config(args: argparse.Namespace) -> "CompareConfig":
+    from harness.policy.compare_run import CompareConfig
 
     profile = options.profile_from_args(args)
     fast, slow, cap, slow_bytes = options.tiers_from_args(args)
-    policies = parse_policies(args.policies)
-    for spec in policies:
-        build(spec)
-    trace_for_seed, seeds, source = _source(args, profile, options.seeds_from_args(args.seeds))
-    per_policy = run_matrix(profile, seeds, policies, cap, fast, slow, slow_bytes, trace_for_seed)
-    summary = summarize(per_policy)
-    vs = versus(per_policy)
-    config = {"profile": profile.as_dict(), "trace": args.trace or args.requests, "seeds": seeds,
-              "policies": policies, "capacity": cap.label(), "fast": fast.__dict__, "slow": slow.__dict__}
-    run = ResultStore().new_run("policy-compare", config)
-    run.write_json("per_seed", per_policy)
-    run.write_summary({**_dicts(summary), "_versus_lru": _dicts(vs)})
-    if args.json:
-        print_json({"run": str(run.path), "summary": _dicts(summary), "versus_lru": _dicts(vs)})
-        return 0
-    print(f"{source}, {len(seeds)} seed(s), fast tier {cap.label()}; mean ±95% CI half-width over seeds; "
-          f"miss columns per access (hi/mid/low = priority bands), SLO = share of request-steps within TPOT")
-    print(table(summary))
-    if vs:
-        print()
-        print(versus_table(vs))
-    print(f"results: {run.path}")
+    return CompareConfig(profile, options.seeds_from_args(args.seeds), parse_policies(args.policies), fast, slow, cap,
+                         slow_bytes, args.trace or args.requests, args.step_ms)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.policy.compare_run import compare
+
+    cfg = _compare_config(args)
+    out = compare(cfg)
+    emit(out.run, out.summary.as_dict(), args.json, lambda _: render.compare(out, cfg.cap.label()))
     return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from harness.policy.compare import Capacity
-    from harness.policy.metrics import METRICS
-    from harness.policy.plots import sweep_png
+    from harness.policy.sweep_run import SweepConfig, sweep
 
-    if args.metric not in METRICS:
-        raise UserError(f"unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
-    profile = options.profile_from_args(args)
-    fast, slow, _, slow_bytes = options.tiers_from_args(args)
-    policies = parse_policies(args.policies)
-    for spec in policies:
-        build(spec)
+    cfg = _compare_config(args)
     try:
         fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
     except ValueError:
         raise UserError(f"--fractions {args.fractions!r}: expected comma-separated numbers") from None
-    if not fractions or any(f <= 0 for f in fractions):
-        raise UserError("--fractions must be positive numbers")
-    trace_for_seed, seeds, source = _source(args, profile, options.seeds_from_args(args.seeds))
-    results = {}
-    for f in fractions:
-        results[f] = summarize(run_matrix(profile, seeds, policies, Capacity(fraction=f), fast, slow, slow_bytes,
-                                          trace_for_seed))
-    run = ResultStore().new_run("policy-sweep", {"profile": profile.as_dict(), "trace": args.trace or args.requests,
-                                                 "seeds": seeds, "fractions": fractions, "metric": args.metric,
-                                                 "policies": policies})
-    out = {str(f): {p: results[f][p][args.metric].as_dict() for p in policies} for f in fractions}
-    run.write_summary(out)
-    png = sweep_png({f: {p: results[f][p][args.metric] for p in policies} for f in fractions}, args.metric,
-                    f"{args.metric} vs fast-tier size: {source}", run.path / "sweep.png")
-    if args.json:
-        print_json({"run": str(run.path), "metric": args.metric, "by_fraction": out, "png": str(png)})
-        return 0
-    print(f"{args.metric} on {source}, {len(seeds)} seed(s); columns: fast tier as a fraction of peak live KV; "
-          f"mean ±95% CI half-width")
-    rows = [[p + (" (offline bound)" if is_reference(p.split(":")[0]) else "")]
-            + [fmt(results[f][p][args.metric]) for f in fractions] for p in policies]
-    print(render(["policy"] + [f"{f:g}x" for f in fractions], rows))
-    print(f"figure: {png}")
-    print(f"results: {run.path}")
+    out = sweep(SweepConfig(cfg, fractions, args.metric))
+    emit(out.run, out.summary.as_dict(), args.json, lambda _: render.sweep(out))
     return 0
 
 
 def cmd_goals(args: argparse.Namespace) -> int:
     from harness.policy import goals as g
-    from harness.policy.compare import summarize as summ
+    from harness.policy.goals_run import GoalsConfig, goals
 
     fast, slow, cap, slow_bytes = options.tiers_from_args(args)
     seeds = options.seeds_from_args(args.seeds)
-    check_seeds(seeds)
     profiles = list(g.PROFILES) if args.profiles == "all" else [p.strip() for p in args.profiles.split(",")]
-    from harness.policy.profiles import get_profile
-
-    per_profile = {p: run_matrix(get_profile(p), seeds, list(g.POLICIES), cap, fast, slow, slow_bytes)
-                   for p in profiles}
-    verdicts = [(goal, g.judge(goal, per_profile[goal.profile])) for goal in g.GOALS if goal.profile in per_profile]
-    run = ResultStore().new_run("policy-goals", {"seeds": seeds, "profiles": profiles, "capacity": cap.label(),
-                                                 "policies": list(g.POLICIES)})
-    run.write_json("per_seed", per_profile)
-    result = [{"profile": goal.profile, "policy": goal.policy, **v.as_dict()} for goal, v in verdicts]
-    run.write_summary({"verdicts": result,
-                       "summary": {p: _dicts(summ(per)) for p, per in per_profile.items()}})
-    if args.json:
-        print_json({"run": str(run.path), "verdicts": result})
-        return 0
-    if args.tables:
-        from harness.policy.compare import versus, versus_table
-
-        for p, per in per_profile.items():
-            print(f"profile {p}, seeds {','.join(map(str, seeds))}, fast tier {cap.label()}; mean ±95% CI half-width")
-            print(table(summ(per)))
-            print(versus_table(versus(per)))
-            print()
-    print(f"{len(seeds)} seeds, fast tier {cap.label()}, prefetch and spills charged to the I/O budget; "
-          f"verdicts from the whole 95% interval (paired over seeds against LRU)")
-    print(render(["profile", "policy", "verdict"],
-                 [[goal.profile, goal.policy + (" (offline bound: feasibility)" if goal.policy == g.PRIO_BOUND else ""),
-                   str(v)] for goal, v in verdicts]))
-    print(f"results: {run.path}")
+    out = goals(GoalsConfig(seeds, profiles, fast, slow, cap, slow_bytes))
+    emit(out.run, out.summary.as_dict(), args.json, lambda _: render.goals(out, args.tables))
     return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.policy.bench import bench
+    from harness.policy.bench import BenchConfig, bench
 
-    out = bench(args.events, args.policy, args.profile, args.fast_fraction, args.repeat)
-    if args.json:
-        print(strict_dumps(out, indent=2))
-        return 0
-    print(f"generated {out['events']} events ({out['blocks']} blocks, peak {out['peak_live_blocks']} live) "
-          f"in {out['generate_cpu_s']:.2f} CPU s")
-    print(f"{out['policy']}: median {out['simulate_cpu_s']:.2f} CPU s ({out['simulate_wall_s']:.2f} s wall) over "
-          f"{args.repeat} runs = {out['events_per_s']:,.0f} events per CPU second on one core "
-          f"(target {out['target_events_per_s']:,}: {'met' if out['meets_target'] else 'MISSED'})")
-    print("cost per event against peak live blocks (CPU time):")
-    for row in out["scaling"]:
-        print(f"  ~{row['peak_live_blocks']:>6} live blocks: {row['ns_per_event']:.0f} ns/event")
+    out = bench(BenchConfig(args.events, args.policy, args.profile, args.fast_fraction, args.repeat))
+    emit(None, out.as_dict(), args.json, lambda _: render.bench(out))
     return 0
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from harness.policy.generator import generate
-    from harness.policy.trace import save
+    from harness.policy.trace_run import GenerateConfig, generate
 
-    profile = options.profile_from_args(args)
-    trace = generate(profile, args.seed, args.events)
-    path = save(trace, args.out)
-    return _report_trace(args, trace, path)
+    out = generate(GenerateConfig(options.profile_from_args(args), args.seed, args.events, args.out))
+    emit(None, out.as_dict(), args.json, lambda _: render.trace(out))
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from harness.policy.importers import import_prototype, import_requests
-    from harness.policy.trace import save
+    from harness.policy.trace_run import ImportConfig, import_trace
 
-    if args.format == "prototype":
-        trace = import_prototype(args.inp)
-    else:
-        if not args.step_ms > 0:
-            raise UserError("--step-ms must be positive")
-        trace = import_requests(args.inp, options.profile_from_args(args), args.seed, args.step_ms)
-    path = save(trace, args.out)
-    return _report_trace(args, trace, path)
+    profile = options.profile_from_args(args) if args.format == "requests" else None
+    out = import_trace(ImportConfig(args.format, args.inp, args.out, profile, args.seed, args.step_ms))
+    emit(None, out.as_dict(), args.json, lambda _: render.trace(out))
+    return 0
 
 
-def _report_trace(args: argparse.Namespace, trace: "Trace", path: "Path") -> int:
-    """Print what was written: event counts and the peak live KV bytes."""
-    counts = trace.counts()
-    counts["peak_live_bytes"] = trace.peak_live_bytes()
-    if args.json:
-        print(strict_dumps({"path": str(path), **counts}, indent=2))
-    else:
-        say(f"wrote {path}")
-        print(", ".join(f"{k} {v}" for k, v in counts.items()))
+def cmd_replay(args: argparse.Namespace) -> int:
+    from harness.policy.replay_run import ReplayConfig, replay
+
+    policies = parse_policies(args.policy)
+    fast, slow, cap, _ = options.tiers_from_args(args)
+    out = replay(ReplayConfig(args.trace, policies, fast, slow, cap, args.work_dir, args.mapping, args.scheduler,
+                              args.reps, args.max_steps, args.seed))
+    emit(out.run, out.summary.as_dict(), args.json, lambda _: render.replay(out))
     return 0
