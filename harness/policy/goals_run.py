@@ -27,7 +27,7 @@ class GoalsConfig:
 @dataclass(frozen=True)
 class GoalsSummary:
     """summary.json of a `policy-goals` run."""
-    verdicts: list[dict[str, Any]]            # per goal: profile, policy, goal, status, value, lo, hi
+    verdicts: list[dict[str, Any]]            # per goal: profile, policy, status, goal, value, lo, hi, conf (, reason)
     summary: dict[str, dict[str, Any]]        # per profile: compare's per-policy estimates over the seeds
 
     def as_dict(self) -> dict[str, Any]:
