@@ -1,10 +1,16 @@
 """Policy section: the simulator's comparison over seeds (contenders, then offline references), the goals'
-verdicts, the capacity sweep, and the replay of each policy on this kernel (simulated vs replayed)."""
+verdicts, the capacity sweep, and the replay of each policy on this kernel (simulated vs replayed). Each run's
+summary.json is read through its typed summary's `from_json` (harness/policy/*_run.py), so a renamed key fails here
+instead of reading as missing."""
 
 from __future__ import annotations
 
 import shutil
 
+from harness.policy.compare_run import CompareSummary
+from harness.policy.goals_run import GoalsSummary
+from harness.policy.replay_run import ReplaySummary
+from harness.policy.sweep_run import SweepSummary
 from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
 
@@ -23,7 +29,8 @@ def _compare(ctx: ReportContext, suite: Suite) -> None:
     run = suite.latest("policy-compare")
     if run is None:
         return
-    s = {p: m for p, m in run.summary.items() if not p.startswith("_")}
+    summary = CompareSummary.from_json(run.summary)
+    s = summary.policies
     cfg = run.meta.get("config", {})
     ctx.doc.para(f"Simulated (suite {suite.label}, run {run.run_id}): "
                  f"{cfg.get('trace') or 'profile ' + str((cfg.get('profile') or {}).get('name', '?'))}, "
@@ -34,7 +41,7 @@ def _compare(ctx: ReportContext, suite: Suite) -> None:
     rows = [[p + (" (offline bound)" if _is_ref(p) else ""), *[fmt.estimate(m.get(k), sc) for k, _, sc in COMPARE_COLS]]
             for p, m in sorted(s.items(), key=lambda kv: _is_ref(kv[0]))]
     ctx.doc.table(["policy", *[c[1] for c in COMPARE_COLS]], rows)
-    vs = run.summary.get("_versus_lru", {})
+    vs = summary.versus_lru
     if vs:
         ctx.doc.table(["policy (paired with LRU over seeds)", "miss cut vs LRU", "LRU-to-MIN gap closed",
                        "high-priority SLO gain", "SLO gain"],
@@ -53,7 +60,7 @@ def _goals(ctx: ReportContext, suite: Suite) -> None:
                      "inconclusive):")
         ctx.doc.table(["profile", "policy", "goal", "verdict", "value [95% CI]"],
                       [[v.get("profile"), v.get("policy"), v.get("goal"), v.get("status"), fmt.estimate(v)]
-                       for v in run.summary.get("verdicts", [])])
+                       for v in GoalsSummary.from_json(run.summary).verdicts])
 
 
 def fmt_seeds(seeds: list[int]) -> str:
@@ -68,13 +75,14 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     if run is None:
         return
     cfg = run.meta.get("config", {})
-    fractions = sorted(run.summary, key=float)
-    policies = list(run.summary[fractions[0]]) if fractions else []
+    by_fraction = SweepSummary.from_json(run.summary, cfg.get("metric", "")).by_fraction
+    fractions = sorted(by_fraction, key=float)
+    policies = list(by_fraction[fractions[0]]) if fractions else []
     ctx.doc.para(f"Capacity sweep (run {run.run_id}): {cfg.get('metric')} on "
                  f"{(cfg.get('profile') or {}).get('name', '?')}, by fast-tier fraction of peak live KV.")
     ctx.doc.table(["policy", *[f"{f}x" for f in fractions]],
                   [[p + (" (offline bound)" if _is_ref(p) else ""),
-                    *[fmt.estimate(run.summary[f].get(p)) for f in fractions]] for p in policies])
+                    *[fmt.estimate(by_fraction[f].get(p)) for f in fractions]] for p in policies])
     png = run.path / "sweep.png"
     if png.exists():
         dest = ctx.fig(f"sweep-{run.run_id}.png")
@@ -87,7 +95,7 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
     run = suite.latest("replay")
     if run is None:
         return
-    s = run.summary
+    s = ReplaySummary.from_json(run.summary)
     cfg = run.meta.get("config", {})
     ctx.doc.para(f"Replayed on this kernel (run {run.run_id}): device {cfg.get('device')} ({cfg.get('scheduler')}), "
                  f"mapping {cfg.get('mapping')}, {cfg.get('reps')} repetition(s); the fast tier is a "
@@ -95,7 +103,7 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
                  f"time; SLO attainment adds the modelled compute time to each stall. Replayed figures: t intervals "
                  f"over repetitions; ratio = replayed / simulated stall p99.")
     rows = []
-    for p, r in s.get("rows", {}).items():
+    for p, r in s.rows.items():
         rows.append([p + (" (offline bound)" if _is_ref(p) else ""), fmt.number(r.get("dc_accesses"), ".0f"),
                      fmt.number(r.get("dc_misses"), ".0f"), fmt.number(r.get("dc_miss_ratio"), ".4f"),
                      fmt.number(r.get("sim_stall_p99_us", r.get("sim_p99_us")), ".4g"),
@@ -105,14 +113,14 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
     ctx.doc.table(["policy", "dc accesses", "dc misses", "miss / access", "simulated stall p99 (us)",
                    "replayed stall p99 (us)", "replayed / simulated p99", "simulated SLO attainment",
                    "replayed SLO attainment"], rows)
-    vs = s.get("stall_p99_minus_lru", {})
+    vs = s.stall_p99_minus_lru
     if vs:
         ctx.doc.table(["policy vs LRU (paired by repetition)", "replayed stall p99 difference (us)",
                        "replayed stall p99 ratio (geometric mean)"],
                       [[p, fmt.estimate(d.get("difference_us")), fmt.estimate(d.get("ratio"))] for p, d in vs.items()
                        if isinstance(d, dict)])
     series = {}
-    for p in s.get("rows", {}):
+    for p in s.rows:
         name = f"{p}-real-step-us"
         if name in run.sample_names():
             series[p] = run.samples(name)
@@ -122,7 +130,7 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
         ctx.doc.figure(path, "Decode-step latency CDF per policy, replayed on this kernel")
     ctx.summary.setdefault("replay", {})[suite.label] = {
         p: {"dc_miss_ratio": r.get("dc_miss_ratio"), "real_p99_us": r.get("real_p99_us")}
-        for p, r in s.get("rows", {}).items()}
+        for p, r in s.rows.items()}
 
 
 def render(ctx: ReportContext) -> None:

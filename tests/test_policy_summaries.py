@@ -1,0 +1,51 @@
+"""The policy track's typed summaries: `--json` prints their fields, summary.json keeps the layout earlier runs
+have, and `from_json` reads that layout back (the report reads every policy run through it)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from harness.policy.compare_run import CompareSummary
+from harness.policy.goals_run import GoalsSummary
+from harness.policy.replay_run import ReplaySummary
+from harness.policy.sweep_run import SweepSummary
+from harness.policy.trace_run import TraceSummary
+from tests.conftest import run_kvds
+
+FAST = ["--profile", "balanced", "--set", "n_requests=6", "--set", "gen_tokens=16:64", "--seeds", "5"]
+EST = {"value": 0.1, "lo": 0.05, "hi": 0.15, "conf": 0.95}
+
+
+def _fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def test_compare_json_has_the_fields_and_summary_json_the_earlier_layout(kvds_env: dict) -> None:
+    p = run_kvds(["policy", "compare", *FAST, "--policies", "LRU,ExpectedNextUse,MIN", "--json"], kvds_env)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert list(doc["summary"]) == _fields(CompareSummary)
+    stored = json.loads((Path(doc["run"]) / "summary.json").read_text())
+    assert set(stored) == {"LRU", "ExpectedNextUse", "MIN", "_versus_lru"}  # as every earlier run stored it
+    back = CompareSummary.from_json(stored)
+    assert back.as_dict() == doc["summary"] and back.stored() == stored
+
+
+def test_sweep_json_has_the_fields_and_summary_json_the_fractions(kvds_env: dict) -> None:
+    p = run_kvds(["policy", "sweep", *FAST, "--fractions", "0.3,0.6", "--policies", "LRU,MIN", "--json"], kvds_env)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert list(doc["summary"]) == _fields(SweepSummary)
+    stored = json.loads((Path(doc["run"]) / "summary.json").read_text())
+    assert set(stored) == {"0.3", "0.6"}
+    assert SweepSummary.from_json(stored, doc["summary"]["metric"], doc["summary"]["png"]).as_dict() == doc["summary"]
+
+
+def test_summaries_whose_fields_are_the_stored_keys_round_trip() -> None:
+    goals = GoalsSummary([{"profile": "balanced", "policy": "LRU", "status": "met", **EST}], {"balanced": {}})
+    replay = ReplaySummary({"LRU": {"dc_misses": 3}}, {"limit_bytes": 1 << 20}, {}, {"LRU": {"50.0": EST}})
+    for s in (goals, replay):
+        assert list(s.as_dict()) == _fields(type(s))
+        assert type(s).from_json(json.loads(json.dumps(s.as_dict()))) == s
+    assert list(TraceSummary("t.npz", {"alloc": 1}, 4096).as_dict()) == _fields(TraceSummary)
