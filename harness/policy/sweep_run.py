@@ -3,6 +3,7 @@ with its figure."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
@@ -67,7 +68,7 @@ def sweep(cfg: SweepConfig) -> Sweep:
                                                  "fractions": cfg.fractions, "metric": cfg.metric,
                                                  "policies": w.policies})
     by_fraction = {str(f): {p: est[f][p].as_dict() for p in w.policies} for f in cfg.fractions}
-    png = sweep_png(est, cfg.metric, f"{cfg.metric} vs fast-tier size: {source}", run.path / "sweep.png")
-    summary = SweepSummary(cfg.metric, by_fraction, str(png))
-    run.write_summary(summary.stored())
+    summary = SweepSummary(cfg.metric, by_fraction, str(run.path / "sweep.png"))
+    run.write_summary(summary.stored())  # before the figure, as before: a plotting failure loses no figures
+    sweep_png(est, cfg.metric, f"{cfg.metric} vs fast-tier size: {source}", Path(summary.png))
     return Sweep(run, summary, est, source, seeds)
