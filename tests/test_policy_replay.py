@@ -1,7 +1,9 @@
 """Replay's simulated-vs-replayed figures (no root: a plan executed on a real file with O_DIRECT)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -21,6 +23,26 @@ def trace():
     return generate(get_profile("deadline_pressure", n_requests=8, gen_tokens=(16, 48), model="tinyllama-1.1b"), 2)
 
 
+@contextmanager
+def rig(work: dict, tmp_path: Path) -> Iterator[tuple[Arena, Device, Background]]:
+    """An arena, a slow-tier file opened O_DIRECT and a background thread, sized for every plan in `work`."""
+    slot = max(pr.plan.slot_bytes for pr in work.values())
+    backing = tmp_path / "slow.img"
+    with open(backing, "wb") as fh:
+        fh.truncate(max(pr.plan.slow_slots for pr in work.values()) * slot)
+    try:
+        dev = Device(str(backing), slot)
+    except OSError as exc:
+        pytest.skip(f"O_DIRECT not supported under {tmp_path}: {exc}")
+    arena, bg = Arena(max(pr.plan.arena_slots for pr in work.values()), slot), Background()
+    try:
+        yield arena, dev, bg
+    finally:
+        bg.close()
+        arena.close()
+        dev.close()
+
+
 def test_recompute_time_per_step_matches_the_simulation(trace) -> None:
     work = replay.plan_all(trace, ["ExpectedNextUse", "LRU"], Capacity(0.3), DEFAULT_FAST, DEFAULT_SLOW)
     enu, lru = work["ExpectedNextUse"], work["LRU"]
@@ -36,23 +58,10 @@ def test_recompute_time_per_step_matches_the_simulation(trace) -> None:
 
 def test_side_by_side_on_a_real_file(trace, tmp_path: Path) -> None:
     work = replay.plan_all(trace, ["ExpectedNextUse", "MIN"], Capacity(0.3), DEFAULT_FAST, DEFAULT_SLOW)
-    slot = max(pr.plan.slot_bytes for pr in work.values())
-    backing = tmp_path / "slow.img"
-    with open(backing, "wb") as fh:
-        fh.truncate(max(pr.plan.slow_slots for pr in work.values()) * slot)
-    try:
-        dev = Device(str(backing), slot)
-    except OSError as exc:
-        pytest.skip(f"O_DIRECT not supported under {tmp_path}: {exc}")
-    arena, bg = Arena(max(pr.plan.arena_slots for pr in work.values()), slot), Background()
-    try:
+    with rig(work, tmp_path) as (arena, dev, bg):
         for pr in work.values():
             for _ in range(3):
                 pr.runs.append(execute(pr.plan, arena, dev, bg, IoClasses(None, None, None)))
-    finally:
-        bg.close()
-        arena.close()
-        dev.close()
     for name, pr in work.items():
         row = replay.summary_row(pr)
         sim_stall = pr.sim.step_latency_us - pr.step_us
@@ -84,22 +93,9 @@ def test_replay_idles_for_the_modelled_compute_between_steps(trace, tmp_path: Pa
     from types import SimpleNamespace
 
     work = replay.plan_all(trace, ["ExpectedNextUse", "LRU"], Capacity(0.3), DEFAULT_FAST, DEFAULT_SLOW)
-    slot = max(pr.plan.slot_bytes for pr in work.values())
-    backing = tmp_path / "slow.img"
-    with open(backing, "wb") as fh:
-        fh.truncate(max(pr.plan.slow_slots for pr in work.values()) * slot)
-    try:
-        dev = Device(str(backing), slot)
-    except OSError as exc:
-        pytest.skip(f"O_DIRECT not supported under {tmp_path}: {exc}")
-    arena, bg = Arena(max(pr.plan.arena_slots for pr in work.values()), slot), Background()
-    try:
+    with rig(work, tmp_path) as (arena, dev, bg):
         replay.run_replay(work, SimpleNamespace(arena=arena, dev=dev), IoClasses(None, None, None), 1)
         plain = execute(work["LRU"].plan, arena, dev, bg, IoClasses(None, None, None))
-    finally:
-        bg.close()
-        arena.close()
-        dev.close()
     assert plain.compute_idle_us == 0.0
     for pr in work.values():
         assert pr.step_us > 0
