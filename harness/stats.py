@@ -397,7 +397,8 @@ def rep_percentiles(groups: Sequence[Any], qs: Sequence[float] = DEFAULT_QS, con
     return out
 
 
-def _welch_df(se_a: float, ka: int, se_b: float, kb: int) -> float:
+def welch_df(se_a: float, ka: int, se_b: float, kb: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of a difference of two means with standard errors se_a, se_b."""
     num = (se_a ** 2 + se_b ** 2) ** 2
     den = se_a ** 4 / (ka - 1) + se_b ** 4 / (kb - 1)
     return num / den if den > 0 else float(min(ka, kb) - 1)
@@ -425,7 +426,7 @@ def rep_ratio(a: Sequence[Any], b: Sequence[Any], q: float = 99.0, conf: float =
     se_a, _ = _log_se(pa, _boot_pooled_percentile(ga, q, _weights(len(ga), n_boot, rng)), len(ga))
     se_b, _ = _log_se(pb, _boot_pooled_percentile(gb, q, _weights(len(gb), n_boot, rng)), len(gb))
     se = math.hypot(se_a, se_b)
-    lo, hi = _t_interval(value, se, True, _welch_df(se_a, len(ga), se_b, len(gb)), conf)
+    lo, hi = _t_interval(value, se, True, welch_df(se_a, len(ga), se_b, len(gb)), conf)
     return Estimate(value, lo, hi, conf, "", min(na, nb))
 
 
@@ -453,5 +454,5 @@ def rep_mean_ratio(a: Sequence[float], b: Sequence[float], conf: float = 0.95, n
         lo, hi = _t_interval(value, se, False, k - 1, conf)
         return Estimate(value, max(0.0, lo), hi, conf, "", k)
     se = math.hypot(se_a, se_b)
-    lo, hi = _t_interval(value, se, True, _welch_df(se_a, va.size, se_b, vb.size), conf)
+    lo, hi = _t_interval(value, se, True, welch_df(se_a, va.size, se_b, vb.size), conf)
     return Estimate(value, lo, hi, conf, "", k)

@@ -125,10 +125,7 @@ def _ratio(a: np.ndarray, b: np.ndarray, log_scale_values: bool) -> dict[str, An
         se_a = a.std(ddof=1) / (a.mean() * math.sqrt(k_a))
         se_b = b.std(ddof=1) / (b.mean() * math.sqrt(k_b))
     se = math.hypot(se_a, se_b)
-    num = se ** 4
-    den = se_a ** 4 / (k_a - 1) + se_b ** 4 / (k_b - 1)
-    df = num / den if den > 0 else float(min(k_a, k_b) - 1)
-    t = stats.t_quantile(df)
+    t = stats.t_quantile(stats.welch_df(se_a, k_a, se_b, k_b))
     return {"value": value, "lo": value * math.exp(-t * se), "hi": value * math.exp(t * se), "conf": 0.95}
 
 
