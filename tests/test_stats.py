@@ -154,3 +154,36 @@ def test_verdict_from_too_few_reps_is_inconclusive_and_says_why() -> None:
     rng = np.random.default_rng(6)
     v = judge_at_most(rep_ratio(_suite(rng, 2, 2000), _suite(rng, 2, 2000), 99.0), 1.5)
     assert v.status == "inconclusive" and "n too small" in str(v)
+
+
+def test_paired_ratio_cancels_a_drift_both_sides_share() -> None:
+    """Two tools measured side by side in each repetition, the device's speed drifting between repetitions
+    (+-60%, the same for both in a pair): the paired interval still covers the true ratio (1.3) and is much
+    narrower than rep_ratio's, which treats the shared drift as noise of each side."""
+    from harness.stats import paired_rep_ratio, rep_ratio
+
+    rng = np.random.default_rng(5)
+    hits, widths = 0, {"paired": [], "unpaired": []}
+    trials = 200
+    for t in range(trials):
+        drift = rng.uniform(0.4, 1.6, 6)
+        a = [rng.lognormal(MU, SIGMA, 1000) * d for d in drift]
+        b = [rng.lognormal(MU, SIGMA, 1000) * d * SLOWER for d in drift]
+        p = paired_rep_ratio(b, a, 50.0, n_boot=200, seed=t)
+        u = rep_ratio(b, a, 50.0, n_boot=200, seed=t)
+        hits += p.lo <= SLOWER <= p.hi
+        widths["paired"].append(p.hi / p.lo)
+        widths["unpaired"].append(u.hi / u.lo)
+    assert hits / trials >= 0.90, hits
+    assert np.median(widths["paired"]) < 0.5 * np.median(widths["unpaired"]), {
+        k: float(np.median(v)) for k, v in widths.items()}
+
+
+def test_paired_ratio_refuses_what_rep_ratio_refuses() -> None:
+    from harness.stats import MIN_REPS, paired_rep_ratio
+
+    rng = np.random.default_rng(2)
+    few = paired_rep_ratio([rng.lognormal(size=2000)] * (MIN_REPS - 1), [rng.lognormal(size=2000)] * (MIN_REPS - 1))
+    assert math.isfinite(few.value) and math.isnan(few.lo) and "repetitions" in few.reason
+    thin = paired_rep_ratio([rng.lognormal(size=100)] * 5, [rng.lognormal(size=100)] * 5, 99.0)
+    assert math.isnan(thin.value) and thin.reason
