@@ -35,7 +35,7 @@ def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
     paths = {
         "markdown": atomic.write_text(out_dir / "report.md", doc.markdown()),
         "html": atomic.write_text(out_dir / "report.html", doc.html(title)),
-        "json": atomic.write_json(out_dir / "report.json", strict(ctx.summary)),
+        "json": atomic.write_json(out_dir / "report.json", strict({**ctx.summary, "verdicts": ctx.verdicts})),
     }
     return paths
 

@@ -37,10 +37,23 @@ class ReportContext:
     suites: list[Suite]
     doc: Document
     figdir: Path
-    summary: dict = field(default_factory=dict)  # the headline numbers, also written as report.json
+    summary: dict = field(default_factory=dict)  # each section's figures by suite, written as report.json
+    headlines: dict[str, dict[str, object]] = field(default_factory=dict)  # figure -> {suite label: value}
+    verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # suite label -> {goal: verdict line}
 
     def fig(self, name: str) -> Path:
         return self.figdir / name
+
+    def headline(self, figure: str, suite_label: str, value: object) -> None:
+        """A figure for the Summary table at the top of the report (one row per figure, one column per suite,
+        rows in the order the sections first give them): the core renders what the tracks hand it and reads no
+        track's keys. None is missing data."""
+        self.headlines.setdefault(figure, {})[suite_label] = value
+
+    def verdict(self, suite_label: str, what: str, line: str) -> None:
+        """A goal's verdict line with its interval, as the section printed it: repeated under the Summary table
+        and stored in report.json, from which `kvds run` prints it (never a second judgement)."""
+        self.verdicts.setdefault(suite_label, {})[what] = line
 
 
 def load_suites(refs: list[str], store: ResultStore) -> list[Suite]:

@@ -72,4 +72,4 @@ def render(ctx: ReportContext) -> None:
             ctx.doc.para(f"Suite {suite.label}:")
         ctx.doc.table(["goal", "run", "verdict", "evidence"], rows)
         for title, _, status, text in rows:
-            ctx.summary.setdefault("verdicts", {}).setdefault(suite.label, {})[title] = text
+            ctx.verdict(suite.label, title, text)

@@ -59,6 +59,12 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
             "spill_mb_s": fmt.value(m.get("spill_mb_s"))}
         for v, m in s.get("modes", {}).items()
     }
+    fig = ctx.summary["io"][suite.label]
+    for variant in ("unloaded", "baseline", "separated"):
+        ctx.headline(f"critical-read p99, {variant} (us)", suite.label, fig.get(variant, {}).get("p99_us"))
+    for key, what in (("interference_factor", "interference factor"), ("spill_mb_s", "spill MB/s")):
+        for variant in ("baseline", "separated"):
+            ctx.headline(f"{what}, {variant}", suite.label, fig.get(variant, {}).get(key))
 
 
 def _clock_table(ctx: ReportContext, modes: dict) -> None:
@@ -128,7 +134,9 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     else:
         ctx.doc.para("No Pareto plot: no point of this sweep has a p99 with enough reads beyond it.")
     ctx.summary.setdefault("io_sweep", {})[suite.label] = list(goal["met_by"])
-    ctx.summary.setdefault("verdicts", {}).setdefault(suite.label, {})["io sweep"] = sweep.goal_line(goal)
+    ctx.headline("sweep goal met by (interference <= 1.5, spill >= 50%, whole 95% interval)", suite.label,
+                 ", ".join(goal["met_by"]) or "nothing")
+    ctx.verdict(suite.label, "io sweep", sweep.goal_line(goal))
     ctx.doc.para(sweep.goal_line(goal) + ".")
 
 

@@ -49,6 +49,9 @@ def _compare(ctx: ReportContext, suite: Suite) -> None:
                         fmt.estimate(r.get("slo_high_minus_lru")), fmt.estimate(r.get("slo_minus_lru"))]
                        for p, r in vs.items()])
     ctx.summary.setdefault("policy", {})[suite.label] = {p: fmt.value(m, "dc_miss_ratio") for p, m in s.items()}
+    for p in ("ExpectedNextUse", "LRU"):
+        ctx.headline(f"simulated decode-critical miss / access, {p}", suite.label,
+                     ctx.summary["policy"][suite.label].get(p))
 
 
 def _goals(ctx: ReportContext, suite: Suite) -> None:
@@ -131,6 +134,9 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
     ctx.summary.setdefault("replay", {})[suite.label] = {
         p: {"dc_miss_ratio": r.get("dc_miss_ratio"), "real_p99_us": r.get("real_p99_us")}
         for p, r in s.rows.items()}
+    for p in ("ExpectedNextUse", "LRU"):
+        ctx.headline(f"replayed decode-step p99 (us), {p}", suite.label,
+                     ctx.summary["replay"][suite.label].get(p, {}).get("real_p99_us"))
 
 
 def render(ctx: ReportContext) -> None:

@@ -38,6 +38,8 @@ def render(ctx: ReportContext) -> None:
         ctx.summary.setdefault("qemu", {})[suite.label] = {
             "ok": s.ok, "passed": t.get("passed"), "planned": t.get("planned"),
             "malformed_writes": s.malformed_writes, "splats": s.splats}
+        ctx.headline("mm_intent validate", suite.label, s.ok)
+        ctx.headline("malformed writes / console splats", suite.label, f"{s.malformed_writes} / {s.splats}")
         failures = t.get("failures") or []
         if failures:
             ctx.doc.para(f"Failed KTAP tests in {run.run_id}: " +

@@ -76,6 +76,11 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
                                         for k in ("baseline", "intent")},
         "decode_critical_p99_us": {k: fmt.value(h, f"{k}_decode_critical_p99_us", "value") for k in ("baseline", "intent")},
     }
+    fig = ctx.summary["vm"][suite.label]
+    for role in ("baseline", "intent"):
+        ctx.headline(f"decode-critical pages swapped out, {role}", suite.label,
+                     fig["decode_critical_swapped_out"][role])
+        ctx.headline(f"decode-critical re-access p99, {role} (us)", suite.label, fig["decode_critical_p99_us"][role])
 
 
 def _comparison(ctx: ReportContext, comp: dict) -> None:
