@@ -48,6 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_flag(b)
     add_target_args(b)  # --target guest / ssh://... / --hosts: harness/remote runs this same command there
     b.set_defaults(func=run_bench)
+    c = verbs.add_parser("compare", help="judge a stored vm-bench run's decode-critical p99 against its reference "
+                                         "again, repetitions paired (kernel_vm/compare.py)")
+    c.add_argument("run", help="run id, unique prefix, path or 'latest'")
+    c.add_argument("--reference", default=None,
+                   help="mapping or variant to judge against (default: the run's own --reference)")
+    add_json_flag(c)
+    c.set_defaults(func=run_compare)
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -69,6 +76,22 @@ def run_bench(args: argparse.Namespace) -> int:
     else:
         print_summary(run.path, summary)
     return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from harness.emit import emit
+    from harness.results import ResultStore
+    from kernel_vm.compare import compare_stored
+
+    out = compare_stored(ResultStore().get(args.run), args.reference)
+    emit(None, out, args.json, _print_compare)
+    return 0
+
+
+def _print_compare(out: dict[str, Any]) -> None:
+    print(f"run {out['source_run']}: decode-critical p{out['q']:g} / {out['reference']}'s, repetitions paired")
+    for name, row in out["variants"].items():
+        print(f"  {name:<32} {verdict_from_dict(row['verdict'])}  ({row['pairs']} pairs)")
 
 
 def _est(d: dict[str, Any] | None, fmt: str = "{:.1f}") -> str:
