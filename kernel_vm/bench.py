@@ -16,13 +16,16 @@ from harness import doctor, figures, journal, progress, stats
 from harness.errors import Unavailable, UserError
 from harness.mapping import load_mapping
 from harness.results import ResultStore, Run
-from kernel_vm import caps, damon, ebpf_bridge, mglru, mm_intent, swap_backend
+from kernel_vm import damon, ebpf_bridge, mglru, mm_intent, swap_backend
 from kernel_vm.arena import timer_overhead_ns
 from kernel_vm.compare import p99_vs_reference
 from kernel_vm.mix import CLASSES, format_mix, make_layout, parse_mix, DEFAULT_MIX
 from kernel_vm.phases import RepResult, run_once
 
 SCHEMA = "kvds.vm-bench/1"
+AREA = "memory"
+"""Every capability the bench needs is a memory-area one: asked first (the eBPF and I/O probes cost minutes under
+TCG+KASAN)."""
 BASELINE = "none"
 COLD_CLASSES = ("cold-spillable", "recompute-ok", "done")
 """The classes whose pages *should* pay for pressure; reclaim_share_cold is the share they paid."""
@@ -88,7 +91,7 @@ def unavailable_mappings(mappings: list[str]) -> dict[str, str]:
     out = {}
     for name in mappings:
         if mm_intent.uses_mm_intent(load_mapping(name)):
-            c = caps.capability("mm_intent")
+            c = doctor.capability("mm_intent", AREA)
             if c.is_error:
                 raise doctor.ProbeError(f"mm_intent: {c.reason}")
             if not c.ok:
@@ -235,7 +238,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
     validate(cfg)
     requested = intent_mappings(cfg)
     needs = ["memcg", "pagemap", "zswap" if cfg.swap == "zswap" else f"swap.{cfg.swap}"]
-    caps.require(*needs)
+    doctor.require(*needs, area=AREA)
     layout = make_layout(cfg.arena_mb << 20, cfg.block_kb << 10, mmap.PAGESIZE, mix, cfg.seed)
     from kernel_vm.phases import squeeze_limit
 
@@ -341,7 +344,7 @@ def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> 
 
 
 def _capability_doc(name: str) -> dict[str, str]:
-    c = caps.capability(name)
+    c = doctor.capability(name, AREA)
     return {"status": "available" if c.ok else "unavailable", "reason": c.reason}
 
 

@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import knobs
-from kernel_vm import caps
+from harness import doctor, knobs
 from harness.errors import Unavailable
 from harness.journal import get_journal
 from harness.knobs.guards import DAMON_ADMIN, foreign_kdamonds
@@ -43,7 +42,7 @@ class Status:
 def status() -> Status:
     """Whether kvds may run DAMON here: sysfs present, vaddr ops built in, and no kdamond configured by others."""
     for cap in ("damon.sysfs", "damon.vaddr", "damon.free"):
-        c = caps.capability(cap)
+        c = doctor.capability(cap, "memory")  # memory first: the other areas cost minutes in the guest
         if not c.ok:
             return Status(False, f"{cap}: {c.reason}")
     nr = (KDAMONDS / "nr_kdamonds").read_text().strip()
@@ -115,7 +114,7 @@ def plan(mapping: Mapping, layout: Layout, address: int,
                 else:
                     regions.append((start, start + layout.block_bytes))
             out.append(ClassScheme(cls.value, action, regions, "fvaddr", None, "the class's own blocks"))
-        elif action in PADDR_ACTIONS and memcg_of and cls.value in memcg_of and caps.capability("damon.paddr").ok:
+        elif action in PADDR_ACTIONS and memcg_of and cls.value in memcg_of and doctor.capability("damon.paddr", "memory").ok:
             ram = ram or system_ram()
             path, who = memcg_of[cls.value]
             out.append(ClassScheme(cls.value, action, [ram], "paddr", path,
