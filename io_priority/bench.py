@@ -17,7 +17,7 @@ from harness import stats
 from harness.knobs import scheduler_of, set_scheduler
 from harness.mapping import Mapping, load_mapping
 from harness.progress import progress
-from io_priority import clocks as clockmod, stalls as stallmod
+from io_priority import clocks as clockmod, pairing, stalls as stallmod
 from io_priority.blocktrace import BlockIssueTrace
 from io_priority.device import Device
 from io_priority.workload import Applied, RepResult, Runner, Workload, applied
@@ -201,7 +201,10 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
                       device_name: str | None = None, buffered: bool = False,
                       stall_ms: float = stallmod.DEFAULT_STALL_MS,
                       found: list[stallmod.RepStalls] | None = None,
-                      ufound: list[stallmod.RepStalls] | None = None) -> dict[str, Any]:
+                      ufound: list[stallmod.RepStalls] | None = None,
+                      pairs: list[pairing.Pair] | None = None) -> dict[str, Any]:
+    """One variant's figures; pairs: its repetitions that ran side by side with the unloaded reference's
+    (io_priority.pairing.side_by_side), from which every interference figure is resampled by pair."""
     groups = [r.latencies_ns for r in reps]
     boot = stats.rep_percentiles(groups, QS, n_boot=n_boot)
     allv = np.concatenate(groups) if groups else np.array([], dtype=np.int64)
@@ -230,11 +233,11 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
     found = found if found is not None else stallmod.find_all(reps, stall_ms)
     ufound = ufound if ufound is not None else (stallmod.find_all(unloaded, stall_ms) if unloaded else None)
     ref = unloaded if unloaded and v.mapping is not None else None
-    out["clocks"] = clockmod.summarize(reps, None, ref, None, _est, n_boot)
+    out["clocks"] = clockmod.summarize(reps, None, ref, None, _est, n_boot, pairs)
     keep = [~f.affected if f.affected is not None else None for f in found]
     ukeep = [~f.affected if f.affected is not None else None for f in ufound] if ufound else None
     out["stalls"] = stallmod.summary(found, stall_ms)
-    out["stall_free"] = clockmod.summarize(reps, keep, ref, ukeep if ref else None, _est, n_boot)
+    out["stall_free"] = clockmod.summarize(reps, keep, ref, ukeep if ref else None, _est, n_boot, pairs)
     out["block_service_us"] = clockmod.block_service(reps, _est, n_boot)
     # per repetition, stall-free service p99: what the reference's reproducibility is judged from
     out["per_rep_service_p99_us"] = _per_rep_service_p99(reps, keep)
@@ -242,8 +245,8 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
     out["write_priority"] = write_priority_check(str(plan.write_prio) if plan and plan.write_prio else None,
                                                  out["block_layer"], buffered)
     if unloaded and v.mapping is not None:
-        out["interference_factor"] = _est(stats.rep_ratio(groups, [r.latencies_ns for r in unloaded],
-                                                          q=99.0, n_boot=n_boot))
+        e, how = pairing.ratio(groups, [r.latencies_ns for r in unloaded], pairs, q=99.0, n_boot=n_boot)
+        out["interference_factor"] = {**_est(e), "pairing": how}
     writers = [r for r in reps if r.writer]
     if writers:
         mbs = [r.spill_mb_s or 0.0 for r in writers]
@@ -314,11 +317,16 @@ def _tail_p99_us(ns: np.ndarray) -> float | None:
 
 def summarize(variants: list[Variant], results: dict[str, list[RepResult]], engine: str,
               n_boot: int = 1000, device_name: str | None = None, buffered: bool = False,
-              stall_ms: float = stallmod.DEFAULT_STALL_MS) -> dict[str, Any]:
+              stall_ms: float = stallmod.DEFAULT_STALL_MS,
+              order: list[tuple[int, str]] | None = None) -> dict[str, Any]:
+    """Every variant's figures. order: the (repetition, variant) order as run; with it, interference is
+    resampled by the pairs of repetitions that ran side by side with the unloaded reference."""
     unloaded = results.get("unloaded")
     found = {v.label: stallmod.find_all(results[v.label], stall_ms) for v in variants}
+    pairs = {v.label: pairing.side_by_side(order, v.label, "unloaded") if order is not None else None
+             for v in variants}
     modes = {v.label: summarize_variant(v, results[v.label], engine, unloaded, n_boot, device_name, buffered,
-                                        stall_ms, found[v.label], found.get("unloaded"))
+                                        stall_ms, found[v.label], found.get("unloaded"), pairs[v.label])
              for v in variants}
     base = modes.get("baseline", {}).get("spill_mb_s")
     base_reps = modes.get("baseline", {}).get("spill_mb_s_per_rep")

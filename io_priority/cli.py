@@ -139,6 +139,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--until-width / --time-cap) give each point the same verdict, from the runs' repetitions")
     r.add_argument("--default-plan", action="store_true",
                    help="predict for the default sweep's points (sweep.DEFAULT_PLAN) instead of the runs' points")
+    r.add_argument("--rule", choices=("stored", "paired", "unpaired"), default="stored",
+                   help="stored: each run's verdicts as it judged them; paired / unpaired: re-judged from the runs' "
+                        "samples with the interference resampled by the repetitions that ran side by side with the "
+                        "reference, or independently. --predict simulates the paired rule (what a sweep applies) "
+                        "unless unpaired")
     r.add_argument("--sims", type=positive_int, default=1000, help="simulated groups of 3 sweeps (default 1000)")
     r.add_argument("--until-width", type=nonneg_float, default=sweep.DEFAULT_UNTIL_WIDTH,
                    help=f"the simulated sweeps' auto-grow width (default {sweep.DEFAULT_UNTIL_WIDTH:g}; 0 = off)")
@@ -234,14 +239,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def pairing_rule_text() -> str:
+    from io_priority import pairing
+
+    return f"{pairing.PAIRED} (the repetitions that ran side by side with the reference)"
+
+
 def cmd_repro(args: argparse.Namespace) -> int:
     from harness.results import ResultStore
     from io_priority import repro
 
     store = ResultStore()
     runs_ = [store.get(ref) for ref in args.runs]
-    cmp = repro.compare(runs_)
-    out: dict[str, Any] = {"compare": cmp}
+    judged = runs_ if args.rule == "stored" else [repro.rejudge(r, args.rule == "paired") for r in runs_]
+    cmp = repro.compare(judged)
+    out: dict[str, Any] = {"compare": cmp, "rule": args.rule}
     if args.predict:
         model = repro.fit(runs_)
         pts = ([(s, m) for s, ms in sweep.DEFAULT_PLAN.items() for m in ms] if args.default_plan
@@ -250,12 +262,23 @@ def cmd_repro(args: argparse.Namespace) -> int:
         if missing:
             raise UserError(f"no repetitions of {', '.join(missing)} in the given runs to predict from")
         grow = sweep.Grow(args.until_width, args.time_cap) if args.until_width else None
-        out["predict"] = repro.predict(model, pts, args.predict, sims=args.sims, grow=grow)
+        paired = args.rule != "unpaired"
+        if paired:
+            unpaired_pts = [f"{s}/{v}" for s, v in pts if not model[s][v].get("given")]
+            if unpaired_pts:
+                raise UserError(f"fewer than 3 side-by-side pairs of {', '.join(unpaired_pts)} with the unloaded "
+                                "reference in the given runs: --rule unpaired predicts without pairs")
+        out["predict"] = repro.predict(model, pts, args.predict, sims=args.sims, grow=grow, paired=paired)
+        out["predict_rule"] = "paired" if paired else "unpaired"
     if args.json:
         _print_json(out)
     else:
+        print(f"verdicts: {'as each run judged them' if args.rule == 'stored' else 're-judged from the samples, '}"
+              + ({"paired": "interference " + pairing_rule_text(), "unpaired": "interference unpaired"}
+                 .get(args.rule, "")))
         repro.print_compare(cmp)
         if args.predict:
+            print(f"predicted with the {out['predict_rule']} rule")
             repro.print_predict(out["predict"])
     return 0
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from harness import stats
+from io_priority import pairing
 from io_priority.blocktrace import OPS, class_name
 from io_priority.workload import RepResult
 
@@ -47,6 +48,15 @@ def _groups(reps: Sequence[RepResult], masks: Sequence[np.ndarray | None] | None
         a = arrays(r, masks[k] if masks else None)
         if clock in a and a[clock].size:
             out.append(a[clock])
+    return out
+
+
+def _aligned(reps: Sequence[RepResult], masks: Sequence[np.ndarray | None] | None, clock: str) -> list[np.ndarray]:
+    """One array per repetition, empty where the clock is missing: index k stays repetition k (for pairing)."""
+    out = []
+    for k, r in enumerate(reps):
+        a = arrays(r, masks[k] if masks else None)
+        out.append(a.get(clock, np.zeros(0, dtype=np.int64)))
     return out
 
 
@@ -83,8 +93,10 @@ def excess(tail: dict[str, Any] | None, ref: dict[str, Any] | None) -> dict[str,
 
 def summarize(reps: Sequence[RepResult], masks: Sequence[np.ndarray | None] | None,
               unloaded: Sequence[RepResult] | None, umasks: Sequence[np.ndarray | None] | None,
-              est: Est, n_boot: int = 1000) -> dict[str, Any]:
-    """Percentiles of every clock, end-to-end and service-time interference side by side, the tail's excess."""
+              est: Est, n_boot: int = 1000, pairs: Sequence[pairing.Pair] | None = None) -> dict[str, Any]:
+    """Percentiles of every clock, end-to-end and service-time interference side by side, the tail's excess.
+    pairs: the repetitions of `reps` and `unloaded` that ran side by side (io_priority.pairing); the
+    interference is then resampled by pair, and each figure says which rule it came from ("pairing")."""
     out: dict[str, Any] = {}
     for c in CLOCKS:
         g = _groups(reps, masks, c)
@@ -93,9 +105,10 @@ def summarize(reps: Sequence[RepResult], masks: Sequence[np.ndarray | None] | No
     out["interference"] = {"end_to_end": None, "service": None}
     if unloaded:
         for c in ("end_to_end", "service"):
-            a, b = _groups(reps, masks, c), _groups(unloaded, umasks, c)
-            if a and b:
-                out["interference"][c] = est(stats.rep_ratio(a, b, q=99.0, n_boot=n_boot), 1.0)
+            a, b = _aligned(reps, masks, c), _aligned(unloaded, umasks, c)
+            if any(x.size for x in a) and any(x.size for x in b):
+                e, how = pairing.ratio(a, b, pairs, q=99.0, n_boot=n_boot)
+                out["interference"][c] = {**est(e, 1.0), "pairing": how}
     tail = tail_composition(reps, masks)
     ref = tail_composition(unloaded, umasks) if unloaded else None
     out["tail_us"] = tail

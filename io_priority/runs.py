@@ -40,7 +40,7 @@ def bench_run(modes: list[str], mapping: str, scheduler: str, workload: Workload
     run = ResultStore().new_run("io-bench", config)
     bench.write_samples(run, results)
     modes = bench.summarize(variants, results, workload.engine, device_name=dev.name,
-                            buffered=workload.spill_kind == "buffered", stall_ms=stall_ms)
+                            buffered=workload.spill_kind == "buffered", stall_ms=stall_ms, order=order)
     summary = {"schema": SCHEMA, "config": config, "rep_order": [[r, n] for r, n in order], "modes": modes,
                **_ebpf_note(ebpf)}
     if "unloaded" in modes and "baseline" in modes and "separated" in modes:
@@ -103,7 +103,7 @@ def sweep_run(plan: dict[str, list[str]], workload: Workload, layout: Layout, de
                                 "reps_per_variant": per_rep,
                                 "modes": bench.summarize(variants[sched], all_results[sched], workload.engine,
                                                          buffered=workload.spill_kind == "buffered",
-                                                         stall_ms=stall_ms)}
+                                                         stall_ms=stall_ms, order=orders[sched])}
         elapsed = time.monotonic() - t0
         done = sum(len(rs) for by in all_results.values() for rs in by.values())
         step = sweep.grow_step(sweep.points(per_sched), grow, elapsed, done)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+from harness import stats
 from harness.results import ResultStore
 from io_priority import repro, sweep
 from io_priority.repro import LogNormal
@@ -30,7 +31,9 @@ def _sweep_run(store: ResultStore, statuses: dict[str, str]) -> str:
         modes[v] = {"per_rep_service_p99_us": [200.0, 220.0, 210.0], "spill_mb_s_per_rep": [2400.0, 2500.0, 2300.0]}
     run = store.new_run("io-sweep", {"rounds": [{"elapsed_s": 123.0}]})
     run.write_summary({"schema": sweep.SCHEMA, "config": {"rounds": [{"elapsed_s": 123.0}]},
-                       "points": pts, "schedulers": {"mq-deadline": {"modes": modes}}})
+                       "points": pts, "schedulers": {"mq-deadline": {
+                           "modes": modes,
+                           "rep_order": [list(x) for x in stats.alternating_order(list(modes), 3)]}}})
     return run.run_id
 
 
@@ -92,6 +95,7 @@ def test_cli_repro_compares_and_refuses_bad_input(tmp_path, kvds_env: dict[str, 
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads(res.stdout)
     assert doc["compare"]["repeated"] == 1 and set(doc["predict"]["3"]["points"]) == {"mq-deadline/a"}
+    assert doc["predict_rule"] == "paired"
     bad = run_kvds(["io", "repro", ids[0], "--predict", "2"], kvds_env, timeout=60)
     assert bad.returncode == 2 and "integers >= 3" in bad.stderr and "Traceback" not in bad.stderr
     bench = store.new_run("io-bench", {})
