@@ -1,7 +1,7 @@
 """`kvds qemu VERB`: the guest lab's command line. Argument handling only: each verb's arguments become one config
 dataclass, its own module does the work and returns a typed summary, render.py prints it and harness/emit.py
 prints it with --json (the one shape). build: build_run; run: guest_run (dry_run for --dry-run); validate:
-validate; exit-bench: exit_bench; reclaim-bench: reclaim_bench; bench: rebuild_bench."""
+validate; exit-bench: exit_bench; reclaim-bench: reclaim_bench; rebuild-time: rebuild_time."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive
 from harness.emit import emit
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import (build, build_run, dry_run, exit_bench, guest_run, kernel_args, rebuild_bench,
+from qemu_validation import (build, build_run, dry_run, exit_bench, guest_run, kernel_args, rebuild_time,
                              reclaim_bench, render, runner, validate)
 
 
@@ -92,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_json_flag(rb)
     rb.set_defaults(func=cmd_reclaim_bench)
 
-    bn = sub.add_parser("bench", help="time edit -> rebuild -> boot -> validate: a one-line change to the mm_intent "
+    bn = sub.add_parser("rebuild-time", help="time edit -> rebuild -> boot -> validate: a one-line change to the mm_intent "
                                       "series, rebuilt in the warm tree and validated (goal: 90 s)")
     bn.add_argument("--reps", type=positive_int, default=3)
     _profile_args(bn)
@@ -102,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="random malformed writes per validate (default: the profile's)")
     bn.add_argument("--timeout", type=positive_float, default=600.0)
     add_json_flag(bn)
-    bn.set_defaults(func=cmd_bench)
+    bn.set_defaults(func=cmd_rebuild_time)
 
 
 def _profile_args(p: argparse.ArgumentParser) -> None:
@@ -166,8 +166,8 @@ def _print_run(res: runner.BootResult) -> None:
     out = runner.command_output(res.console_log.read_text(errors="replace"))
     if out:
         print(out)
-    if res.failure():
-        print(f"kvds: qemu run: {res.failure()}", file=sys.stderr)
+    if res.failure:
+        print(f"kvds: qemu run: {res.failure}", file=sys.stderr)
         for f in res.findings[:3]:
             print(f.context, file=sys.stderr)
 
@@ -209,12 +209,12 @@ def _guest_bench(bench: Callable[[Any], tuple[Any, Any]], cfg: Any, table: Calla
     return 0 if out.ok else 1
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    cfg = rebuild_bench.RebuildBenchConfig(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout,
-                                           profile="quick" if args.quick else "full", source=args.source)
+def cmd_rebuild_time(args: argparse.Namespace) -> int:
+    cfg = rebuild_time.RebuildTimeConfig(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout,
+                                         profile="quick" if args.quick else "full", source=args.source)
     try:
-        out, run = rebuild_bench.bench(cfg)
+        out, run = rebuild_time.measure(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
-    emit(run, out.as_dict(), args.json, lambda s: render.rebuild_bench(s, run.path, rebuild_bench.TARGET_FILE))
+    emit(run, out.as_dict(), args.json, lambda s: render.rebuild_time(s, run.path, rebuild_time.TARGET_FILE))
     return 0 if out.all_validated else 1

@@ -152,12 +152,12 @@ def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, 
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {iterations} fork+exit per state under TCG")
     res = guest_run.run_guest(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
                               log_dir=share)
-    record_boot_argv(run, kb.id, rep, res.argv)
+    record_boot_argv(run, kb.id, rep, res.qemu_argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
     read, status, uptime = boot_outputs(share)
     parsed = parse(read("out.txt"))
     feature = read("feature.txt") == "1"
-    why = res.failure() or boot_ok(parsed, feature, status, uptime, res.seconds)
+    why = res.failure or boot_ok(parsed, feature, status, uptime, res.seconds)
     return {"rep": rep + 1, "kernel": kb.id, "mm_intent": feature, "status": status, "ok": why is None,
             "failure": why, "seconds": round(res.seconds, 1), "guest_uptime": uptime, **parsed}
 

@@ -113,7 +113,7 @@ def machine(bzimage: Path, log_dir: Path, share_dir: Path | None = None, *, host
 def run_in_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, **kw) -> int:
     """The guest command's exit status; 124 on a timeout, 125 when the kernel splatted or never reported."""
     res = run_guest(kernel_id, argv, share_dir, **kw)
-    why = res.failure()
+    why = res.failure
     if why:
         print(f"kvds: guest: {why}", file=sys.stderr)
     return exit_status(res)

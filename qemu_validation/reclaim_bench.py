@@ -148,11 +148,11 @@ def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeo
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {rounds} rounds per state of memory.reclaim on {arena_mb} MiB")
     res = guest_run.run_guest(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
                               files={GUEST_PATH: binary()}, log_dir=share)
-    record_boot_argv(run, kb.id, rep, res.argv)
+    record_boot_argv(run, kb.id, rep, res.qemu_argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
     read, status, uptime = boot_outputs(share)
     parsed = parse(read("out.txt"))
-    why = res.failure() or boot_ok(parsed, rounds, status, uptime, res.seconds)
+    why = res.failure or boot_ok(parsed, rounds, status, uptime, res.seconds)
     return {"rep": rep + 1, "kernel": kb.id, "mm_intent": parsed["feature"], "status": status, "ok": why is None,
             "failure": why, "seconds": round(res.seconds, 1), "guest_uptime": uptime, "figures": boot_figures(parsed),
             **parsed}

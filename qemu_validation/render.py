@@ -111,7 +111,7 @@ def exit_bench(out: Mapping[str, Any], run: Run | Path | str, reps: int) -> None
     print_end(out, run)
 
 
-def rebuild_bench(out: Mapping[str, Any], path: Path | str, target_file: str) -> None:
+def rebuild_time(out: Mapping[str, Any], path: Path | str, target_file: str) -> None:
     c = out["counts"]
     print(f"edit -> rebuild -> boot -> validate on {out['base_kernel']['label']} ({out['base_kernel']['release']}; "
           f"one line of {target_file} changed per rep); {out['profile']} validate: {c['fuzz']:,} "

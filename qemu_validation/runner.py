@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import Unavailable
@@ -19,38 +19,48 @@ from qemu_validation import console, initramfs, qemu_cmd
 _STATUS = re.compile(rf"{initramfs.STATUS_MARKER} (\d+)")
 
 
-@dataclass
+@dataclass(frozen=True)
 class BootResult:
+    """One guest boot: what `kvds qemu run --json` prints as its summary, and validate's `boot`. The fields are
+    exactly the JSON keys (as_dict); `ok` and `failure` are decided once, by `of`, from the others."""
     status: int | None           # the guest command's exit status, None when it never reported one
-    qemu_status: int | None      # None when killed after the timeout
-    timed_out: bool
-    seconds: float
-    console_log: Path
-    findings: list[console.Finding] = field(default_factory=list)
-    argv: list[str] = field(default_factory=list)  # the QEMU command line that ran (qemu_cmd.command)
+    qemu_status: int | None      # QEMU's own exit status, None when it was killed after the timeout
+    timed_out: bool              # the guest ran past the timeout and was killed
+    seconds: float               # QEMU start to exit, host wall clock
+    console_log: Path            # the guest's serial console as captured (JSON: its path)
+    findings: list[console.Finding]  # oops, BUG, KASAN, lockdep and WARN reports on the console, in order
+    # (JSON: each console.Finding's kind, line_no, line, context)
+    ok: bool                     # status 0, no finding and no timeout
+    failure: str | None          # why the boot is not ok, in one line (None when it is)
+    qemu_argv: list[str]         # the QEMU command line that ran (qemu_cmd.command)
 
-    @property
-    def ok(self) -> bool:
-        return self.status == 0 and not self.findings and not self.timed_out
-
-    def failure(self) -> str | None:
-        """Why the run failed, in one line (None if it passed)."""
-        if self.timed_out:
-            return f"the guest did not finish within the timeout (console: {self.console_log})"
-        if self.findings:
-            f = self.findings[0]
-            return f"kernel {f.kind} on the console: {f.line} ({len(self.findings)} finding(s); {self.console_log})"
-        if self.status is None:
-            return f"the guest never reported a status (QEMU exit {self.qemu_status}; panic?) (console: {self.console_log})"
-        if self.status != 0:
-            return f"the guest command exited with status {self.status}"
-        return None
+    @classmethod
+    def of(cls, status: int | None, qemu_status: int | None, timed_out: bool, seconds: float, console_log: Path,
+           findings: list[console.Finding], qemu_argv: list[str]) -> BootResult:
+        ok = status == 0 and not findings and not timed_out
+        return cls(status, qemu_status, timed_out, seconds, console_log, list(findings), ok,
+                   None if ok else failure_of(status, qemu_status, timed_out, console_log, findings), list(qemu_argv))
 
     def as_dict(self) -> dict[str, object]:
         return {"status": self.status, "qemu_status": self.qemu_status, "timed_out": self.timed_out,
                 "seconds": round(self.seconds, 2), "console_log": str(self.console_log),
-                "findings": [f.as_dict() for f in self.findings], "ok": self.ok, "failure": self.failure(),
-                "qemu_argv": self.argv}
+                "findings": [f.as_dict() for f in self.findings], "ok": self.ok, "failure": self.failure,
+                "qemu_argv": self.qemu_argv}
+
+
+def failure_of(status: int | None, qemu_status: int | None, timed_out: bool, console_log: Path,
+               findings: list[console.Finding]) -> str | None:
+    """Why a boot failed, in one line (None if it passed)."""
+    if timed_out:
+        return f"the guest did not finish within the timeout (console: {console_log})"
+    if findings:
+        f = findings[0]
+        return f"kernel {f.kind} on the console: {f.line} ({len(findings)} finding(s); {console_log})"
+    if status is None:
+        return f"the guest never reported a status (QEMU exit {qemu_status}; panic?) (console: {console_log})"
+    if status != 0:
+        return f"the guest command exited with status {status}"
+    return None
 
 
 def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
@@ -78,7 +88,7 @@ def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
         machine.console_log.write_text(text)
     qemu_status = None if timed_out else proc.returncode
     status = reported_status(text, qemu_status)
-    return BootResult(status, qemu_status, timed_out, seconds, machine.console_log, console.scan(text), argv)
+    return BootResult.of(status, qemu_status, timed_out, seconds, machine.console_log, console.scan(text), argv)
 
 
 def command_output(text: str) -> str:

@@ -247,7 +247,7 @@ def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, f
         findings=[f.as_dict() for f in res.findings],
         boot=res.as_dict(),
         problems=problems,
-        failure=None if ok else (res.failure() or "; ".join(problems) or "KTAP tests failed"),
+        failure=None if ok else (res.failure or "; ".join(problems) or "KTAP tests failed"),
         phases=phase_rows or [],
     )
 
@@ -289,7 +289,7 @@ def validate(cfg: ValidateConfig, store: ResultStore | None = None) -> tuple[Val
     res = guest_run.run_guest(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
                           files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
                           extra_append=("kunit.enable=1", "printk.time=1"))
-    run.update_meta(commands={"qemu": res.argv})  # what ran underneath, kept with the run
+    run.update_meta(commands={"qemu": res.qemu_argv})  # what ran underneath, kept with the run
     seen = {(f.kind, f.line) for f in res.findings}
     res.findings.extend(f for f in console.scan(_read(share / "dmesg.txt")) if (f.kind, f.line) not in seen)
     (run.path / "initramfs.cpio").unlink(missing_ok=True)

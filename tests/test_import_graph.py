@@ -22,7 +22,7 @@ PACKAGES = ("harness", "io_priority", "kernel_vm", "ebpf", "qemu_validation")
 TRACK_PACKAGES = ("io_priority", "kernel_vm", "ebpf", "qemu_validation")
 TRACKS_UNDER_HARNESS = ("harness.policy",)
 TRACK_SECTIONS = ("harness.report.sections.io", "harness.report.sections.vm", "harness.report.sections.ebpf",
-                  "harness.report.sections.qemu", "harness.report.sections.policy", "harness.report.sections.goals")
+                  "harness.report.sections.policy", "harness.report.sections.goals")
 
 
 def module_files(root: Path = REPO) -> dict[str, Path]:

@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "policy": (["policy", "compare", "--profile", "balanced", "--set", "n_requests=6", "--set", "gen_tokens=16:64",
                 "--seeds", "5", "--policies", "LRU,MIN", "--json"], (), True),
 }
-# Not here: qemu validate, exit-bench, reclaim-bench and bench have no path that boots nothing (their bad input
+# Not here: qemu validate, exit-bench, reclaim-bench and rebuild-time have no path that boots nothing (their bad input
 # exits 2 before any JSON); they print through the same emit call, and their guest tests read the envelope.
 # The quick path only: a build that is not cached would take minutes, so the command is run only when it is cached.
 SKIP_WHEN = {"qemu-build-cached": _cached_debug_kernel}

@@ -117,18 +117,19 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
 def test_patched_commit_touches_nothing_until_checkout(repo: tuple[Path, str], tmp_path: Path) -> None:
     """The build's patch step: commits made off to the side, then a checkout that rewrites only changed files,
     so make's timestamps say exactly what a patch changed."""
-    from qemu_validation import rebuild_bench
+    from qemu_validation import rebuild_time
     r, base = repo
     target = r / "mm" / "mm_intent.c"
     original = target.read_text()
     series = tmp_path / "series"
     series.mkdir()
-    (series / "0001-n.patch").write_text(rebuild_bench.nonce_patch(original, "abc123"))
+    (series / "0001-n.patch").write_text(rebuild_time.nonce_patch(original, "abc123"))
     before = {p: p.stat().st_mtime_ns for p in (target, r / "mm" / "other.c")}
     commit = build.patched_commit(r, base, [("s", series / "0001-n.patch")], "src")
     assert {p: p.stat().st_mtime_ns for p in before} == before and target.read_text() == original
-    assert "kvds qemu bench: abc123" in source.git("show", f"{commit}:mm/mm_intent.c", cwd=r)
-    assert source.git("log", "-1", "--format=%s", commit, cwd=r).startswith("[PATCH] kvds bench: touch mm/mm_intent.c")
+    assert "kvds qemu rebuild-time: abc123" in source.git("show", f"{commit}:mm/mm_intent.c", cwd=r)
+    assert source.git("log", "-1", "--format=%s", commit, cwd=r).startswith(
+        "[PATCH] kvds rebuild-time: touch mm/mm_intent.c")
     time.sleep(0.01)
     source.git("checkout", "-q", "-f", "--detach", commit, cwd=r)
     assert (r / "mm" / "other.c").stat().st_mtime_ns == before[r / "mm" / "other.c"]

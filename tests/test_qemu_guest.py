@@ -28,7 +28,7 @@ def kernel() -> build.KernelBuild:
 def test_exit_status_and_share(kernel: build.KernelBuild, tmp_path: Path) -> None:
     res = guest_run.run_guest(kernel.id, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/lru; "
                                       "ls /sys/kernel/debug/mm_intent > /share/files; exit 3"], tmp_path, timeout=300)
-    assert res.status == 3 and not res.findings and not res.timed_out, res.failure()
+    assert res.status == 3 and not res.findings and not res.timed_out, res.failure
     assert (tmp_path / "lru").read_text().strip().startswith("0x")
     assert (tmp_path / "files").read_text().split() == ["clear", "dump", "lookup", "register", "stats"]
     assert guest_run.run_in_guest(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200   # beyond debug-exit's 7 bits
@@ -51,8 +51,8 @@ def test_hang_is_killed(kernel: build.KernelBuild) -> None:
 def test_warn_fails_a_run_that_exits_zero(kernel: build.KernelBuild) -> None:
     res = guest_run.run_guest(kernel.id, ["sh", "-c", "echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT; true"],
                           timeout=300)
-    assert res.status == 0 and [f.kind for f in res.findings] == ["warn"], res.failure()
-    assert not res.ok and "warn" in (res.failure() or "")
+    assert res.status == 0 and [f.kind for f in res.findings] == ["warn"], res.failure
+    assert not res.ok and "warn" in (res.failure or "")
 
 
 def test_cli_run_and_bad_input(kernel: build.KernelBuild) -> None:
@@ -140,23 +140,23 @@ def test_uninitialized_lock_variant_fails_validate(kernel: build.KernelBuild, tm
     assert lockdep and "non-static key" in lockdep[0]["line"], summary["failure"]
 
 
-def test_bench_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.KernelBuild, tmp_path: Path) -> None:
-    """`kvds qemu bench --quick`: the touched file really recompiles in the debug kernel's tree, the rebuilt
+def test_rebuild_time_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    """`kvds qemu rebuild-time --quick`: the touched file really recompiles in the debug kernel's tree, the rebuilt
     kernel passes the quick validate (every check, fewer lines), the guest's time is broken down by phase from
-    the real boot, and the bench's kernels do not stay in the cache. (Its figures are quoted, not asserted.)"""
+    the real boot, and the kernels it built do not stay in the cache. (Its figures are quoted, not asserted.)"""
     from harness.results import ResultStore
-    from qemu_validation import rebuild_bench
+    from qemu_validation import rebuild_time
     before = {b.id for b in build.all_builds()}
-    bench, run = rebuild_bench.bench(rebuild_bench.RebuildBenchConfig(reps=1, profile="quick"),
-                                     store=ResultStore(tmp_path))
-    out = bench.as_dict()
+    timed, run = rebuild_time.measure(rebuild_time.RebuildTimeConfig(reps=1, profile="quick"),
+                                      store=ResultStore(tmp_path))
+    out = timed.as_dict()
     (rep,) = out["reps"]
     assert rep["incremental"] and "mm/mm_intent.o" in rep["compiled"] and rep["validate_ok"], rep
     assert rep["malformed_writes"] >= 1_000 and rep["valid_writes"] == 1_000 and out["gate"] is False
-    # Other work may add builds meanwhile (a shared machine); none of the bench's own may stay.
+    # Other work may add builds meanwhile (a shared machine); none of rebuild-time's own may stay.
     after = build.all_builds()
     assert rep["kernel"] not in {b.id for b in after}
-    assert not [b.id for b in after if b.id not in before and "kvds-bench-series" in b.label]
+    assert not [b.id for b in after if b.id not in before and "kvds-rebuild-time-series" in b.label]
     assert json.loads((run.path / "summary.json").read_text())["reps"][0]["nonce"] == rep["nonce"]
     phases = {p["phase"].strip(): p["seconds"] for p in rep["guest_phases"]}
     for name in ("KUnit suite (at boot)", "kmemleak boot scan", "validator", "validator: concurrent phase",

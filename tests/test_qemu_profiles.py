@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from harness import stats
-from qemu_validation import cli, exit_bench, phases, rebuild_bench, validate
+from qemu_validation import cli, exit_bench, phases, rebuild_time, validate
 
 KVDS = [sys.executable, "-m", "harness.cli", "qemu"]
 
@@ -33,8 +33,8 @@ def test_quick_profile_fills_only_what_is_not_given() -> None:
 
 @pytest.mark.parametrize("argv", [
     ["validate", "--quick", "--fuzz", "-1"], ["validate", "--quick", "--concurrent", "x"],
-    ["bench", "--quick", "--reps", "0"], ["bench", "--quick", "--fuzz", "-5"],
-    ["bench", "--quick", "--reps", "1", "--source", "/no/such/linux.tar.xz"],
+    ["rebuild-time", "--quick", "--reps", "0"], ["rebuild-time", "--quick", "--fuzz", "-5"],
+    ["rebuild-time", "--quick", "--reps", "1", "--source", "/no/such/linux.tar.xz"],
     ["exit-bench", "--reps", "0"], ["exit-bench", "--config", "kasan"],
     ["exit-bench", "--kernel", "0123", "--config", "base"],
     ["exit-bench", "--kernel", "0123", "--patches", "none"],
@@ -93,16 +93,16 @@ def test_median_phases_keeps_order_and_counts_reps() -> None:
     per_rep = [[{"phase": "a", "seconds": 1.0}, {"phase": "b", "seconds": 5.0}],
                [{"phase": "a", "seconds": 3.0}, {"phase": "b", "seconds": 4.0}],
                [{"phase": "a", "seconds": 2.0}]]
-    assert rebuild_bench.median_phases(per_rep) == [{"phase": "a", "seconds": 2.0, "reps": 3},
-                                                    {"phase": "b", "seconds": 4.5, "reps": 2}]
+    assert rebuild_time.median_phases(per_rep) == [{"phase": "a", "seconds": 2.0, "reps": 3},
+                                                   {"phase": "b", "seconds": 4.5, "reps": 2}]
 
 
-def test_bench_verdict_names_its_profile_and_fails_on_a_failed_validate() -> None:
+def test_rebuild_time_verdict_names_its_profile_and_fails_on_a_failed_validate() -> None:
     rows = [{"rep": i + 1, "total_seconds": t, "validate_ok": True} for i, t in enumerate((60.0, 62.0, 61.0))]
-    v = rebuild_bench.verdict(rows, "quick")
+    v = rebuild_time.verdict(rows, "quick")
     assert v.status == stats.MET and "quick validate" in v.goal
     rows[1]["validate_ok"] = False
-    assert rebuild_bench.verdict(rows, "quick").status == stats.MISSED
+    assert rebuild_time.verdict(rows, "quick").status == stats.MISSED
 
 
 OUT = """exit_bench warmup n=250 median_ns=9000000 p90_ns=12000000 mean_ns=9500000

@@ -33,7 +33,7 @@ def _kernel(tmp_path: Path, kid: str = "0123456789abcdef", kasan: bool = True) -
 def _boot(tmp_path: Path, console_text: str, status: int | None = 0) -> runner.BootResult:
     log = tmp_path / "console.log"
     log.write_text(console_text)
-    return runner.BootResult(status, 0, False, 42.5, log, console.scan(console_text), ["qemu-system-x86_64"])
+    return runner.BootResult.of(status, 0, False, 42.5, log, console.scan(console_text), ["qemu-system-x86_64"])
 
 
 def test_validate_summary_fields_are_its_json_keys_and_a_splat_fails_it(tmp_path: Path,

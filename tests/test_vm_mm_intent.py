@@ -108,7 +108,7 @@ def test_guest_kernel_lists_exactly_the_arena_register_lines(tmp_path: Path) -> 
     res = guest.run_guest(kb.id, ["sh", "-c", f"cd {Path.cwd()} && KVDS_STATE_DIR={GUEST_STATE_DIR} "
                                                 f"{sys.executable} {script} {out}"], tmp_path,
                           host_root=True, timeout=840, memory_mb=1024, cpu=GUEST_CPU)
-    assert res.status == 0 and not res.findings and not res.timed_out, res.failure()
+    assert res.status == 0 and not res.findings and not res.timed_out, res.failure
     got = json.loads(out.read_text())
     lay = make_layout(4 << 20, 64 << 10, 4096, parse_mix("decode-critical=10,prefetch-soon=10,warm=30,"
                                                           "cold-spillable=30,recompute-ok=15,done=5"), 7)

@@ -115,8 +115,8 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
                 lab.TIMEOUT_STATUS if res.timed_out else lab.KERNEL_FAILURE_STATUS)
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""
             stderr = (share / "stderr").read_text(errors="replace") if (share / "stderr").exists() else ""
-            if res.failure():
-                stderr += f"\nkvds: guest: {res.failure()}\n"
+            if res.failure:
+                stderr += f"\nkvds: guest: {res.failure}\n"
         except BaseException:
             shutil.rmtree(share, ignore_errors=True)
             raise

@@ -1,12 +1,15 @@
-"""`kvds qemu bench`: what a kernel developer waits for after editing a patch: rebuild, boot and validate.
+"""`kvds qemu rebuild-time`: what a kernel developer waits for after editing a patch: rebuild, boot and validate.
 
 Each repetition appends a one-line patch (a comment carrying a fresh nonce, inserted near the top of
 mm/mm_intent.c so every later line moves and the object really recompiles, not a ccache hit) to the mm_intent
 series, builds that new key in the warm workspace, and runs `validate` on it: the full profile (the
 gate) by default, or `quick` (validate.PROFILES: every check, fewer random lines, a 5 s concurrent phase), the
 loop a developer runs while editing. Build and boot+validate are timed separately, and the guest's time is
-broken down by phase (qemu_validation/phases.py); the bench's own kernels are removed afterwards, so the cache
-holds only real builds. `source` benches another kernel (a 6.8 tarball) in its own warm tree.
+broken down by phase (qemu_validation/phases.py); the kernels it builds are removed afterwards, so the cache
+holds only real builds. `source` times another kernel (a 6.8 tarball) in its own warm tree.
+
+Runs are stored under the kind KIND; runs stored before the verb had its name (`kvds qemu bench`) have the kind
+LEGACY_KIND, which the report still reads (KINDS: the newest run of either is the one shown).
 
 The goal (edit -> validated kernel within GOAL_SECONDS) is judged by harness.stats' one rule from the mean
 total time's t interval over repetitions; a repetition whose validation failed makes the goal missed whatever
@@ -21,7 +24,8 @@ import shutil
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +37,15 @@ from qemu_validation.source import git
 
 TARGET_FILE = "mm/mm_intent.c"
 GOAL_SECONDS = 90.0
+KIND = "qemu-rebuild-time"
+LEGACY_KIND = "qemu-bench"
+"""The kind of runs stored before `kvds qemu bench` was renamed `kvds qemu rebuild-time` (read by the report only)."""
+KINDS = (KIND, LEGACY_KIND)
 
 
 @dataclass(frozen=True)
-class RebuildBenchConfig:
-    """What one `kvds qemu bench` times: `reps` edit -> rebuild -> boot -> validate cycles of `source`'s debug kernel."""
+class RebuildTimeConfig:
+    """What one `kvds qemu rebuild-time` times: `reps` edit -> rebuild -> boot -> validate cycles of `source`'s debug kernel."""
     reps: int = 3
     fuzz: int | None = None                # None: the profile's random malformed lines
     timeout: float = 600.0                 # per validate boot
@@ -46,8 +54,8 @@ class RebuildBenchConfig:
 
 
 @dataclass(frozen=True)
-class RebuildBenchSummary:
-    """summary.json of a `qemu-bench` run (and `kvds qemu bench --json`'s summary)."""
+class RebuildTimeSummary:
+    """summary.json of a `qemu-rebuild-time` run (and `kvds qemu rebuild-time --json`'s summary)."""
     reps: list[dict[str, Any]]             # per repetition: build and boot+validate seconds, files compiled
     median_total_seconds: float            # edit -> validated kernel, median over reps
     max_total_seconds: float               # the slowest rep
@@ -68,13 +76,19 @@ class RebuildBenchSummary:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RebuildTimeSummary:
+        """A stored summary.json read back (the report): a key an older kvds did not write is None, a key this
+        version no longer has is dropped, so a reader names only fields that exist."""
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
 
 def nonce_patch(original: str, nonce: str) -> str:
     """A `git am`-style mail adding one comment line after the first line of mm/mm_intent.c."""
     old = original.splitlines(keepends=True)
-    new = old[:1] + [f"/* kvds qemu bench: {nonce} */\n"] + old[1:]
+    new = old[:1] + [f"/* kvds qemu rebuild-time: {nonce} */\n"] + old[1:]
     diff = "".join(difflib.unified_diff(old, new, f"a/{TARGET_FILE}", f"b/{TARGET_FILE}", n=3))
-    return (f"From: kvds <kvds@example.invalid>\nSubject: [PATCH] kvds bench: touch {TARGET_FILE} ({nonce})\n\n"
+    return (f"From: kvds <kvds@example.invalid>\nSubject: [PATCH] kvds rebuild-time: touch {TARGET_FILE} ({nonce})\n\n"
             f"---\ndiff --git a/{TARGET_FILE} b/{TARGET_FILE}\n{diff}")
 
 
@@ -83,7 +97,7 @@ def _file_at(kb: build.KernelBuild, path: str) -> str:
     return git("show", f"{kb.info['commit']}:{path}", cwd=tree) + "\n"
 
 
-def bench(cfg: RebuildBenchConfig, store: ResultStore | None = None) -> tuple[RebuildBenchSummary, Run]:
+def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[RebuildTimeSummary, Run]:
     """Time `cfg.reps` edit -> rebuild -> boot -> validate cycles on top of the (built) debug kernel of
     `cfg.source`. `cfg.fuzz` overrides the profile's number of random malformed lines."""
     reps, timeout, profile, source = cfg.reps, cfg.timeout, cfg.profile, cfg.source
@@ -95,16 +109,16 @@ def bench(cfg: RebuildBenchConfig, store: ResultStore | None = None) -> tuple[Re
     validate.validator_binary()
     say(f"base: {base.label} ({base.id}); {profile} validate, {reps} repetition(s)")
     store = store or ResultStore()
-    run = store.new_run("qemu-bench", {"reps": reps, "profile": profile, "fuzz": fuzz, "valid": prof.valid,
+    run = store.new_run(KIND, {"reps": reps, "profile": profile, "fuzz": fuzz, "valid": prof.valid,
                                        "concurrent": prof.concurrent, "base_kernel": base.id, "source": source,
                                        "patches": list(base_spec.patches), "touched": TARGET_FILE})
     original = _file_at(base, TARGET_FILE)
     rows = []
     for rep in range(reps):
-        with tempfile.TemporaryDirectory(prefix="kvds-bench-series-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="kvds-rebuild-time-series-") as tmp:
             series = Path(tmp)
             nonce = secrets.token_hex(6)
-            (series / "0001-kvds-bench.patch").write_text(nonce_patch(original, nonce))
+            (series / "0001-kvds-rebuild-time.patch").write_text(nonce_patch(original, nonce))
             spec = build.BuildSpec(source=base_spec.source, patches=(*base_spec.patches, str(series)),
                                    kasan=base_spec.kasan, fragments=base_spec.fragments)
             say(f"rep {rep + 1}/{reps}: rebuild with {TARGET_FILE} touched ({nonce}), boot, validate")
@@ -132,7 +146,7 @@ def bench(cfg: RebuildBenchConfig, store: ResultStore | None = None) -> tuple[Re
             f"({'PASS' if summary.ok else 'FAIL'})")
     totals = [r["total_seconds"] for r in rows]
     v = verdict(rows, profile)
-    out = RebuildBenchSummary(
+    out = RebuildTimeSummary(
         reps=rows, median_total_seconds=round(statistics.median(totals), 1),
         max_total_seconds=max(totals), goal_seconds=GOAL_SECONDS,
         median_build_seconds=round(statistics.median(r["build_seconds"] for r in rows), 1),
