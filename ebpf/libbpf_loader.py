@@ -33,8 +33,16 @@ class BlkHkey(ctypes.Structure):
     _fields_ = [("dev", c_u32), ("cls", c_u8), ("op", c_u8), ("kind", c_u8), ("slot", c_u8)]
 
 
+class BlkAkey(ctypes.Structure):
+    _fields_ = [("dev", c_u32), ("cls", c_u8), ("op", c_u8), ("what", c_u8), ("pad", c_u8)]
+
+
 class RqKey(ctypes.Structure):
     _fields_ = [("dev", c_u32), ("pad", c_u32), ("sector", c_u64)]
+
+
+class RqVal(ctypes.Structure):
+    _fields_ = [("ts", c_u64), ("cls", c_u8), ("op", c_u8), ("pad", c_u16), ("pad2", c_u32)]
 
 
 class RcStart(ctypes.Structure):
@@ -59,8 +67,8 @@ class FaultKey(ctypes.Structure):
 
 MAP_TYPES: dict[str, tuple[type, type]] = {
     "want_tgid": (c_u32, c_u8), "want_cgid": (c_u64, c_u8), "comms": (c_u32, CommT),
-    "blk_inserted": (RqKey, c_u64), "blk_issued": (RqKey, c_u64), "blk_marked": (RqKey, c_u8),
-    "blk_devs": (c_u32, c_u8), "blk_hist": (BlkHkey, c_u64),
+    "blk_inserted": (RqKey, c_u64), "blk_issued": (RqKey, RqVal), "blk_marked": (RqKey, c_u8),
+    "blk_devs": (c_u32, c_u8), "blk_hist": (BlkHkey, c_u64), "blk_acct": (BlkAkey, c_u64),
     "rc_start": (c_u32, RcStart), "rc_hist": (RcHkey, c_u64), "rc_stats": (RcSkey, RcStat),
     "fault_counts": (FaultKey, c_u64),
 }
@@ -88,7 +96,7 @@ TRACEPOINT_OF = {
 }
 MAPS = {
     "common": ("want_tgid", "want_cgid", "comms"),
-    "blk": ("blk_inserted", "blk_issued", "blk_marked", "blk_devs", "blk_hist"),
+    "blk": ("blk_inserted", "blk_issued", "blk_marked", "blk_devs", "blk_hist", "blk_acct"),
     "reclaim": ("rc_start", "rc_hist", "rc_stats"),
     "faults": ("fault_counts",),
 }

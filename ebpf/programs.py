@@ -12,6 +12,8 @@ from dataclasses import dataclass
 OPS = ("read", "write", "flush", "discard", "other")
 CLASSES = ("none", "rt", "be", "idle")
 BLK_KINDS = ("issue_to_complete", "insert_to_issue")
+# blk_acct's `what` codes: requests the issue -> complete pairing could not time (see kvds.bpf.c, blk_acct).
+BLK_ACCT = ("untimed", "overwritten", "lost")
 RECLAIM_KINDS = ("direct", "memcg")
 FAULT_BITS = {0: "protection", 1: "write", 4: "exec"}  # x86 page-fault error_code bits kvds keeps
 
@@ -60,13 +62,21 @@ TRACEPOINT_PROBE(sched, sched_process_fork) {
 
 BLK = r"""
 struct rq_key { u32 dev; u32 pad; u64 sector; };
-struct rq_val { u64 ts; };
+struct rq_val { u64 ts; u8 cls; u8 op; u16 pad; u32 pad2; };
 struct blk_hkey { u32 dev; u8 cls; u8 op; u8 kind; u8 slot; };
 BPF_HASH(blk_inserted, struct rq_key, u64, 65536);
-BPF_HASH(blk_issued, struct rq_key, u64, 65536);
+BPF_HASH(blk_issued, struct rq_key, struct rq_val, 65536);
 BPF_HASH(blk_marked, struct rq_key, u8, 65536);
 BPF_HASH(blk_devs, u32, u8, 64);
 BPF_HASH(blk_hist, struct blk_hkey, u64, 16384);
+/* What the pairing could not time (as in kvds.bpf.c): what 0 untimed completion, 1 overwritten issue, 2 lost. */
+struct blk_akey { u32 dev; u8 cls; u8 op; u8 what; u8 pad; };
+BPF_HASH(blk_acct, struct blk_akey, u64, 1024);
+
+static __always_inline void blk_account(u32 dev, u8 cls, u8 op, u8 what) {
+    struct blk_akey k = {.dev = dev, .cls = cls, .op = op, .what = what};
+    blk_acct.increment(k);
+}
 
 /* Filtered devices are compared as constants (BLK_DEVS_MATCH) when there are few: no map lookup on the hot path,
  * where a loop device's read also fires every program for the backing disk's request. */
@@ -144,7 +154,12 @@ TRACEPOINT_PROBE(block, block_rq_issue) {
         blk_count(args->dev, args->ioprio, args->rwbs, 1, ts - *ins);
         blk_inserted.delete(&k);
     }
-    blk_issued.update(&k, &ts);
+    struct rq_val *prev = blk_issued.lookup(&k);
+    if (prev)
+        blk_account(args->dev, prev->cls, prev->op, 1);
+    struct rq_val v = {.ts = ts, .cls = (args->ioprio >> 13) & 7, .op = blk_op(args->rwbs)};
+    if (blk_issued.update(&k, &v))
+        blk_account(args->dev, v.cls, v.op, 2);
     return 0;
 }
 
@@ -152,10 +167,13 @@ TRACEPOINT_PROBE(block, block_rq_complete) {
     if (!blk_dev_ok(args->dev))
         return 0;
     struct rq_key k = {.dev = args->dev, .sector = args->sector};
-    u64 *ts = blk_issued.lookup(&k);
-    if (!ts)
+    struct rq_val *v = blk_issued.lookup(&k);
+    if (!v) {
+        if (blk_tracked(&k))
+            blk_account(args->dev, (args->ioprio >> 13) & 7, blk_op(args->rwbs), 0);
         return 0;
-    blk_count(args->dev, args->ioprio, args->rwbs, 0, bpf_ktime_get_ns() - *ts);
+    }
+    blk_count(args->dev, args->ioprio, args->rwbs, 0, bpf_ktime_get_ns() - v->ts);
     blk_issued.delete(&k);
 #if FILTER_TASKS
     blk_marked.delete(&k);

@@ -39,6 +39,8 @@ class RecordSummary:
     duration_s: float | None       # how long events were recorded
     command_status: int | None     # the recorded command's exit status (None: a --duration recording)
     histograms: dict[str, int]     # events counted per histogram
+    blk_accounting: dict[str, dict[str, int]]  # "dev/class/op" -> requests timed, unfinished (issued, never seen
+    #                                completing), untimed (completion without its issue), overwritten, lost
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,7 +82,10 @@ def record(cfg: RecordConfig) -> Recording:
     paths = rec.save(run, plots=cfg.plots)
     res = rec.results()
     summary = RecordSummary(rec.backend, rec.backend_detail, res["load_attach_s"], rec.compile_seconds,
-                            res["duration_s"], status, {name: h["count"] for name, h in rec.histograms()})
+                            res["duration_s"], status, {name: h["count"] for name, h in rec.histograms()},
+                            {f"{dev}/{cls}/{op}": counts
+                             for dev, classes in res.get("blk", {}).get("accounting", {}).items()
+                             for cls, ops in classes.items() for op, counts in ops.items()})
     run.write_summary(summary.as_dict())
     return Recording(run, summary, res, sum(1 for p in paths if Path(p).suffix == ".png"), rec.commands)
 

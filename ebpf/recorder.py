@@ -23,7 +23,7 @@ from harness.knobs.mounts import TRACEFS
 
 from ebpf import hist as H
 from ebpf.backends import choose_backend, load_program, missed_events, parse_backend, program_stats
-from ebpf.programs import BLK_KINDS, CLASSES, OPS, RECLAIM_KINDS, TRACEPOINTS, ProgramSpec
+from ebpf.programs import BLK_ACCT, BLK_KINDS, CLASSES, OPS, RECLAIM_KINDS, TRACEPOINTS, ProgramSpec
 from ebpf.taskstats import Delays, TaskstatsClient
 
 PROBES = ("blk", "reclaim", "faults", "delays")
@@ -184,7 +184,7 @@ class Recorder:
         try:
             if self.bpf is not None:
                 self._resolve_cgroups()
-                for name in ("blk_hist", "rc_hist", "rc_stats", "fault_counts", "comms"):
+                for name in ("blk_hist", "blk_acct", "blk_issued", "rc_hist", "rc_stats", "fault_counts", "comms"):
                     try:
                         table = self.bpf[name.encode()]
                     except KeyError:
@@ -293,6 +293,7 @@ class Recorder:
                 leaf = blk[BLK_KINDS[k.kind]].setdefault(name, {}).setdefault(cls, {}).setdefault(
                     OPS[k.op], H.new_hist("usecs"))
                 H.add(leaf, k.slot, v.value)
+            blk["accounting"] = self._build_accounting(blk["issue_to_complete"], devs)
             blk["devices"] = devs
             out["blk"] = blk
         if "reclaim" in self.kernel_probes:
@@ -319,6 +320,30 @@ class Recorder:
             lost = sorted(set(self._delay_before) - set(self._delay_after)) if not self._delays_all else []
             out["delays"] = {"source": "taskstats TGID (kernel.task_delayacct=1)", "unit": "ns", "by_pid": by,
                              "exited_unreported": lost}
+        return out
+
+    def _build_accounting(self, timed: dict[str, Any], devs: dict[str, str]) -> dict[str, Any]:
+        """Every request of a kept device, per class and op: issued = timed + unfinished + overwritten + lost, and
+        completions seen = timed + untimed. unfinished: still in blk_issued at stop (in flight then, or its
+        completion never reached the program: the kernel skipped it, see missed_events)."""
+        counts: dict[tuple[str, str, str], dict[str, int]] = {}
+
+        def entry(kdev: int, cls: int, op: int) -> dict[str, int]:
+            name = device_name(kdev)
+            devs.setdefault(name, f"{kdev >> 20}:{kdev & 0xFFFFF}")
+            key = (name, CLASSES[cls] if cls < len(CLASSES) else f"class{cls}", OPS[op])
+            return counts.setdefault(key, {"timed": 0, "unfinished": 0, **{w: 0 for w in BLK_ACCT}})
+
+        for k, v in self._snap.get("blk_hist", []):
+            if BLK_KINDS[k.kind] == "issue_to_complete":
+                entry(k.dev, k.cls, k.op)["timed"] += v.value
+        for k, v in self._snap.get("blk_acct", []):
+            entry(k.dev, k.cls, k.op)[BLK_ACCT[k.what]] += v.value
+        for k, v in self._snap.get("blk_issued", []):
+            entry(k.dev, v.cls, v.op)["unfinished"] += 1
+        out: dict[str, Any] = {}
+        for (name, cls, op), c in sorted(counts.items()):
+            out.setdefault(name, {}).setdefault(cls, {})[op] = c
         return out
 
     def _build_reclaim(self, comms: dict[int, str]) -> dict[str, Any]:

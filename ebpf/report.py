@@ -15,6 +15,20 @@ def _ms(ns: int) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
+def format_accounting(acct: dict[str, Any]) -> list[str]:
+    """One line per device, class and op: how many requests were timed and what happened to the others."""
+    lines = []
+    for dev, classes in sorted(acct.items()):
+        for cls, ops in sorted(classes.items()):
+            for op, c in sorted(ops.items()):
+                rest = ", ".join(f"{n} {what}" for what, n in c.items() if what != "timed" and n)
+                lines.append(f"  {dev} class={cls} op={op}: {c['timed']} timed" + (f", {rest}" if rest else ""))
+    if lines:
+        lines.insert(0, "\nblk requests accounted (issued = timed + unfinished + overwritten + lost; "
+                        "untimed: completions seen without their issue)")
+    return lines
+
+
 def format_results(res: dict[str, Any], top: int = 10) -> str:
     out: list[str] = []
     if res.get("load_attach_s") is not None:
@@ -37,6 +51,7 @@ def format_results(res: dict[str, Any], top: int = 10) -> str:
                                                         f"class={cls} op={op}"))
             if not any_hist:
                 out.append(f"\nblk {KIND_TITLES[kind]}: no requests")
+        out.extend(format_accounting(blk.get("accounting", {})))
     rc = res.get("reclaim")
     if rc is not None:
         for kind, h in rc["latency"].items():

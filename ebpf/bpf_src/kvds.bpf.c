@@ -101,12 +101,21 @@ int follow_fork(struct trace_event_raw_sched_process_fork *args) {
 
 /* ---- blk ------------------------------------------------------------------------------------------------- */
 struct rq_key { __u32 dev; __u32 pad; __u64 sector; };
+struct rq_val { __u64 ts; __u8 cls; __u8 op; __u16 pad; __u32 pad2; };  /* issue time, and whose request */
 struct blk_hkey { __u32 dev; __u8 cls; __u8 op; __u8 kind; __u8 slot; };
 HASH(blk_inserted, struct rq_key, __u64, 65536);
-HASH(blk_issued, struct rq_key, __u64, 65536);
+HASH(blk_issued, struct rq_key, struct rq_val, 65536);
 HASH(blk_marked, struct rq_key, __u8, 65536);
 HASH(blk_devs, __u32, __u8, 64);
 HASH(blk_hist, struct blk_hkey, __u64, 16384);
+/* What the issue -> complete pairing could not time, per device, class and op, so a recording accounts for every
+ * request (ebpf/recorder.py adds the entries still in blk_issued at stop: issued, never seen completing):
+ *   issued = timed + unfinished + overwritten + lost,   completed (as the programs saw it) = timed + untimed. */
+struct blk_akey { __u32 dev; __u8 cls; __u8 op; __u8 what; __u8 pad; };
+HASH(blk_acct, struct blk_akey, __u64, 1024);
+#define BLK_UNTIMED 0      /* a completion that found no issue entry (issued before the recording, or overwritten) */
+#define BLK_OVERWRITTEN 1  /* an issue entry replaced by a later issue of the same key before its completion */
+#define BLK_LOST 2         /* an issue entry the map refused to store (full, or busy) */
 
 static __always_inline int blk_dev_ok(__u32 dev) {
     if (!cfg.filter_devices)
@@ -141,6 +150,11 @@ static __always_inline void blk_count(__u32 dev, __u16 ioprio, __u8 op, __u8 kin
     k.kind = kind;
     k.slot = kvds_log2l(delta_ns / 1000);
     kvds_increment(&blk_hist, &k);
+}
+
+static __always_inline void blk_account(__u32 dev, __u8 cls, __u8 op, __u8 what) {
+    struct blk_akey k = {.dev = dev, .cls = cls, .op = op, .what = what};
+    kvds_increment(&blk_acct, &k);
 }
 
 static __always_inline int blk_tracked(struct rq_key *k) {
@@ -192,15 +206,23 @@ static __always_inline void blk_issued_at(__u32 dev, __u64 sector, __u16 ioprio,
         blk_count(dev, ioprio, op, 1, ts - *ins);
         bpf_map_delete_elem(&blk_inserted, &k);
     }
-    bpf_map_update_elem(&blk_issued, &k, &ts, BPF_ANY);
+    struct rq_val *prev = bpf_map_lookup_elem(&blk_issued, &k);
+    if (prev)  /* counted as the earlier request's: it will never be timed */
+        blk_account(dev, prev->cls, prev->op, BLK_OVERWRITTEN);
+    struct rq_val v = {.ts = ts, .cls = (ioprio >> 13) & 7, .op = op};
+    if (bpf_map_update_elem(&blk_issued, &k, &v, BPF_ANY))
+        blk_account(dev, v.cls, op, BLK_LOST);
 }
 
 static __always_inline void blk_completed(__u32 dev, __u64 sector, __u16 ioprio, __u8 op) {
     struct rq_key k = {.dev = dev, .sector = sector};
-    __u64 *ts = bpf_map_lookup_elem(&blk_issued, &k);
-    if (!ts)
+    struct rq_val *v = bpf_map_lookup_elem(&blk_issued, &k);
+    if (!v) {
+        if (blk_tracked(&k))
+            blk_account(dev, (ioprio >> 13) & 7, op, BLK_UNTIMED);
         return;
-    blk_count(dev, ioprio, op, 0, bpf_ktime_get_ns() - *ts);
+    }
+    blk_count(dev, ioprio, op, 0, bpf_ktime_get_ns() - v->ts);
     bpf_map_delete_elem(&blk_issued, &k);
     if (cfg.filter_tasks)
         bpf_map_delete_elem(&blk_marked, &k);
