@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import Unavailable
@@ -26,7 +26,7 @@ class BootResult:
     status: int | None           # the guest command's exit status, None when it never reported one
     qemu_status: int | None      # QEMU's own exit status, None when it was killed after the timeout
     timed_out: bool              # the guest ran past the timeout and was killed
-    seconds: float               # QEMU start to exit, host wall clock
+    seconds: float = field(metadata={"unit": "s"})  # QEMU start to exit, host wall clock
     console_log: Path            # the guest's serial console as captured (JSON: its path)
     findings: list[console.Finding]  # oops, BUG, KASAN, lockdep and WARN reports on the console, in order
     # (JSON: each console.Finding's kind, line_no, line, context)

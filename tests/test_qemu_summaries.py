@@ -64,6 +64,20 @@ def _eb_boot(kid: str, rep: int, scale: float, held: int = exit_bench.EXPECTED_H
             "guest_uptime": 8.0, "states": states, "intents_held": held, "processes_holding": 257}
 
 
+def test_boot_result_fields_are_its_json_keys_and_decide_ok_once(tmp_path: Path) -> None:
+    """`kvds qemu run --json`'s summary is BootResult.as_dict(): key for key its fields (docs/results.md documents
+    the fields), strict JSON, and `ok`/`failure` agree with status, findings and timeout."""
+    keys = [f.name for f in dataclasses.fields(runner.BootResult)]
+    good = _boot(tmp_path, "[    1.0] booted\n")
+    assert list(good.as_dict()) == keys and good.ok and good.failure is None
+    assert json.loads(dumps(good.as_dict()))["qemu_argv"] == ["qemu-system-x86_64"]
+    splat = _boot(tmp_path, SPLAT).as_dict()
+    assert list(splat) == keys and not splat["ok"] and splat["failure"].startswith("kernel ")
+    assert splat["findings"][0]["line_no"] == 1
+    silent = _boot(tmp_path, "[    1.0] booted\n", status=None)
+    assert not silent.ok and "never reported a status" in silent.failure
+
+
 def test_exit_bench_summary_is_typed_and_renders(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     a, b = _kernel(tmp_path, "aaaaaaaaaaaaaaaa"), _kernel(tmp_path, "bbbbbbbbbbbbbbbb", kasan=False)
     boots = [_eb_boot(k.id, r, s) for r in (1, 2, 3) for k, s in ((a, 1.0 + r / 10), (b, 2.0 + r / 10))]
