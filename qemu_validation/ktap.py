@@ -7,7 +7,8 @@ that the summary turns into numbers (how many malformed writes were tried, how m
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 _VERSION = re.compile(r"^\s*(KTAP|TAP) version (\d+)\s*$")
 _PLAN = re.compile(r"^\s*1\.\.(\d+)\s*$")
@@ -59,12 +60,28 @@ class Report:
     def ok(self) -> bool:
         return self.complete and self.failed == 0
 
-    def summary(self) -> dict[str, object]:
-        return {"planned": self.planned, "ran": len(self.results), "passed": self.passed, "failed": self.failed,
-                "skipped": self.skipped, "complete": self.complete, "problems": list(self.problems),
-                "failures": [{"number": r.number, "name": r.name, "reason": r.reason, "diagnostics": r.diagnostics}
-                             for r in self.results if not r.ok],
-                "counters": dict(self.counters)}
+    def summary(self) -> dict[str, Any]:
+        """The summary as stored (validate's `tests`, `kselftest`, `kunit`): KtapSummary's fields, key by key."""
+        return asdict(KtapSummary(
+            planned=self.planned, ran=len(self.results), passed=self.passed, failed=self.failed,
+            skipped=self.skipped, complete=self.complete, problems=list(self.problems),
+            failures=[{"number": r.number, "name": r.name, "reason": r.reason, "diagnostics": r.diagnostics}
+                      for r in self.results if not r.ok],
+            counters=dict(self.counters)))
+
+
+@dataclass(frozen=True)
+class KtapSummary:
+    """One KTAP document summed up: validate's `tests` (the validator), `kselftest` and `kunit` in summary.json."""
+    planned: int | None          # tests the plan line announced (None: the document had no plan line)
+    ran: int                     # result lines seen
+    passed: int                  # "ok" results that were not skipped
+    failed: int                  # "not ok" results
+    skipped: int                 # "ok ... # SKIP" results
+    complete: bool               # a plan, one result per planned test and no problem
+    problems: list[str]          # what made the document malformed (a second plan line, a result out of order)
+    failures: list[dict[str, Any]]  # each failed test: number, name, reason, diagnostics (its "# " lines)
+    counters: dict[str, int]     # the "# key=value" diagnostics summed (malformed_writes, fuzz_ms, ...)
 
 
 def parse(text: str) -> Report:

@@ -45,7 +45,8 @@ KINDS = (KIND, LEGACY_KIND)
 
 @dataclass(frozen=True)
 class RebuildTimeConfig:
-    """What one `kvds qemu rebuild-time` times: `reps` edit -> rebuild -> boot -> validate cycles of `source`'s debug kernel."""
+    """What one `kvds qemu rebuild-time` times: `reps` edit -> rebuild -> boot -> validate cycles of `source`'s
+    debug kernel."""
     reps: int = 3
     fuzz: int | None = None                # None: the profile's random malformed lines
     timeout: float = 600.0                 # per validate boot

@@ -69,12 +69,21 @@ class ValidateConfig:
 
 
 @dataclass(frozen=True)
+class KernelRow:
+    """The kernel a validate booted (its summary's `kernel`)."""
+    id: str                                # the build id (kvds qemu build --list)
+    label: str                             # source + patch series + kasan, as the build names it
+    kasan_lockdep: bool                    # the debug configuration: KASAN, lockdep, kmemleak
+    release: str | None                    # uname -r of the build (None: not recorded)
+
+
+@dataclass(frozen=True)
 class ValidateSummary:
     """summary.json of a `qemu-validate` run (and `kvds qemu validate --json`'s summary)."""
     ok: bool                               # the guest exited 0, every KTAP report passed, no splat, no leak
     gate: bool                             # the counts meet the full profile (not a quick edit loop)
-    kernel: dict[str, Any]                 # id, label, kasan_lockdep, release
-    tests: dict[str, Any]                  # the validator's KTAP summary (ktap.Report.summary)
+    kernel: dict[str, Any]                 # the kernel booted: KernelRow (qemu.validate.kernel)
+    tests: dict[str, Any]                  # the validator's KTAP: ktap.KtapSummary (qemu.validate.tests)
     malformed_writes: int                  # malformed register lines written (each must fail with its errno)
     errno_mismatches: int                  # malformed writes that failed with another errno than expected
     fuzz_ms: int | None                    # guest time of the malformed writes
@@ -86,13 +95,13 @@ class ValidateSummary:
     concurrent_ms: int | None              # guest time of the concurrent phase
     concurrent_ops: int | None             # operations in the concurrent phase
     concurrent_processes: int | None       # processes in the concurrent phase
-    kselftest: dict[str, Any] | None       # KTAP summary of the series' kselftest
-    kunit: dict[str, Any] | None           # KTAP summary of the KUnit suite
+    kselftest: dict[str, Any] | None       # the series' kselftest: ktap.KtapSummary (qemu.validate.tests)
+    kunit: dict[str, Any] | None           # the KUnit suite: ktap.KtapSummary (qemu.validate.tests)
     kunit_cases: dict[str, int] | None     # passed/failed cases, parameterised rows included
     kmemleak_leaks: int | None             # unreferenced objects at the final scan (None: no scan)
     splats: int                            # oops/BUG/KASAN/lockdep/WARN/leak lines on console or in dmesg
     findings: list[dict[str, Any]]         # console findings: kind, line, context
-    boot: dict[str, Any]                   # runner.BootResult.as_dict()
+    boot: dict[str, Any]                   # the guest boot: runner.BootResult.as_dict() (qemu.run)
     problems: list[str]                    # every reason the run is not ok
     failure: str | None                    # why the run is not ok (None when it is)
     phases: list[dict[str, Any]]           # where the time went, guest clock (phases.breakdown)
@@ -226,7 +235,7 @@ def summarize(res: runner.BootResult, rep: ktap.Report, kb: build.KernelBuild, f
     return ValidateSummary(
         ok=ok,
         gate=is_gate(fuzz, valid, concurrent),
-        kernel={"id": kb.id, "label": kb.label, "kasan_lockdep": kb.kasan, "release": kb.info.get("kernel_release")},
+        kernel=asdict(KernelRow(kb.id, kb.label, kb.kasan, kb.info.get("kernel_release"))),
         tests=rep.summary(),
         malformed_writes=counters.get("malformed_writes", 0),
         errno_mismatches=counters.get("mismatches", 0),

@@ -47,6 +47,11 @@ def test_validate_summary_fields_are_its_json_keys_and_a_splat_fails_it(tmp_path
     assert good.ok and good.gate and good.failure is None and good.kmemleak_leaks == 0
     assert (good.malformed_writes, good.valid_writes, good.concurrent_ms) == (10_000, 10_000, 60_010)
     assert good.fuzz_expected_errnos == {"EINVAL": 9000, "ESRCH": 1000} and good.boot["qemu_argv"]
+    # the nested rows are typed key by key too (docs/results.md: qemu.validate.kernel, qemu.validate.tests, qemu.run)
+    assert list(doc["kernel"]) == [f.name for f in dataclasses.fields(validate.KernelRow)]
+    for nested in (doc["tests"], doc["kselftest"], doc["kunit"]):
+        assert list(nested) == [f.name for f in dataclasses.fields(ktap.KtapSummary)]
+    assert list(doc["boot"]) == [f.name for f in dataclasses.fields(runner.BootResult)]
 
     bad = validate.summarize(_boot(tmp_path, SPLAT), rep, _kernel(tmp_path), 100, 100, 0, seed=7, leak_text="")
     assert not bad.ok and not bad.gate and bad.splats == 1 and "kasan" in bad.failure.lower()
