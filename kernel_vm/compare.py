@@ -14,14 +14,14 @@ The goal is "no worse than the reference" within MARGIN (non-inferiority).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from harness import stats
 from harness.errors import UserError
-from harness.results import Run
+from harness.results import Run, strict
 
 DC = "decode-critical"
 Q = 99.0
@@ -92,8 +92,20 @@ def resolve_reference(variants: Sequence[str], reference: str) -> str:
     return hits[0]
 
 
-def compare_stored(run: Run, reference: str | None = None, q: float = Q,
-                   margin: float = MARGIN) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CompareSummary:
+    """`kvds vm compare --json`'s summary: a stored vm-bench run's decode-critical p99 judged again."""
+    source_run: str                     # the vm-bench run whose samples were read
+    reference: str                      # the reference variant
+    q: float                            # the percentile compared (99)
+    margin: float                       # non-inferiority margin: met when the whole interval is <= margin
+    variants: dict[str, dict[str, Any]]  # per variant: P99VsReference.as_dict() (pairs, ratio, verdict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return strict(asdict(self))
+
+
+def compare_stored(run: Run, reference: str | None = None, q: float = Q, margin: float = MARGIN) -> CompareSummary:
     """Judge a stored vm-bench run again: the reference defaults to the one the run was asked for."""
     samples = stored_samples(run)
     ref = reference or (run.meta.get("config") or {}).get("reference")
@@ -101,5 +113,4 @@ def compare_stored(run: Run, reference: str | None = None, q: float = Q,
         raise UserError(f"run {run.run_id} was run without --reference: give one (variants: {', '.join(samples)})")
     ref = resolve_reference(list(samples), ref)
     rows = p99_vs_reference(samples, ref, q, margin)
-    return {"source_run": run.run_id, "reference": ref, "q": q, "margin": margin,
-            "variants": {n: r.as_dict() for n, r in rows.items()}}
+    return CompareSummary(run.run_id, ref, q, margin, {n: r.as_dict() for n, r in rows.items()})

@@ -57,8 +57,6 @@ class ReclaimHistograms:
     name = "reclaim"
 
     def __init__(self) -> None:
-        from ebpf.recorder import Recorder  # noqa: F401  (fail early when the module is absent)
-
         self._rec: Any = None
         self._pids: dict[str, int] = {}
 

@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "qemu-build-list": (["qemu", "build", "--list", "--json"], (), False),
     "qemu-build-prune-dry-run": (["qemu", "build", "--prune", "--dry-run", "--json"], (), False),
     "qemu-build-cached": (["qemu", "build", "--kasan", "--json"], (), False),
+    # the smallest bench (8 MiB, one repetition of none and intent, ~20 s); its swap and cgroups are journaled
+    "vm": (["vm", "bench", "--arena-mb", "8", "--reps", "1", "--no-damos", "--mglru", "keep", "--json"],
+           ("root", "memcg", "pagemap", "swap.zram"), True),
+    "io-bench-dry-run": (["io", "bench", "--dry-run", "--json"], (), False),
     "policy": (["policy", "compare", "--profile", "balanced", "--set", "n_requests=6", "--set", "gen_tokens=16:64",
                 "--seeds", "5", "--policies", "LRU,MIN", "--json"], (), True),
 }
@@ -48,8 +52,6 @@ SKIP_WHEN = {"qemu-build-cached": _cached_debug_kernel}
 # Tracks whose --json is not yet the one shape, each with the command that will join COMMANDS (quick, changes
 # nothing) once the track's template work lands (issue 17).
 TRACKS_TO_JOIN = {
-    "io": "kvds io bench --dry-run --json (io prints {run, **summary} today)",
-    "vm": "kvds vm bench --json on the smallest profile (vm prints {run, summary} without schema)",
 }
 
 

@@ -56,7 +56,7 @@ def test_a_stored_run_is_judged_as_its_samples_are(kvds_env: dict[str, str]) -> 
     loaded = stored_samples(run)
     assert all(np.array_equal(a, b) for v in data for a, b in zip(loaded[v], data[v]))
     want = p99_vs_reference(data, "memcg-protect@mglru-off")["mm-intent@mglru-off"].as_dict()
-    assert compare_stored(run)["variants"]["mm-intent@mglru-off"] == want   # the run's own --reference, resolved
+    assert compare_stored(run).variants["mm-intent@mglru-off"] == want   # the run's own --reference, resolved
     res = run_kvds(["vm", "compare", run.run_id, "--json"], kvds_env, timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["summary"]["variants"]["mm-intent@mglru-off"]["verdict"]["status"] == \

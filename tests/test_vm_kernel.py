@@ -83,9 +83,9 @@ def test_intent_keeps_decode_critical_resident_when_squeezed(kvds_env: dict[str,
         base = run_once(lay, load_mapping("none"), 30.0, "t-none")
     # the placement split holds: protect classes' pages are charged to the unlimited group
     f = intent.facts
-    assert f["move_charge_at_immigrate"] in (None, "0")
-    assert abs(f["protect_charged_bytes"] - f["protect_arena_bytes"]) < 0.05 * f["protect_arena_bytes"]
-    assert f["limit_error"] is None and f["squeeze_usage_after_limit"] <= f["squeeze_limit_bytes"]
+    assert f.move_charge_at_immigrate in (None, "0")
+    assert abs(f.protect_charged_bytes - f.protect_arena_bytes) < 0.05 * f.protect_arena_bytes
+    assert f.limit_error is None and f.squeeze_usage_after_limit <= f.squeeze_limit_bytes
     dc_pages = lay.class_pages()[IntentClass.DECODE_CRITICAL]
     assert intent.residency["after_pressure"]["swapped"][DC] == 0
     assert intent.residency["after_pressure"]["resident"][DC] == dc_pages

@@ -1,0 +1,161 @@
+"""What `kvds vm bench` and `kvds vm compare` print without --json, from the same typed summary --json emits
+(harness/emit.py). Printing only: the figures are computed in kernel_vm/summary.py and kernel_vm/compare.py."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from harness.stats import verdict_from_dict
+from kernel_vm.summary import Comparison, VmBenchSummary
+
+
+def est(d: Mapping[str, Any] | None, fmt: str = "{:.1f}") -> str:
+    """"v [lo, hi]", "v (point estimate)" without an interval, "- (reason)" without a value."""
+    def ok(x: Any) -> bool:
+        return isinstance(x, (int, float)) and x == x and abs(x) != float("inf")
+
+    if not d or not ok(d.get("value")):
+        return f"- ({(d or {}).get('reason') or 'no data'})"
+    lo, hi = d.get("lo"), d.get("hi")
+    if not (ok(lo) and ok(hi)):
+        return fmt.format(d["value"]) + " (point estimate)"
+    return fmt.format(d["value"]) + f" [{fmt.format(lo)}, {fmt.format(hi)}]"
+
+
+def _mean(xs: list[float]) -> float:
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def _rep_lines(s: VmBenchSummary, per_rep: list[dict[str, Any]]) -> list[str]:
+    """PSI, taskstats, zswap and eBPF reclaim lines of one variant (means per repetition)."""
+    psi = [r.get("psi_memory_us") or {} for r in per_rep]
+    if any(psi):
+        line = (f"  memory PSI during squeeze+re-access (system-wide, mean per rep): some "
+                f"{_mean([p.get('some', 0) for p in psi]) / 1000:.1f} ms, full "
+                f"{_mean([p.get('full', 0) for p in psi]) / 1000:.1f} ms")
+    else:
+        line = f"  memory PSI unavailable: {s.psi.get('reason', 'no /proc/pressure/memory')}"
+    probes = [r.get("probes") or {} for r in per_rep]
+    ts = [p["taskstats"] for p in probes if "taskstats" in p]
+    bad = sum(1 for t in ts if "error" in t)
+    ts = [t for t in ts if "error" not in t]
+    if bad:
+        line += f"; taskstats invalid in {bad} rep(s) (see per_rep[].probes.taskstats.error)"
+    if ts and all("swapin" in t for t in ts):
+        line += (f"; arena process swap-in delay {_mean([t['swapin']['delay_ns'] for t in ts]) / 1e6:.1f} ms/rep,"
+                 f" reclaim delay {_mean([t['reclaim']['delay_ns'] for t in ts]) / 1e6:.1f} ms (taskstats)")
+    lines = [line]
+    zs = [r["zswap_after_squeeze"] for r in per_rep if r.get("zswap_after_squeeze")]
+    if zs:
+        lines.append("  zswap pool right after the squeeze (mean per rep): " + ", ".join(
+            f"{k} {_mean([z.get(k, 0) for z in zs]):.0f}"
+            for k in ("stored_pages", "pool_total_size", "written_back_pages", "reject_compress_poor")))
+    rc = [p["reclaim"] for p in probes if "reclaim" in p]
+    if rc:
+        parts = []
+        for role in ("parent", "arena"):
+            for kind in ("memcg", "direct"):
+                e = [x for x in (r.get(role, {}).get(kind) for r in rc) if x]
+                if e:
+                    n = sum(x["count"] for x in e)
+                    parts.append(f"{role} {kind}: {n / len(rc):.0f} reclaims/rep, "
+                                 f"{sum(x['pages_reclaimed'] for x in e) / len(rc):.0f} pages/rep, "
+                                 f"mean {sum(x['total_ns'] for x in e) / max(1, n) / 1000:.0f} us")
+        lines.append("  eBPF reclaim: " + ("; ".join(parts) or "no reclaim events from parent or arena"))
+    return lines
+
+
+def bench(s: VmBenchSummary, path: Any) -> None:
+    console = Console(width=200)
+    console.print(f"vm bench: swap={s.swap.get('kind')} ({s.swap.get('device')}), pressure={s.pressure_pct:g}% "
+                  f"({s.pressure_mode or 'limit'}), reps={s.reps}, run {path} (plot: vm-bench.png)")
+    for vname, v in s.variants.items():
+        t = Table(title=f"{vname}: per class after the squeeze, re-access in decode order (95% CIs)")
+        for col in ("class", "pages", "swapped out (mean)", "dropped", "resident", "major faults/rep",
+                    "p50 us", "p99 us"):
+            t.add_column(col, justify="right" if col != "class" else "left")
+        for cls, c in v.classes.items():
+            maj = c.major_faults["per_rep"]
+            t.add_row(cls, str(c.pages), est(c.swapped_out_pages["mean"]), est(c.dropped_pages["mean"]),
+                      est(c.resident_pages["mean"]), f"{sum(maj) / len(maj):.0f}",
+                      est(c.reaccess_us["p50"], "{:.2f}"), est(c.reaccess_us["p99"], "{:.1f}"))
+        console.print(t)
+        console.print(f"  share of swapped-out pages from cold classes ({', '.join(s.cold_classes)}): "
+                      f"{est(v.reclaim_share_cold['mean'], '{:.3f}')}; of all evicted (swapped+dropped): "
+                      f"{est(v.eviction_share_cold['mean'], '{:.3f}')}; of the pages the squeeze itself took: "
+                      f"{est(v.squeeze_share_cold['mean'], '{:.3f}')}")
+        for line in _rep_lines(s, v.per_rep):
+            console.print(line)
+    h = s.headline
+    console.print("[bold]headline[/]: decode-critical pages swapped out: "
+                  f"{h.baseline} {est((h.baseline_decode_critical_swapped_out or {}).get('mean'))} vs "
+                  f"{h.intent} {est((h.intent_decode_critical_swapped_out or {}).get('mean'))}")
+    if h.baseline_decode_critical_p99_us is not None:
+        console.print(f"  decode-critical re-access p99 (us): {h.baseline} {est(h.baseline_decode_critical_p99_us)}"
+                      f" vs {h.intent} {est(h.intent_decode_critical_p99_us)}; ratio intent/baseline "
+                      f"{est(h.decode_critical_p99_ratio_intent_over_baseline, '{:.3f}')}")
+    if h.intent_damos:
+        console.print(f"  {h.intent_damos}: decode-critical swapped out "
+                      f"{est((h.intent_damos_decode_critical_swapped_out or {}).get('mean'))}" +
+                      (f", p99 {est(h.intent_damos_decode_critical_p99_us)} us"
+                       if h.intent_damos_decode_critical_p99_us else ""))
+    comparison(s.comparison)
+    for key in ("damon", "mglru", "ebpf", "psi", "mm_intent"):
+        d = getattr(s, key)
+        console.print(f"  {key}: {d.get('status')} - {d.get('reason', '')}")
+    damos(s.damon.get("per_class") or {})
+    console.print(f"  timer overhead p50/p99: {s.timer_overhead_ns['p50']:.0f}/{s.timer_overhead_ns['p99']:.0f} ns")
+
+
+def comparison(comp: Comparison) -> None:
+    """The guest-lab table: one row per variant (intervals over repetitions), verdicts by interval."""
+    if not comp.variants and not comp.unavailable:
+        return
+    ref = comp.reference
+    t = Table(title="decode-critical under the same budget and pressure (95% CIs over repetitions)"
+                    + (f"; verdicts against {ref}" if ref else ""))
+    for col in ("variant", "reps", "decode-critical swapped out", "decode-critical p99 us",
+                "cold share of reclaim", "verdict: swapped out = 0", f"verdict: p99 vs {ref or 'reference'}'s"):
+        t.add_column(col, justify="left" if col.startswith(("variant", "verdict")) else "right", overflow="fold")
+    for name, row in comp.variants.items():
+        v = row.verdicts
+        t.add_row(name, str(row.reps), est(row.decode_critical_swapped_out["mean"]), est(row.decode_critical_p99_us),
+                  est(row.reclaim_share_cold, "{:.3f}"), verdict_from_dict(v.get("decode_critical_swapped_out_zero")),
+                  verdict_from_dict(v.get("decode_critical_p99_no_worse_than_reference")) if name != ref
+                  else "(reference)")
+    for name, why in comp.unavailable.items():
+        t.add_row(name, "0", f"unavailable: {why}", "", "", "", "")
+    console = Console(width=200)
+    console.print(t)
+    if comp.reference_unavailable:
+        console.print(f"  reference unavailable: {comp.reference_unavailable}")
+
+
+def damos(per_class: dict[str, Any]) -> None:
+    """DAMOS per class: the scheme and what it tried / applied (mean per repetition)."""
+    if not per_class:
+        return
+    t = Table(title="DAMOS per class (mean per repetition)")
+    for col in ("class", "variant", "action", "ops", "scope", "regions tried", "MiB tried", "regions applied",
+                "MiB applied"):
+        t.add_column(col, justify="left" if col in ("class", "variant", "action", "ops", "scope") else "right")
+    for cls, c in per_class.items():
+        if "left_out" in c:
+            t.add_row(cls, "-", "-", "-", c["left_out"], "", "", "", "")
+            continue
+        for vname, v in c["variants"].items():
+            t.add_row(cls, vname, c["action"], c["ops"], c["scope"], f"{np.mean(v['nr_tried']):.0f}",
+                      f"{np.mean(v['sz_tried']) / 2**20:.1f}", f"{np.mean(v['nr_applied']):.0f}",
+                      f"{np.mean(v['sz_applied']) / 2**20:.1f}")
+    Console(width=200).print(t)
+
+
+def compare(out: Mapping[str, Any]) -> None:
+    """`kvds vm compare`: one verdict line per variant."""
+    print(f"run {out['source_run']}: decode-critical p{out['q']:g} / {out['reference']}'s, repetitions paired")
+    for name, row in out["variants"].items():
+        print(f"  {name:<32} {verdict_from_dict(row['verdict'])}  ({row['pairs']} pairs)")
