@@ -57,23 +57,58 @@ def page_content(page_bytes: int, seed: int = 1) -> bytes:
 
 
 class Arena:
-    """The mapping, living in the process that faults it (memcg charges pages to that process's group)."""
+    """The mapping, living in the process that faults it (memcg charges pages to that process's group).
 
-    def __init__(self, n_bytes: int, block_bytes: int) -> None:
+    The VM bench's arena process and the policy replay's fast tier (harness/policy/replay.py, which calls a block a
+    slot) are both this class."""
+
+    def __init__(self, n_bytes: int, block_bytes: int, thp_off: bool = True) -> None:
+        """thp_off: disable THP for this whole process (the VM bench's per-page placement and eviction need base
+        pages); replay keeps the host's THP setting, as a serving engine's process would."""
         self.page_bytes = mmap.PAGESIZE
         if block_bytes % self.page_bytes or n_bytes % block_bytes:
             raise ValueError("arena and block sizes must be whole pages and whole blocks")
         self.block_bytes = block_bytes
         self.n_bytes = n_bytes
-        disable_thp()
+        if thp_off:
+            disable_thp()
         self.map = mmap.mmap(-1, n_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
                              prot=mmap.PROT_READ | mmap.PROT_WRITE)
         self._anchor = ctypes.c_char.from_buffer(self.map)
         self.address = ctypes.addressof(self._anchor)
         assert self.address % self.page_bytes == 0
+        self._view = memoryview(self.map)
+        self._sink = bytearray(block_bytes)  # where read() copies a block (the copy to the accelerator)
         self._page = page_content(self.page_bytes)
         self._block = self._page * (block_bytes // self.page_bytes)
         self.pages_per_block = block_bytes // self.page_bytes
+
+    @property
+    def n_blocks(self) -> int:
+        return self.n_bytes // self.block_bytes
+
+    def slot(self, block: int, nbytes: int) -> memoryview:
+        """The first nbytes of a block as a view of the mapping (O_DIRECT I/O reads into it and writes from it)."""
+        off = block * self.block_bytes
+        return self._view[off:off + nbytes]
+
+    def read(self, block: int, nbytes: int) -> None:
+        """Copy a block's first nbytes out of the arena (a hit: what a decode step pays for a resident block)."""
+        self._sink[:nbytes] = self.slot(block, nbytes)
+
+    def produce(self, block: int, nbytes: int, stamp: int) -> None:
+        """New KV data in a block's first nbytes (nbytes <= block_bytes): the stamp at its start marks whose data
+        it is, so a block that went to a slow tier and came back can be checked."""
+        if nbytes > self.block_bytes:
+            raise ValueError(f"{nbytes} bytes do not fit a {self.block_bytes}-byte block")
+        off = block * self.block_bytes
+        self.map[off:off + 8] = stamp.to_bytes(8, "little")
+
+    def close(self) -> None:
+        """Unmap (the VM bench's arena process just exits; replay closes its fast tier)."""
+        self._view.release()
+        del self._anchor
+        self.map.close()
 
     def populate(self, blocks: np.ndarray) -> None:
         """Write every page of the blocks (first touch: the pages are charged to the caller's memcg now)."""

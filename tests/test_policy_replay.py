@@ -14,7 +14,8 @@ from harness.policy.compare import Capacity
 from harness.policy.generator import generate
 from harness.policy.profiles import get_profile
 from harness.policy.replay_exec import IoClasses, execute
-from harness.policy.replay_io import Arena, Background, Device
+from harness.policy.replay_io import Background, SlotIO, fast_tier
+from kernel_vm.arena import Arena
 from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
 
 
@@ -24,17 +25,17 @@ def trace():
 
 
 @contextmanager
-def rig(work: dict, tmp_path: Path) -> Iterator[tuple[Arena, Device, Background]]:
+def rig(work: dict, tmp_path: Path) -> Iterator[tuple[Arena, SlotIO, Background]]:
     """An arena, a slow-tier file opened O_DIRECT and a background thread, sized for every plan in `work`."""
     slot = max(pr.plan.slot_bytes for pr in work.values())
     backing = tmp_path / "slow.img"
     with open(backing, "wb") as fh:
         fh.truncate(max(pr.plan.slow_slots for pr in work.values()) * slot)
     try:
-        dev = Device(str(backing), slot)
+        dev = SlotIO(str(backing), slot)
     except OSError as exc:
         pytest.skip(f"O_DIRECT not supported under {tmp_path}: {exc}")
-    arena, bg = Arena(max(pr.plan.arena_slots for pr in work.values()), slot), Background()
+    arena, bg = fast_tier(max(pr.plan.arena_slots for pr in work.values()), slot), Background()
     try:
         yield arena, dev, bg
     finally:

@@ -12,7 +12,7 @@ from harness.policy.generator import generate
 from harness.policy.registry import make_policy
 from harness.policy.profiles import get_profile
 from harness.policy.replay_exec import IoClasses, execute
-from harness.policy.replay_io import Arena, Background, Device
+from harness.policy.replay_io import Background, SlotIO, fast_tier
 from harness.policy.replay_plan import make_plan
 from harness.policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
 
@@ -59,10 +59,10 @@ def test_execution_on_a_real_file_keeps_block_contents(name: str, tmp_path: Path
     with open(backing, "wb") as fh:
         fh.truncate(plan.slow_slots * plan.slot_bytes)
     try:
-        dev = Device(str(backing), plan.slot_bytes)
+        dev = SlotIO(str(backing), plan.slot_bytes)
     except OSError as exc:
         pytest.skip(f"O_DIRECT not supported under {tmp_path}: {exc}")
-    arena, bg = Arena(plan.arena_slots, plan.slot_bytes), Background()
+    arena, bg = fast_tier(plan.arena_slots, plan.slot_bytes), Background()
     try:
         run = execute(plan, arena, dev, bg, IoClasses(None, None, None))
         stamp, where = {}, {}
@@ -76,7 +76,7 @@ def test_execution_on_a_real_file_keeps_block_contents(name: str, tmp_path: Path
             elif op in (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG, sim.OP_FREE, sim.OP_DROP):
                 where.pop(b, None)
         for b, a in where.items():
-            got = int.from_bytes(arena.mem[a * plan.slot_bytes:a * plan.slot_bytes + 8], "little")
+            got = int.from_bytes(arena.map[a * plan.slot_bytes:a * plan.slot_bytes + 8], "little")
             assert got == stamp[b], f"block {b} lost its contents"
     finally:
         bg.close()

@@ -23,13 +23,15 @@ from harness.policy.compare import Capacity, build
 from harness.policy.metrics import run_metrics
 from harness.policy.replay_exec import IoClasses, ReplayRun, execute
 from harness.policy.replay_fit import fit_tiers
-from harness.policy.replay_io import Arena, Background, Device
+from harness.policy.replay_io import Background, SlotIO, fast_tier
 from harness.policy.replay_plan import Plan, make_plan
 from harness.policy.simulator import SimResult, simulate
 from harness.policy.tiers import Tier, TierModel, for_trace
 from harness.policy.trace import Trace
 from harness.progress import progress
 from harness.stats import Estimate, alternating_order, mean_ci
+from io_priority.device import Device, Layout
+from kernel_vm.arena import Arena
 
 MEMCG_MARGIN = 256 << 20      # interpreter, numpy and op logs on top of the arena
 MAX_BACKING = 16 << 30        # refuse slow tiers larger than this (use --max-steps)
@@ -98,12 +100,16 @@ def recompute_per_step(res: SimResult, trace: Trace, tiers: TierModel) -> np.nda
 class Setup:
     """The real fast and slow tiers for one replay session."""
 
-    arena: Arena
-    dev: Device
-    device_path: str
+    arena: Arena          # the VM track's arena, pre-faulted (replay_io.fast_tier)
+    dev: SlotIO           # O_DIRECT slot I/O on `device`
+    device: Device        # the I/O track's description of the slow tier: a kvds loop device over a scratch file
     cgroup: knobs.Cgroup
     limit_file: str
     scheduler: str
+
+    @property
+    def device_path(self) -> str:
+        return self.device.path
 
 
 def setup(work: dict[str, PolicyReplay], target_dir: Path, scheduler: str) -> Setup:
@@ -125,7 +131,8 @@ def setup(work: dict[str, PolicyReplay], target_dir: Path, scheduler: str) -> Se
     limit_file = "memory.limit_in_bytes" if cg.version("memory") == 1 else "memory.max"
     cg.set("memory", limit_file, arena_slots * slot + MEMCG_MARGIN)
     cg.add_pid(os.getpid())
-    return Setup(Arena(arena_slots, slot), Device(dev_path, slot), dev_path, cg, limit_file, sched)
+    device = Device(dev_path, "kvds-loop", str(backing), Layout(kv_bytes=backing_bytes, spill_bytes=0))
+    return Setup(fast_tier(arena_slots, slot), SlotIO(dev_path, slot), device, cg, limit_file, sched)
 
 
 def run_replay(work: dict[str, PolicyReplay], st: Setup, io: IoClasses, reps: int) -> None:

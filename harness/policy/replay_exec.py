@@ -9,7 +9,8 @@ import numpy as np
 
 from harness.ioprio import IoPrio
 from harness.policy import simulator as sim
-from harness.policy.replay_io import Arena, Background, Device
+from harness.policy.replay_io import Background, SlotIO
+from kernel_vm.arena import Arena
 from harness.policy.replay_plan import Plan
 
 
@@ -32,7 +33,7 @@ class ReplayRun:
     compute_idle_us: float = 0.0   # wall time spent idling for the modelled compute between steps
 
 
-def execute(plan: Plan, arena: Arena, dev: Device, bg: Background, io: IoClasses,
+def execute(plan: Plan, arena: Arena, dev: SlotIO, bg: Background, io: IoClasses,
             compute_us: float = 0.0) -> ReplayRun:
     """Run every op in order; charged ops' wall time (including waits on pending I/O) forms the step latency.
 

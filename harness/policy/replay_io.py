@@ -1,52 +1,30 @@
-"""Real operations for replay: a page-aligned anonymous arena (the fast tier) and O_DIRECT I/O
-on a kvds loop device (the slow tier), each I/O issued under the ioprio class of its intent.
+"""Real operations for replay, on the VM and I/O tracks' own pieces: the fast tier is the VM track's arena
+(kernel_vm.arena.Arena, every block faulted in before the replay so hits measure reads, not faults); the slow tier
+is a kvds loop device described by the I/O track's Device (io_priority.device), read and written O_DIRECT at slot
+offsets by SlotIO, each I/O issued under the ioprio class of its intent.
 """
 from __future__ import annotations
 
-import mmap
 import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import numpy as np
+
 from harness.ioprio import IoPrio, set_ioprio
-
-PAGE = mmap.PAGESIZE
-
-
-class Arena:
-    """`slots` fixed-size slots of private anonymous memory, pre-faulted so hits measure reads, not faults."""
-
-    def __init__(self, slots: int, slot_bytes: int) -> None:
-        self.slot_bytes = slot_bytes
-        self.size = slots * slot_bytes
-        self.mem = mmap.mmap(-1, self.size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        self.view = memoryview(self.mem)
-        pattern = bytes(range(256)) * (PAGE // 256)
-        for off in range(0, self.size, PAGE):
-            self.mem[off:off + PAGE] = pattern
-        self.sink = bytearray(slot_bytes)  # destination of hit reads (models the copy to the accelerator)
-
-    def slot(self, i: int, nbytes: int) -> memoryview:
-        off = i * self.slot_bytes
-        return self.view[off:off + nbytes]
-
-    def read(self, i: int, nbytes: int) -> None:
-        """Read the block's bytes (a memcpy out of the arena)."""
-        self.sink[:nbytes] = self.slot(i, nbytes)
-
-    def produce(self, i: int, nbytes: int, stamp: int) -> None:
-        """Write fresh KV bytes into a slot (new block)."""
-        off = i * self.slot_bytes
-        self.mem[off:off + 8] = stamp.to_bytes(8, "little")
-
-    def close(self) -> None:
-        self.view.release()
-        self.mem.close()
+from kernel_vm.arena import Arena
 
 
-class Device:
-    """O_DIRECT reads and writes at slot offsets of a block device, tagged with an ioprio per call."""
+def fast_tier(slots: int, slot_bytes: int) -> Arena:
+    """`slots` blocks of private anonymous memory, every page written once (pre-faulted), the host's THP as is."""
+    arena = Arena(slots * slot_bytes, slot_bytes, thp_off=False)
+    arena.populate(np.arange(slots))
+    return arena
+
+
+class SlotIO:
+    """O_DIRECT reads and writes at slot offsets of a device (or file), tagged with an ioprio per call."""
 
     def __init__(self, path: str, slot_bytes: int) -> None:
         self.fd = os.open(path, os.O_RDWR | os.O_DIRECT)
