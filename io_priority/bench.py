@@ -22,7 +22,6 @@ from io_priority.blocktrace import BlockIssueTrace
 from io_priority.device import Device
 from io_priority.workload import Applied, RepResult, Runner, Workload, applied
 
-SCHEMA = "kvds.io-bench/1"
 QS = (50.0, 90.0, 99.0, 99.9)
 QNAMES = {50.0: "p50", 90.0: "p90", 99.0: "p99", 99.9: "p99.9"}
 
@@ -43,30 +42,22 @@ def standard_variants(modes: list[str], mapping: str) -> list[Variant]:
     return [table[m]() for m in modes]
 
 
-def ebpf_session() -> Callable[..., Any] | None:
-    """The eBPF track's block-layer recorder (`ebpf.recorder.session`), or None when it is not importable."""
-    try:
-        from ebpf.recorder import session
-    except Exception:  # absent track, or bcc not provisioned: the caller reports it
-        return None
-    return session
-
-
 def run_variants(device: Device, workload: Workload, variants: list[Variant], reps: int,
                  trace: bool = True, label: str = "",
-                 ebpf: bool = False, first_rep: int = 0) -> tuple[dict[str, list[RepResult]], list[tuple[int, str]]]:
+                 ebpf: bool = False, first_rep: int = 0,
+                 echo: Callable[[str, list[str]], None] | None = None,
+                 ) -> tuple[dict[str, list[RepResult]], list[tuple[int, str]]]:
     """Every variant `reps` times in ABBA order; returns results per variant and the order actually run.
     ebpf: wrap each repetition in the eBPF track's per-class block-layer histogram session.
-    first_rep: continue an earlier call's alternation (the sweep's auto-grow adds repetitions in rounds)."""
-    session = ebpf_session() if ebpf else None
-    if ebpf and session is None:
-        from harness.errors import Unavailable
-        raise Unavailable("--ebpf: the eBPF track (ebpf.recorder) is not importable in this checkout")
+    first_rep: continue an earlier call's alternation (the sweep's auto-grow adds repetitions in rounds).
+    echo (--verbose): told each ioload command line as it starts."""
+    if ebpf:
+        from ebpf.recorder import session
     if workload.dirty_background_ratio:  # the flusher starts writing back at this share of memory dirty
         from harness.knobs import sysctl
         sysctl("vm.dirty_background_ratio", workload.dirty_background_ratio)
     tracer = BlockIssueTrace(*device.dev_t) if trace else None
-    runner = Runner(device, workload, tracer)
+    runner = Runner(device, workload, tracer, echo)
     by_label = {v.label: v for v in variants}
     order = stats.alternating_order(list(by_label), first_rep + reps)[first_rep * len(by_label):]
     total = first_rep + reps
@@ -76,7 +67,7 @@ def run_variants(device: Device, workload: Workload, variants: list[Variant], re
             for i, (rep, name) in enumerate(order):
                 bar.update(description=f"{label} rep {rep + 1}/{total} {name}".strip())
                 plan = by_label[name].plan(workload.engine)
-                if session is not None:
+                if ebpf:
                     with session(probes=("blk",), devices=[device.path]) as rec:
                         res = runner.run(plan, seed=1000 * rep + i)
                     res.ebpf = rec.results()
@@ -399,103 +390,3 @@ def _num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def fmt_est(e: dict[str, Any] | None, unit: str = "", digits: int = 0) -> str:
-    """"v [lo, hi]"; "v (point estimate)" without an interval; "- (reason)" when there is no value (a percentile
-    with too few samples beyond it is not printed)."""
-    if not e:
-        return "-"
-    f = f"{{:.{digits}f}}"
-    if not _num(e.get("value")):
-        return "- (" + _short(e.get("reason") or "no data") + ")"
-    if not (_num(e.get("lo")) and _num(e.get("hi"))):
-        return f"{f.format(e['value'])}{unit} (point estimate)"
-    return f"{f.format(e['value'])}{unit} [{f.format(e['lo'])}, {f.format(e['hi'])}]"
-
-
-def _short(reason: str) -> str:
-    """"n too small: 400 samples, p99 needs >= 1000" -> "n too small: 400 < 1000" (table cells stay narrow)."""
-    if reason.startswith("n too small") and "needs >=" in reason:
-        n = reason.split(":")[1].split()[0]
-        return f"n too small: {n} < {reason.rsplit('>=', 1)[1].split()[0]}"
-    return reason
-
-
-def fmt_value(e: dict[str, Any] | None, digits: int = 0) -> str:
-    """A percentile's value alone, or "-" with the reason it is not printed."""
-    if not e:
-        return "-"
-    if not _num(e.get("value")):
-        return "- (" + _short(e.get("reason") or "no data") + ")"
-    return f"{e['value']:.{digits}f}"
-
-
-def _clean_cell(ov: dict[str, Any] | None) -> str:
-    if not ov or ov.get("clean_fraction") is None:
-        return "-"
-    f = ov.get("clean_interference_factor")
-    why = "no clean reads" if not ov.get("clean_reads") else "no unloaded reads"
-    return f"{ov['clean_fraction']:.0%} / " + (fmt_est(f, "x", 1) if f else f"- ({why})")
-
-
-def print_table(modes: dict[str, Any], title: str, echo: Callable[[str], None] = print) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=title)
-    for col in ("variant", "mapping", "p50 us", "p99 us [95% CI]", "p99.9 us", "max us", "interference (p99)",
-                "spill MB/s", "retained", "clean reads / IF", "reads", "block-layer classes"):
-        t.add_column(col, overflow="fold")
-    for label, m in modes.items():
-        bl = m["block_layer"]["by_op"] if m["block_layer"] else {}
-        classes = "; ".join(f"{op} " + ",".join(f"{p}:{n}" for p, n in sorted(c.items())) for op, c in bl.items())
-        t.add_row(label, m["mapping"] or "-", fmt_value(m["latency_us"]["p50"]),
-                  fmt_est(m["latency_us"]["p99"]), fmt_value(m["latency_us"]["p99.9"]),
-                  f"{m['max_us']:.0f}" if _num(m.get("max_us")) else "- (no reads)",
-                  fmt_est(m["interference_factor"], "x", 1), fmt_est(m["spill_mb_s"]),
-                  f"{m['spill_retained']:.0%}" if m.get("spill_retained") is not None else "-",
-                  _clean_cell(m.get("overlap")), str(m["reads"]), classes or "-")
-    Console(width=200).print(t)
-    print_clocks(modes)
-    for label, m in modes.items():
-        w = (m.get("spill_v2") or {}).get("window")
-        if w:
-            echo(f"{label} (spill v2): keeping half the spill needs {w['needed_mib_per_window']:.2f} MiB per "
-                 f"{w['interval_ms']:.1f} ms read interval, written within the {w['free_ms']:.1f} ms the reads leave "
-                 f"(a device writing {w['needed_write_mb_s_at_tail']:.0f} MB/s at the p95 of its batch times); the "
-                 "largest batch whose learned p95 fitted, per repetition: "
-                 + ", ".join(f"{x:.2f}" for x in w["largest_fitting_batch_mib_per_rep"]) + " MiB")
-    for label, m in modes.items():
-        wp = m.get("write_priority")
-        if wp and wp["note"]:
-            echo(f"{label}: {wp['note']}")
-
-
-def _clock_p(c: dict[str, Any] | None, clock: str, q: str) -> str:
-    return fmt_value(((c or {}).get(f"{clock}_us") or {}).get(q))
-
-
-def print_clocks(modes: dict[str, Any], title: str = "three clocks per read (stall-free; us)") -> None:
-    """End-to-end and service-time interference side by side, wake-up lateness (host) and the block layer's
-    issue -> complete per class (the fourth view), stalls counted apart."""
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=title)
-    for col in ("variant", "e2e p50", "e2e p99", "wake-up p99", "backlog p99", "service p50", "service p99",
-                "interference e2e", "interference service", "excess of the p99 tail", "block layer R p99 by class",
-                "stalls (reads delayed)"):
-        t.add_column(col, overflow="fold")
-    for label, m in modes.items():
-        c = m.get("stall_free") or m.get("clocks") or {}
-        inter = c.get("interference") or {}
-        blk = m.get("block_service_us") or {}
-        blk_r = "; ".join(f"{k[2:]} {fmt_value(v.get('p99'))}" for k, v in blk.items() if k.startswith("R "))
-        st = m.get("stalls") or {}
-        t.add_row(label, _clock_p(c, "end_to_end", "p50"), _clock_p(c, "end_to_end", "p99"),
-                  _clock_p(c, "wakeup", "p99"), _clock_p(c, "backlog", "p99"), _clock_p(c, "service", "p50"),
-                  _clock_p(c, "service", "p99"),
-                  fmt_est(inter.get("end_to_end"), "x", 2) if label != "unloaded" else "(reference)",
-                  fmt_est(inter.get("service"), "x", 2) if label != "unloaded" else "(reference)",
-                  clockmod.host_share_text(c.get("excess")) if label != "unloaded" else "-",
-                  blk_r or "-", f"{st.get('stalls', 0)} ({st.get('reads_affected', 0)})")
-    Console(width=220).print(t)

@@ -1,10 +1,11 @@
-"""`kvds io bench|sweep|fio-check`: decode-critical KV reads under spill pressure (issue 3)."""
+"""`kvds io bench|sweep|fio-check|repro`: decode-critical KV reads under spill pressure (issue 3). Parses the
+arguments into one config per verb and hands it to that verb's run module (bench_run, sweep_run, fio_check_run,
+repro, dry_run); render.py prints the result, harness/emit.py with --json."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
 from harness import doctor
 from harness.cli_args import add_json_flag, nonneg_float, nonneg_int, positive_float, positive_int, require_root
@@ -15,7 +16,7 @@ from harness.progress import say
 from io_priority.device import CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
 from io_priority import sweep
 from io_priority.workload import ENGINES, SPILL_KINDS, WAITS, Workload
-from harness.results import dumps as strict_dumps
+from harness.emit import emit
 
 SCHEDULERS = ("mq-deadline", "bfq", "kyber", "none")
 KV_MIB, SPILL_MIB = 256, 512
@@ -90,6 +91,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "counted and reported apart, with the stall-free figures beside the all-reads ones (default 50)")
     p.add_argument("--no-trace", dest="trace", action="store_false",
                    help="do not record block-layer priorities (block:block_rq_issue)")
+    p.add_argument("--verbose", action="store_true",
+                   help="print each helper command (ioload, fio) on stderr as it starts (meta.json keeps them all)")
     add_json_flag(p)
 
 
@@ -103,6 +106,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated modes (default unloaded,baseline,separated)")
     b.add_argument("--mapping", default="ioprio-only", help="mapping for 'separated' (default ioprio-only)")
     b.add_argument("--scheduler", choices=SCHEDULERS, default="mq-deadline", help="I/O scheduler (default mq-deadline)")
+    b.add_argument("--dry-run", action="store_true",
+                   help="print the device, the order and every ioload command a bench would start, and change "
+                        "nothing (no device set up, nothing started)")
     b.add_argument("--ebpf", action="store_true",
                    help="also record the eBPF track's per-class block-layer histograms (one session per repetition)")
     _common(b)
@@ -194,92 +200,49 @@ def _require(args: argparse.Namespace, mappings: list[str]) -> None:
             raise UserError(f"unknown mapping {name!r} (available: {', '.join(available_mappings())})")
 
 
-def _print_json(obj: Any) -> None:
-    print(strict_dumps(obj, indent=2, sort_keys=True))
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
-    from io_priority import runs
+    from io_priority import bench_run, render
 
+    cfg = bench_run.BenchConfig(workload_from(args), layout_from(args), tuple(args.mode), args.mapping,
+                                args.scheduler, args.device, args.destroy_data, args.reps, args.trace, args.ebpf,
+                                args.stall_ms, args.verbose)
+    if args.dry_run:
+        from io_priority import dry_run
+
+        if args.mapping not in available_mappings() and not args.mapping.endswith(".toml"):
+            raise UserError(f"unknown mapping {args.mapping!r} (available: {', '.join(available_mappings())})")
+        emit(None, dry_run.plan(cfg).as_dict(), args.json, render.dry_run)
+        return 0
     _require(args, [args.mapping])
-    summary, run = runs.bench_run(args.mode, args.mapping, args.scheduler, workload_from(args), layout_from(args),
-                                  args.device, args.destroy_data, args.reps, args.trace, args.ebpf, args.stall_ms)
-    if args.json:
-        _print_json({"run": str(run.path), **summary})
-    else:
-        from io_priority.bench import print_table
-
-        print_table(summary["modes"], f"kvds io bench: {summary['config']['engine']} on {summary['config']['device']['path']}"
-                    f" ({summary['config']['scheduler']}), {args.reps} reps x {args.duration:g} s, run {run.run_id}")
-        if summary.get("goal"):
-            from harness.stats import verdict_from_dict
-
-            for name, v in summary["goal"]["verdicts"].items():
-                e2e = f" [beside it, {verdict_from_dict(v['end_to_end'])}]" if v.get("end_to_end") else ""
-                print(f"{name}: {v['status'].upper()} from " + "; ".join(v["text"]) + e2e)
-        say(f"results in {run.path}")
+    out = bench_run.run(cfg)
+    emit(out.run, out.summary.as_dict(), args.json, lambda s: render.bench(s, out.run.run_id))
+    say(f"results in {out.run.path}")
     return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from io_priority import runs, sweep
+    from io_priority import render, sweep_run
 
     plan = sweep_plan(args.schedulers, args.mappings, args.quick)
     if args.quick:
         args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
     grow = None if args.quick or not args.until_width else sweep.Grow(args.until_width, args.time_cap)
     _require(args, sorted({m for ms in plan.values() for m in ms}))
-    summary, run = runs.sweep_run(plan, workload_from(args), layout_from(args), args.device,
-                                  args.destroy_data, args.reps, args.trace, grow, args.stall_ms)
-    if args.json:
-        _print_json({"run": str(run.path), **summary})
-    else:
-        sweep.print_points(summary)
-        say(f"results in {run.path}; plot {run.path / 'pareto.png'}")
+    out = sweep_run.run(sweep_run.SweepConfig(workload_from(args), layout_from(args), plan, args.device,
+                                              args.destroy_data, args.reps, args.trace, grow, args.stall_ms,
+                                              args.verbose))
+    emit(out.run, out.summary.as_dict(), args.json, render.print_points)
+    say(f"results in {out.run.path}; plot {out.run.path / 'pareto.png'}")
     return 0
 
 
-def pairing_rule_text() -> str:
-    from io_priority import pairing
-
-    return f"{pairing.PAIRED} (the repetitions that ran side by side with the reference)"
-
-
 def cmd_repro(args: argparse.Namespace) -> int:
-    from harness.results import ResultStore
-    from io_priority import repro
+    from io_priority import render, repro
 
-    store = ResultStore()
-    runs_ = [store.get(ref) for ref in args.runs]
-    judged = runs_ if args.rule == "stored" else [repro.rejudge(r, args.rule == "paired") for r in runs_]
-    cmp = repro.compare(judged)
-    out: dict[str, Any] = {"compare": cmp, "rule": args.rule}
-    if args.predict:
-        model = repro.fit(runs_)
-        pts = ([(s, m) for s, ms in sweep.DEFAULT_PLAN.items() for m in ms] if args.default_plan
-               else repro.loaded_points(runs_))
-        missing = [f"{s}/{v}" for s, v in pts if not (model.get(s, {}).get(v) or {}).get("p99")]
-        if missing:
-            raise UserError(f"no repetitions of {', '.join(missing)} in the given runs to predict from")
-        grow = sweep.Grow(args.until_width, args.time_cap) if args.until_width else None
-        paired = args.rule != "unpaired"
-        if paired:
-            unpaired_pts = [f"{s}/{v}" for s, v in pts if not model[s][v].get("given")]
-            if unpaired_pts:
-                raise UserError(f"fewer than 3 side-by-side pairs of {', '.join(unpaired_pts)} with the unloaded "
-                                "reference in the given runs: --rule unpaired predicts without pairs")
-        out["predict"] = repro.predict(model, pts, args.predict, sims=args.sims, grow=grow, paired=paired)
-        out["predict_rule"] = "paired" if paired else "unpaired"
-    if args.json:
-        _print_json(out)
-    else:
-        print(f"verdicts: {'as each run judged them' if args.rule == 'stored' else 're-judged from the samples, '}"
-              + ({"paired": "interference " + pairing_rule_text(), "unpaired": "interference unpaired"}
-                 .get(args.rule, "")))
-        repro.print_compare(cmp)
-        if args.predict:
-            print(f"predicted with the {out['predict_rule']} rule")
-            repro.print_predict(out["predict"])
+    grow = sweep.Grow(args.until_width, args.time_cap) if args.until_width else None
+    summary = repro.run(repro.ReproConfig(tuple(args.runs), args.rule, tuple(args.predict or ()), args.default_plan,
+                                          args.sims, grow))
+    emit(None, summary.as_dict(), args.json, render.repro)
     return 0
 
 
@@ -294,20 +257,16 @@ def sweep_plan(schedulers: list[str] | None, mappings: list[str] | None, quick: 
 
 
 def cmd_fio_check(args: argparse.Namespace) -> int:
-    from io_priority import runs
+    from io_priority import fio_check_run, render
 
     if args.wait == "spin":
         raise UserError("fio-check --wait spin: fio has no spinning wait to compare with (its thinktime_spin ran one "
                         "read in 2 s on this host); use --wait sleep, or kvds io bench --wait spin for kvds alone")
     _require(args, [])
     doctor.require("fio")
-    summary, run = runs.fio_check_run(args.scheduler, workload_from(args), layout_from(args), args.device,
-                                  args.destroy_data, args.reps, args.uring_ab)
-    if args.json:
-        _print_json({"run": str(run.path), **summary})
-    else:
-        from io_priority.fio import print_check
-
-        print_check(summary)
-        say(f"results in {run.path}")
+    out = fio_check_run.run(fio_check_run.FioCheckConfig(workload_from(args), layout_from(args), args.scheduler,
+                                                         args.device, args.destroy_data, args.reps, args.uring_ab,
+                                                         args.verbose))
+    emit(out.run, out.summary.as_dict(), args.json, render.print_check)
+    say(f"results in {out.run.path}")
     return 0

@@ -24,7 +24,7 @@ import secrets
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -32,12 +32,11 @@ from harness import stats
 from harness.knobs import create_dir, workers
 from harness.paths import work_dir
 from harness.progress import progress
-from io_priority.bench import QNAMES, QS, _est, fmt_est, fmt_value
+from io_priority.bench import QNAMES, QS, _est
 from io_priority import pairing
 from io_priority.device import Device
 from io_priority.workload import Runner, Workload
 
-SCHEMA = "kvds.io-fio-check/1"
 GOAL_P50_RATIO = 1.10   # the upper edge of the band (kept for readers of older summaries)
 GOAL_TOLERANCE = 0.10   # within 1 +- 10%
 
@@ -53,9 +52,13 @@ def fio_job(dev: Device, w: Workload, log_prefix: Path) -> list[str]:
     return cmd
 
 
-def run_fio(dev: Device, w: Workload, scratch: Path, tag: str) -> tuple[np.ndarray, dict[str, Any]]:
+def run_fio(dev: Device, w: Workload, scratch: Path, tag: str,
+            echo: Callable[[str, list[str]], None] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     prefix = scratch / f"fio-{tag}"
-    res = subprocess.run(fio_job(dev, w, prefix), capture_output=True, text=True, cwd=scratch,
+    argv = fio_job(dev, w, prefix)
+    if echo is not None:
+        echo("fio", argv)
+    res = subprocess.run(argv, capture_output=True, text=True, cwd=scratch,
                          preexec_fn=workers.dies_with_me())  # a killed fio-check must not leave fio reading
     if res.returncode != 0:
         raise RuntimeError(f"fio failed: {res.stderr.strip()[:400]}")
@@ -66,7 +69,7 @@ def run_fio(dev: Device, w: Workload, scratch: Path, tag: str) -> tuple[np.ndarr
         p.unlink()
     job = doc["jobs"][0]["read"]
     return lat, {"ios": job["total_ios"], "fio_lat_p50_ns": job["lat_ns"].get("percentile", {}).get("50.000000"),
-                 "fio_mean_ns": job["lat_ns"]["mean"], "fio_version": doc.get("fio version")}
+                 "fio_mean_ns": job["lat_ns"]["mean"], "fio_version": doc.get("fio version"), "argv": argv}
 
 
 # io_uring A/B (--uring-ab): ioload's earlier ring set-up and reap sequence next to today's, in the same
@@ -82,11 +85,15 @@ def mode_name(w: Workload) -> str:
     return "unloaded-qd1" if w.rate <= 0 else f"open-loop {w.rate:g}/s, wait {w.wait}"
 
 
-def check(dev: Device, w: Workload, reps: int,
-          uring_ab: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def check(dev: Device, w: Workload, reps: int, uring_ab: bool = False,
+          echo: Callable[[str, list[str]], None] | None = None,
+          ) -> tuple[dict[str, Any], dict[str, np.ndarray], list[dict[str, Any]]]:
+    """The figures (FioCheckSummary's fields but schema and config), the samples to file, and every helper
+    command run (ioload reader, fio) in the order run."""
     closed = w  # closed loop when w.rate is 0 (the CLI's default for fio-check), else open loop
     scratch = create_dir(work_dir() / f"io-fio-{os.getpid()}-{secrets.token_hex(3)}")
-    runner = Runner(dev, closed, None)
+    runner = Runner(dev, closed, None, echo)
+    commands: list[dict[str, Any]] = []
     e2e: list[np.ndarray] = []
     wake: list[np.ndarray] = []
     extra = URING_VARIANTS if uring_ab and w.engine == "io_uring" else {}
@@ -97,6 +104,7 @@ def check(dev: Device, w: Workload, reps: int,
         for i, (rep, name) in enumerate(order):
             if name == "kvds":
                 r = runner.run(None, seed=i)
+                commands.append({"tool": name, "rep": rep, **(r.argv or {})})
                 # the clock fio measures: submission -> completion (closed loop: the same as the latency)
                 groups["kvds"].append(r.service_clock_ns if r.has_clocks else r.latencies_ns)
                 e2e.append(r.latencies_ns)
@@ -104,10 +112,12 @@ def check(dev: Device, w: Workload, reps: int,
                     wake.append(r.wakeup_ns)
             elif name in extra:
                 r = runner.run(None, seed=i, reader_extra=extra[name])
+                commands.append({"tool": name, "rep": rep, **(r.argv or {})})
                 groups[name].append(r.service_clock_ns if r.has_clocks else r.latencies_ns)
             else:
-                lat, meta = run_fio(dev, closed, scratch, str(i))
+                lat, meta = run_fio(dev, closed, scratch, str(i), echo)
                 groups["fio"].append(lat)
+                commands.append({"tool": name, "rep": rep, "fio": meta.pop("argv")})
                 fio_meta.append(meta)
             bar.advance()
     shutil.rmtree(scratch, ignore_errors=True)
@@ -146,7 +156,7 @@ def check(dev: Device, w: Workload, reps: int,
     samples = {name: np.concatenate(g).astype(np.int64) for name, g in groups.items()}
     # per repetition too, so a stored check can be judged again by pair (<tool>-rep<k>, k-th repetition of a tool)
     samples.update({f"{name}-rep{k}": x.astype(np.int64) for name, g in groups.items() for k, x in enumerate(g)})
-    return summary, samples
+    return summary, samples, commands
 
 
 def summary_verdict(s: dict[str, Any]) -> stats.Verdict:
@@ -165,42 +175,8 @@ def summary_verdict(s: dict[str, Any]) -> stats.Verdict:
                          "; ".join(str(p) for p in parts))
 
 
-def pairing_note(e: dict[str, Any] | None) -> str:
-    """", paired by repetition (60 pairs)" after a ratio, or the reason it is not paired."""
-    how = (e or {}).get("pairing")
-    if not how:
-        return ""
-    if how["rule"] == pairing.PAIRED:
-        return f", {how['rule']} ({how['pairs']} pairs run back to back)"
-    return f", {how['rule']}: {how.get('why', '')}"
-
-
 def verdict(ratio: stats.Estimate) -> stats.Verdict:
     """kvds p50 / fio p50 within 1 +- 10%, from the whole interval (two-sided)."""
     return stats.judge_within(ratio, 1.0, GOAL_TOLERANCE, "p50 kvds/fio ")
 
 
-def print_check(summary: dict[str, Any]) -> None:
-    cfg = summary["config"]
-    print(f"unloaded {summary.get('mode', 'unloaded-qd1')} {cfg['workload']['read_bs'] // 1024} KiB random O_DIRECT "
-          f"reads at QD1, engine {cfg['engine']}, {cfg['device']['path']} ({cfg['scheduler']}), {cfg['reps']} "
-          f"alternating reps x {cfg['workload']['duration_s']:g} s; compared: "
-          f"{summary.get('compared_clock', 'latency')}")
-    for name, t in summary["tools"].items():
-        lat = t["latency_us"]
-        print(f"  {name:5s} reads {t['reads']:7d}  p50 {fmt_est(lat['p50'], ' us', 1)}  p99 {fmt_est(lat['p99'], ' us')}"
-              f"  p99.9 {fmt_value(lat['p99.9'])}  per-rep p50 {', '.join(f'{x:.1f}' for x in t['per_rep_p50_us'])}")
-    for name, t in summary["tools"].items():
-        if "p50_ratio_over_fio" in t:
-            print(f"  {name} ({t['ioload_options']}): p50 / fio = {fmt_est(t['p50_ratio_over_fio'], '', 3)}")
-    r = summary["p50_ratio_kvds_over_fio"]
-    print(f"  p50 kvds/fio = {fmt_est(r, '', 3)}{pairing_note(r)}")
-    if summary.get("p99_ratio_kvds_over_fio"):
-        r99 = summary["p99_ratio_kvds_over_fio"]
-        print(f"  p99 kvds/fio = {fmt_est(r99, '', 3)}{pairing_note(r99)}")
-    k = summary["tools"]["kvds"]
-    if k.get("end_to_end_us"):
-        print(f"  kvds end-to-end (from the intended time, no fio counterpart): p50 "
-              f"{fmt_est(k['end_to_end_us']['p50'], ' us', 1)}, p99 {fmt_est(k['end_to_end_us']['p99'], ' us')}; "
-              f"wake-up p99 {fmt_est((k.get('wakeup_us') or {}).get('p99'), ' us')}")
-    print(f"  verdict: {stats.verdict_from_dict(summary.get('goal'))}")

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.errors import Unavailable
 from harness.knobs import workers
@@ -55,6 +55,7 @@ class Role:
 
     name: str
     proc: subprocess.Popen[str]
+    argv: list[str]  # the command started (recorded in the run's meta.json)
 
     @property
     def pid(self) -> int:
@@ -82,10 +83,18 @@ class Role:
             self.proc.wait()
 
 
-def start(role: str, args: list[str]) -> Role:
-    """Start ioload and wait until it has opened the device and prints "ready"."""
+def command(role: str, args: list[str], exe: Path | None = None) -> list[str]:
+    """ioload's argv for one role (the binary as binary_path names it unless given: a dry run builds nothing)."""
+    return [str(exe or binary_path()), role, *args]
+
+
+def start(role: str, args: list[str], echo: Callable[[str, list[str]], None] | None = None) -> Role:
+    """Start ioload and wait until it has opened the device and prints "ready"; echo (--verbose) is told the argv."""
+    argv = command(role, args, build())
+    if echo is not None:
+        echo(f"ioload {role}", argv)
     # a worker: dies with kvds (PR_SET_PDEATHSIG) and `kvds restore` ends a survivor before detaching the device
-    proc = workers.popen([str(build()), role, *args], f"ioload {role}", stdin=subprocess.PIPE,
+    proc = workers.popen(argv, f"ioload {role}", stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
@@ -93,7 +102,7 @@ def start(role: str, args: list[str]) -> Role:
         proc.kill()
         _, err = proc.communicate()
         raise RuntimeError(f"ioload {role} did not start: {err.strip() or line}")
-    return Role(role, proc)
+    return Role(role, proc, argv)
 
 
 if __name__ == "__main__":  # used by harness/setup/provision-io.sh

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from harness import stats
 from harness.results import Run
 from io_priority import clocks as clockmod, pairing, stalls as stallmod, sweep
 from io_priority.workload import RepResult
+
+if TYPE_CHECKING:
+    from io_priority.summary import ReproSummary
 
 STATUSES = (stats.MET, stats.MISSED, stats.INCONCLUSIVE)
 
@@ -343,23 +346,41 @@ def loaded_points(runs: Sequence[Run]) -> list[tuple[str, str]]:
     return seen
 
 
-def print_compare(cmp: dict[str, Any], echo: Any = print) -> None:
-    """A markdown table: one row per point, one column per sweep, and whether the verdict repeated."""
-    n = len(cmp["runs"])
-    echo("| point | " + " | ".join(f"run {i + 1}: IF service (judged) / kept / stalls / reps -> verdict" for i in range(n))
-         + " | same? |")
-    echo("|---|" + "---|" * n + "---|")
-    for r in cmp["rows"]:
-        cells = [f"{c['text']} -> **{c['status']}**" if c else "-" for c in r["cells"]]
-        echo(f"| {r['point']} | " + " | ".join(cells) + f" | {'yes' if r['same'] else 'NO'} |")
-    echo(f"runs: {', '.join(cmp['runs'])}; sweep seconds: {cmp['elapsed_s']}")
-    echo(f"verdicts repeated: {cmp['repeated']} of {cmp['judged']} judged points")
 
 
-def print_predict(pred: dict[int, dict[str, Any]], runs: int = 3, echo: Any = print) -> None:
-    for k, d in pred.items():
-        echo(f"{k} repetitions per variant ({d['sims']} simulated groups of {runs} sweeps): every point repeats in "
-             f"{d['all_same']:.0%}; sweep {d['seconds_median']:.0f} s (median), {d['seconds_max']:.0f} s (max)")
-        for name, p in d["points"].items():
-            echo(f"  {name}: met {p['met']:.0%}, missed {p['missed']:.0%}, inconclusive {p['inconclusive']:.0%}; "
-                 f"same verdict in {runs} sweeps {p['same']:.0%}")
+@dataclass(frozen=True)
+class ReproConfig:
+    runs: tuple[str, ...]                 # io-sweep run ids, prefixes or paths, in the order run
+    rule: str = "stored"                  # stored, paired or unpaired (see the module's docstring)
+    predict: tuple[int, ...] = ()         # repetition counts to simulate (none: compare only)
+    default_plan: bool = False            # predict for sweep.DEFAULT_PLAN's points instead of the runs'
+    sims: int = 1000
+    grow: "sweep.Grow | None" = None
+
+
+def run(cfg: ReproConfig) -> "ReproSummary":
+    """The stored sweeps compared under cfg.rule, and the prediction (paired unless the rule is unpaired)."""
+    from harness.errors import UserError
+    from harness.results import ResultStore
+    from io_priority.summary import REPRO_SCHEMA, ReproSummary
+
+    store = ResultStore()
+    runs_ = [store.get(ref) for ref in cfg.runs]
+    judged = runs_ if cfg.rule == "stored" else [rejudge(r, cfg.rule == "paired") for r in runs_]
+    cmp = compare(judged)
+    if not cfg.predict:
+        return ReproSummary(REPRO_SCHEMA, cfg.rule, cmp)
+    model = fit(runs_)
+    pts = ([(s, m) for s, ms in sweep.DEFAULT_PLAN.items() for m in ms] if cfg.default_plan
+           else loaded_points(runs_))
+    missing = [f"{s}/{v}" for s, v in pts if not (model.get(s, {}).get(v) or {}).get("p99")]
+    if missing:
+        raise UserError(f"no repetitions of {', '.join(missing)} in the given runs to predict from")
+    paired = cfg.rule != "unpaired"
+    unpaired_pts = [f"{s}/{v}" for s, v in pts if paired and not model[s][v].get("given")]
+    if unpaired_pts:
+        raise UserError(f"fewer than 3 side-by-side pairs of {', '.join(unpaired_pts)} with the unloaded "
+                        "reference in the given runs: --rule unpaired predicts without pairs")
+    pred = predict(model, pts, cfg.predict, sims=cfg.sims, grow=cfg.grow, paired=paired)
+    return ReproSummary(REPRO_SCHEMA, cfg.rule, cmp, {str(k): v for k, v in pred.items()},
+                        "paired" if paired else "unpaired")

@@ -15,8 +15,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness import stats
+from io_priority.summary import SWEEP_SCHEMA
 
-SCHEMA = "kvds.io-sweep/1"
+SCHEMA = SWEEP_SCHEMA  # io_priority/summary.py
 # The default sweep: spill scheduler v2 against the comparators the issue names (ioprio-only, throttle-only, the
 # v1 pacer intent-paced, and bfq, i.e. bfq with the reads' priority), under mq-deadline; bfq carries only its
 # priority mapping. Why trimmed (io_priority/README.md, "Reproducing a verdict"): three default sweeps must give
@@ -291,69 +292,6 @@ def verdict_cell(p: dict[str, Any]) -> str:
     if g.get("status") == "reference":
         return "reference"
     return g.get("status", "-")
-
-
-def print_points(summary: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from io_priority.bench import fmt_est
-    from io_priority.clocks import host_share_text
-
-    t = Table(title="kvds io sweep: critical-read p99 vs spill MB/s (* = Pareto frontier, goal: IF <= 1.5 and "
-                    "spill >= 50% of baseline, judged from the whole 95% interval)")
-    for col in ("scheduler", "variant", "reps", "p99 us [95% CI]", "interference e2e (all reads)",
-                "interference e2e (stall-free)", "interference service (stall-free, judged)", "excess of the tail",
-                "stalls", "spill MB/s [95% CI]", "retained", "clean reads", "Pareto", "goal"):
-        t.add_column(col, overflow="fold")
-    key = lambda p: (p["scheduler"], _p99(p) if _p99(p) is not None else math.inf)  # noqa: E731
-    for p in sorted(summary["points"], key=key):
-        ov = p.get("overlap") or {}
-        t.add_row(p["scheduler"], p["variant"], str(p.get("reps") or "-"), fmt_est(p["p99_us"]), fmt_est(p["interference_factor"], "x", 1),
-                  fmt_est(p.get("interference_e2e_stall_free"), "x", 2),
-                  fmt_est(p.get("interference_service"), "x", 2), host_share_text(p.get("excess")),
-                  str(p.get("stalls")) if p.get("stalls") is not None else "-",
-                  fmt_est(p["spill_mb_s"]), fmt_est(p.get("spill_retained_est"), "", 2)
-                  if p.get("spill_retained_est") else "-",
-                  f"{ov['clean_fraction']:.0%}" if ov.get("clean_fraction") is not None else "-",
-                  {True: "*", False: "", None: "- (no p99)"}[p["pareto"]], verdict_cell(p))
-    Console(width=240).print(t)
-    for sched, doc in summary["schedulers"].items():
-        u = doc["modes"]["unloaded"]["latency_us"]
-        print(f"unloaded reference under {sched}: p50 {fmt_est(u['p50'], ' us')}, p99 {fmt_est(u['p99'], ' us')}")
-    for sched, doc in summary["schedulers"].items():
-        for label, m in doc["modes"].items():
-            wp = m.get("write_priority")
-            if wp and wp.get("note"):
-                print(f"{sched}/{label}: {wp['note']}")
-    print("clean reads: no spill write in flight at issue nor submitted during the read (ioload --ctx-out); "
-          "their interference is what pacing cannot remove")
-    for p in summary["points"]:
-        g = p.get("goal") or {}
-        if g.get("status") in (stats.MET, stats.MISSED, stats.INCONCLUSIVE):
-            e2e = p.get("end_to_end")
-            print(f"{p['scheduler']}/{p['variant']}: {g['status'].upper()} from " + "; ".join(g.get("text", []))
-                  + (f" [beside it, {stats.verdict_from_dict(e2e)}]" if e2e else ""))
-    goal = summary["goal"]
-    reps = summary.get("config", {}).get("reps")
-    if isinstance(reps, int) and reps < stats.MIN_REPS:
-        print(f"{reps} repetition{'s' if reps != 1 else ''} < {stats.MIN_REPS}: point estimates only (marked as such), "
-              "so every goal is inconclusive (n too small); rerun with --reps 3 or more to judge")
-    print(goal_line(goal))
-    if goal.get("met_against_unstable_reference"):
-        print("within the goal's intervals but against an unloaded reference whose repetitions typically lay more "
-              "than 1.5x apart (not claimed): " + ", ".join(goal["met_against_unstable_reference"]))
-    rounds = summary.get("config", {}).get("rounds") or []
-    if rounds:
-        last = rounds[-1]
-        print(f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} in {last.get('elapsed_s')} s; repetitions: "
-              + "; ".join(f"{s_}: " + ", ".join(f"{v} {n}" for v, n in reps_.items())
-                          for s_, reps_ in (last.get("reps") or {}).items() if isinstance(reps_, dict))
-              + f"; stopped: {last.get('stop')}")
-    best = goal.get("best_clean_interference")
-    if best:
-        print(f"best clean-read interference with >= 50% spill kept: {fmt_est(best, 'x', 2)} ({best['point']})"
-              + (": interference the pacer cannot see" if best["value"] > GOAL_INTERFERENCE else ""))
 
 
 def _err(e: dict[str, Any], scale: float = 1.0) -> list[list[float]] | None:

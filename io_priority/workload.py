@@ -13,7 +13,7 @@ import secrets
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -99,6 +99,8 @@ class RepResult:
     wlog: np.ndarray | None = None
     # block layer issue -> complete pairs on the device (tracefs): issue_ns, complete_ns, op, class, level
     blk_pairs: np.ndarray | None = None
+    # the ioload commands that ran this repetition: {"reader": argv, "writer": argv or absent}
+    argv: dict[str, list[str]] | None = None
 
     @property
     def service_ns(self) -> np.ndarray | None:
@@ -165,7 +167,8 @@ class RepResult:
 class Runner:
     """Runs repetitions on one device; owns the scratch directory, the pacing page and the throttle cgroup."""
 
-    def __init__(self, device: Device, workload: Workload, trace: BlockIssueTrace | None) -> None:
+    def __init__(self, device: Device, workload: Workload, trace: BlockIssueTrace | None,
+                 echo: Callable[[str, list[str]], None] | None = None) -> None:
         if workload.engine not in ENGINES:
             raise UserError(f"engine must be one of {', '.join(ENGINES)}")
         if workload.spill_kind not in SPILL_KINDS:
@@ -173,6 +176,7 @@ class Runner:
         if workload.wait not in WAITS:
             raise UserError(f"wait must be one of {', '.join(WAITS)}")
         self.device, self.w, self.trace = device, workload, trace
+        self.echo = echo  # --verbose: told each helper's argv as it starts
         self.scratch = work_dir() / f"io-run-{os.getpid()}-{secrets.token_hex(3)}"
         from harness.knobs import create_dir
         create_dir(self.scratch)
@@ -218,49 +222,29 @@ class Runner:
     def run(self, plan: Applied | None, seed: int, reader_extra: list[str] | None = None) -> RepResult:
         """plan None: reader alone, default priority. Otherwise reader + spill writer under `plan`.
         reader_extra: more ioload reader options (fio-check's io_uring A/B: --uring-flags, --reap)."""
-        w, lay = self.w, self.device.layout
         out = self.scratch / f"lat-{seed}.bin"
         ctx_out = self.scratch / f"ctx-{seed}.bin"
         clk_out = self.scratch / f"clk-{seed}.bin"
         wlog_out = self.scratch / f"wlog-{seed}.bin"
-        ms = str(int(w.duration_s * 1000))
-        pacing = plan is not None and plan.pacing == "slack"
-        reader_args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.read_bs), "--off", "0",
-                       "--len", str(lay.kv_bytes), "--rate", str(w.rate), "--duration-ms", ms, "--out", str(out),
-                       "--seed", str(seed + 1), "--prio", str(plan.read_prio.value if plan and plan.read_prio else -1)]
-        reader_args += ["--ctx-out", str(ctx_out), "--clocks-out", str(clk_out), "--wait", w.wait,
-                        *(reader_extra or [])]
+        reader_args, writer_args = ioload_args(self.device.path, self.device.layout, self.w, plan, seed,
+                                               self.scratch, self.shm, reader_extra)
         if plan is not None:  # shared page: the pacer's slack, and which reads overlapped a spill write
             self.shm.write_bytes(bytes(4096))
-            reader_args += ["--shm", str(self.shm)]
         self._apply_wbt(plan)
         if self.trace:
             self.trace.clear()
-        reader = native.start("reader", reader_args)
+        reader = native.start("reader", reader_args, self.echo)
         writer = None
         try:
-            if plan is not None:
-                args = ["--dev", self.device.path, "--engine", w.engine, "--bs", str(w.spill_bs),
-                        "--off", str(lay.spill_offset), "--len", str(lay.spill_bytes), "--qd", str(w.spill_qd),
-                        "--duration-ms", ms, "--prio", str(plan.write_prio.value if plan.write_prio else -1),
-                        "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us),
-                        "--budget-devs", str(w.budget_devs), "--shm", str(self.shm)]
-                if w.spill_kind == "buffered":
-                    args.append("--buffered")
-                if pacing:
-                    args += ["--pace", "slack"]
-                elif plan.pacing == "deadline":  # spill scheduler v2: its own io_uring batches
-                    args += ["--pace", "deadline", "--bs-min", str(min(w.spill_bs_min, w.spill_bs)),
-                             "--model-q", str(w.model_q)]
-                args += ["--wlog-out", str(wlog_out)]
-                writer = native.start("writer", args)
-                if plan.throttle_mbps:
+            if writer_args is not None:
+                writer = native.start("writer", writer_args, self.echo)
+                if plan is not None and plan.throttle_mbps:
                     self._throttle_group(plan.throttle_mbps).add_pid(writer.pid)
             start_ns = time.monotonic_ns() + 50_000_000
             reader.go(start_ns)
             if writer:
                 writer.go(start_ns)
-            timeout = w.duration_s * 4 + 60
+            timeout = self.w.duration_s * 4 + 60
             rres = reader.result(timeout)
             wres = writer.result(timeout) if writer else None
         finally:
@@ -275,5 +259,35 @@ class Runner:
         for f in (ctx_out, clk_out, wlog_out):
             f.unlink(missing_ok=True)
         counts = self.trace.collect() if self.trace else None
+        argv = {"reader": reader.argv, **({"writer": writer.argv} if writer else {})}
         return RepResult(lat, rres, wres, counts.as_dict() if counts else None, contexts=ctx, clocks=clk,
-                         wlog=wlog, blk_pairs=counts.pairs if counts else None)
+                         wlog=wlog, blk_pairs=counts.pairs if counts else None, argv=argv)
+
+
+def ioload_args(dev_path: str, lay: Any, w: Workload, plan: Applied | None, seed: int, scratch: Path, shm: Path,
+                reader_extra: list[str] | None = None) -> tuple[list[str], list[str] | None]:
+    """One pure function builds both ioload command lines of a repetition (reader; writer, None for the reader
+    alone): what Runner.run starts and what `kvds io bench --dry-run` prints."""
+    ms = str(int(w.duration_s * 1000))
+    reader = ["--dev", dev_path, "--engine", w.engine, "--bs", str(w.read_bs), "--off", "0",
+              "--len", str(lay.kv_bytes), "--rate", str(w.rate), "--duration-ms", ms,
+              "--out", str(scratch / f"lat-{seed}.bin"), "--seed", str(seed + 1),
+              "--prio", str(plan.read_prio.value if plan and plan.read_prio else -1),
+              "--ctx-out", str(scratch / f"ctx-{seed}.bin"), "--clocks-out", str(scratch / f"clk-{seed}.bin"),
+              "--wait", w.wait, *(reader_extra or [])]
+    if plan is None:
+        return reader, None
+    reader += ["--shm", str(shm)]
+    writer = ["--dev", dev_path, "--engine", w.engine, "--bs", str(w.spill_bs),
+              "--off", str(lay.spill_offset), "--len", str(lay.spill_bytes), "--qd", str(w.spill_qd),
+              "--duration-ms", ms, "--prio", str(plan.write_prio.value if plan.write_prio else -1),
+              "--fsync-every", str(w.fsync_every), "--guard-us", str(w.guard_us),
+              "--budget-devs", str(w.budget_devs), "--shm", str(shm)]
+    if w.spill_kind == "buffered":
+        writer.append("--buffered")
+    if plan.pacing == "slack":
+        writer += ["--pace", "slack"]
+    elif plan.pacing == "deadline":  # spill scheduler v2: its own io_uring batches
+        writer += ["--pace", "deadline", "--bs-min", str(min(w.spill_bs_min, w.spill_bs)), "--model-q", str(w.model_q)]
+    writer += ["--wlog-out", str(scratch / f"wlog-{seed}.bin")]
+    return reader, writer

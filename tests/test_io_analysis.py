@@ -136,7 +136,7 @@ def test_overlap_splits_reads_by_spill_context() -> None:
 
 
 def test_bench_table_prints_missing_as_dash_with_reason() -> None:
-    from io_priority.bench import print_table
+    from io_priority.render import print_table
 
     lines: list[str] = []
     na = {"value": None, "lo": None, "hi": None, "reason": "n too small: 400 samples, p99 needs >= 1000"}
@@ -153,7 +153,7 @@ def test_bench_table_prints_missing_as_dash_with_reason() -> None:
         print_table({"unloaded": mode}, "t", echo=lines.append)
     out = buf.getvalue()
     assert "n too" in out and "nan" not in out.lower()
-    from io_priority.bench import fmt_est, fmt_value
+    from io_priority.render import fmt_est, fmt_value
 
     assert fmt_value(mode["latency_us"]["p99.9"]) == "- (n too small: 400 < 10000)"
     assert fmt_est(mode["latency_us"]["p99"], " us") == "- (n too small: 400 < 1000)"

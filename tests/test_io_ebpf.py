@@ -56,7 +56,8 @@ def test_bench_ebpf_histograms_match_tracefs(kvds_env: dict[str, str]) -> None:
                     "--reps", "1", "--rate", "300", "--spill-qd", "4", "--kv-mib", "32", "--spill-mib", "64",
                     "--ebpf", "--json"], kvds_env, timeout=220)
     assert res.returncode == 0, res.stderr[-2000:]
-    summary = json.loads(res.stdout)
+    env = json.loads(res.stdout)  # harness/emit.py's envelope
+    summary = {"run": env["run"], **env["summary"]}
     run = Path(summary["run"])
     device = Path(summary["config"]["device"]["path"]).name
     assert summary["ebpf_histograms"] == "ebpf-<variant>-rep<k>.json"

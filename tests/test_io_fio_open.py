@@ -37,7 +37,8 @@ def test_open_loop_check_runs_both_tools_at_the_rate(kvds_env: dict[str, str]) -
     res = run_kvds(["io", "fio-check", "--rate", "300", "--duration", "1", "--reps", "1", "--kv-mib", "16",
                     "--spill-mib", "16", "--json"], kvds_env, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
-    doc = json.loads(res.stdout)
+    env = json.loads(res.stdout)  # harness/emit.py's envelope
+    doc = {"run": env["run"], **env["summary"]}
     assert doc["config"]["mode"] == "open-loop 300/s, wait sleep" and doc["mode"] == doc["config"]["mode"]
     assert "--rate_iops=300" in doc["fio_command"]
     # open loop: each tool issued about rate x duration reads (a closed-loop fio would issue thousands)

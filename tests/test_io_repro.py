@@ -8,7 +8,7 @@ import math
 
 from harness import stats
 from harness.results import ResultStore
-from io_priority import repro, sweep
+from io_priority import render, repro, sweep
 from io_priority.repro import LogNormal
 from tests.conftest import run_kvds
 
@@ -49,7 +49,7 @@ def test_compare_says_which_points_repeated(tmp_path) -> None:
     assert rows["mq-deadline/baseline"]["same"] and cmp["judged"] == 2 and cmp["repeated"] == 1
     assert rows["mq-deadline/a"]["cells"][0]["text"] == "0.70 [0.50, 0.90] / 0.80 [0.60, 1.00] / 1 / 8"
     lines: list[str] = []
-    repro.print_compare(cmp, echo=lines.append)
+    render.print_compare(cmp, echo=lines.append)
     assert any(line.startswith("| mq-deadline/b |") and line.endswith("| NO |") for line in lines)
     assert lines[-1] == "verdicts repeated: 1 of 2 judged points"
 
@@ -93,7 +93,7 @@ def test_cli_repro_compares_and_refuses_bad_input(tmp_path, kvds_env: dict[str, 
     ids = [_sweep_run(store, {"a": "met"}) for _ in range(3)]
     res = run_kvds(["io", "repro", *ids, "--predict", "3", "--sims", "20", "--json"], kvds_env, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
-    doc = json.loads(res.stdout)
+    doc = json.loads(res.stdout)["summary"]  # harness/emit.py's envelope (repro files no run)
     assert doc["compare"]["repeated"] == 1 and set(doc["predict"]["3"]["points"]) == {"mq-deadline/a"}
     assert doc["predict_rule"] == "paired"
     bad = run_kvds(["io", "repro", ids[0], "--predict", "2"], kvds_env, timeout=60)

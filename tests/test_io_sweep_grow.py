@@ -83,7 +83,8 @@ def test_sweep_records_its_rounds_and_continues_the_alternation(kvds_env: dict[s
                     "--reps", "3", "--until-width", "1.0001", "--time-cap", "20", "--kv-mib", "16", "--spill-mib",
                     "32", "--json"], kvds_env, timeout=200)
     assert res.returncode == 0, res.stderr[-2000:]
-    doc = json.loads(res.stdout)
+    env = json.loads(res.stdout)  # harness/emit.py's envelope
+    doc = {"run": env["run"], **env["summary"]}
     rounds = doc["config"]["rounds"]
     assert rounds[0]["reps"] == {"mq-deadline": {"unloaded": 3, "baseline": 3, "ioprio-only": 3}}
     assert isinstance(rounds[-1]["stop"], str)

@@ -1,5 +1,8 @@
-"""I/O priority section: critical-read latency per mode (CDFs, percentiles with CIs), interference, spill
-throughput, block-layer classes, the sweep's Pareto plot, and cross-suite differences."""
+"""The report's I/O section (registered as `kvds.report_sections` 10-io): critical-read latency per mode (CDFs,
+percentiles with CIs), interference, spill throughput, block-layer classes, the sweep's Pareto plot and goal, the
+fio-check goal, and cross-suite differences. Each run is read through its typed summary (io_priority/summary.py),
+so a renamed key fails here rather than reading as missing; headline figures and verdict lines go to the Summary
+through ReportContext.headline / .verdict."""
 
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
 from harness.results import Run
 from harness.stats import MIN_REPS, rep_ratio
+from io_priority import fio, sweep
+from io_priority.clocks import host_share_text
+from io_priority.summary import BenchSummary, FioCheckSummary, SweepSummary
 
 QS = ("p50", "p90", "p99", "p99.9")
 
@@ -28,8 +34,8 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
     run = suite.latest("io-bench")
     if run is None:
         return
-    s = run.summary
-    cfg = s.get("config", {})
+    s = BenchSummary.from_json(run.summary)
+    cfg = s.config or {}
     dev = cfg.get("device", {})
     ctx.doc.para(
         f"Suite {suite.label}: run {run.run_id}; engine {cfg.get('engine')}, scheduler {cfg.get('scheduler')}, "
@@ -38,7 +44,7 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
     )
     rows = []
     series = {}
-    for variant, m in s.get("modes", {}).items():
+    for variant, m in (s.modes or {}).items():
         rows.append([variant, m.get("reads"), *[fmt.estimate(m.get("latency_us", {}).get(q)) for q in QS],
                      fmt.number(m.get("max_us"), why="no reads"),
                      fmt.estimate(m.get("interference_factor")) if variant != "unloaded" else "- (the reference)",
@@ -48,7 +54,7 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
             series[variant] = run.samples(variant) / 1000.0
     ctx.doc.table(["mode", "reads", *[f"{q} (us)" for q in QS], "max (us)", "interference (p99/unloaded p99)",
                    "spill MB/s", "priorities seen at the block layer"], rows)
-    _clock_table(ctx, s.get("modes", {}))
+    _clock_table(ctx, s.modes or {})
     if series:
         path = figures.latency_cdf(series, ctx.fig(f"io-cdf-{run.run_id}.png"),
                                    f"Critical-read latency, {cfg.get('scheduler')}, {cfg.get('engine')}")
@@ -57,7 +63,7 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
         v: {"p99_us": fmt.value(m.get("latency_us", {}).get("p99")),
             "interference_factor": fmt.value(m.get("interference_factor")),
             "spill_mb_s": fmt.value(m.get("spill_mb_s"))}
-        for v, m in s.get("modes", {}).items()
+        for v, m in (s.modes or {}).items()
     }
     fig = ctx.summary["io"][suite.label]
     for variant in ("unloaded", "baseline", "separated"):
@@ -70,8 +76,6 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
 def _clock_table(ctx: ReportContext, modes: dict) -> None:
     """Three clocks per read (stall-free) and the block layer's per class: which part of the excess over the
     unloaded reference the host's CPUs added (wake-up lateness) and which the device (service time)."""
-    from io_priority.clocks import host_share_text
-
     rows = []
     for variant, m in modes.items():
         c = m.get("stall_free")
@@ -101,19 +105,17 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     """The sweep's table and its goal line, both from one set of verdicts (io_priority.sweep.judge, re-run on the
     stored estimates, so a run recorded under an older rule is judged by today's): no row says "met" that the
     line below denies."""
-    from io_priority import sweep
-
     run = suite.latest("io-sweep")
     if run is None:
         return
-    s = run.summary
-    pts = s.get("points", [])
+    s = SweepSummary.from_json(run.summary)
+    pts = s.points or []
     if not pts:
         return
     for p in pts:
         p.pop("goal", None)
-    sweep.judge(pts, s.get("schedulers"))
-    goal = sweep.goal_summary(pts, s.get("schedulers"))
+    sweep.judge(pts, s.schedulers)
+    goal = sweep.goal_summary(pts, s.schedulers)
     rows = [[p["scheduler"], p["variant"], p.get("mapping"), p.get("reps") or "-", fmt.estimate(p.get("p99_us")),
              fmt.estimate(p.get("interference_factor")), fmt.estimate(p.get("interference_service")),
              fmt.estimate(p.get("spill_mb_s")),
@@ -138,6 +140,37 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
                  ", ".join(goal["met_by"]) or "nothing")
     ctx.verdict(suite.label, "io sweep", sweep.goal_line(goal))
     ctx.doc.para(sweep.goal_line(goal) + ".")
+
+
+FIO_GOAL = "fio-check: kvds's unloaded reader against fio"
+
+
+def _fio_check(ctx: ReportContext) -> None:
+    """kvds's reader against fio's (p50, and p99 in open loop, within 1 +- 10%), judged again by today's rule from
+    the ratios the run stored (paired by repetition since 2026-12-01; the "pairing" of each ratio says so)."""
+    rows = []
+    for suite in ctx.suites:
+        run = suite.latest("io-fio-check")
+        if run is None:
+            continue
+        s = FioCheckSummary.from_json(run.summary)
+        v = fio.summary_verdict(s.as_dict())
+        tools = s.tools or {}
+        rows.append([suite.label, run.run_id, s.mode, " / ".join(str((tools.get(t) or {}).get("reads", "-"))
+                                                                 for t in ("kvds", "fio")),
+                     fmt.estimate(s.p50_ratio_kvds_over_fio), fmt.estimate(s.p99_ratio_kvds_over_fio),
+                     ((s.p50_ratio_kvds_over_fio or {}).get("pairing") or {}).get("rule", "unpaired (older run)"),
+                     v.status])
+        ctx.headline("fio-check p50 kvds/fio", suite.label, fmt.value(s.p50_ratio_kvds_over_fio))
+        ctx.headline("fio-check p99 kvds/fio", suite.label, fmt.value(s.p99_ratio_kvds_over_fio))
+        ctx.verdict(suite.label, FIO_GOAL, str(v))
+    if rows:
+        ctx.doc.para("kvds's unloaded reader against fio on the same device, region and engine, alternating "
+                     "repetitions, compared on the same clock (submission -> completion); the goal is two-sided: "
+                     "kvds / fio within 1 +- 10% (p50; open loop also p99), met only when the whole 95% interval "
+                     "is inside the band.")
+        ctx.doc.table(["suite", "run", "mode", "reads kvds / fio", "p50 kvds/fio", "p99 kvds/fio", "ratios",
+                       "verdict"], rows)
 
 
 def _rep_groups(run: Run, variant: str) -> list[np.ndarray]:
@@ -178,11 +211,12 @@ def _differences(ctx: ReportContext) -> None:
 
 
 def render(ctx: ReportContext) -> None:
-    if not any(s.of_kind("io-bench") or s.of_kind("io-sweep") for s in ctx.suites):
+    if not any(s.of_kind("io-bench") or s.of_kind("io-sweep") or s.of_kind("io-fio-check") for s in ctx.suites):
         return
     ctx.doc.heading("Decode-critical reads under spill pressure (I/O priority track)")
     for suite in ctx.suites:
         _bench_tables(ctx, suite)
         _sweep(ctx, suite)
+    _fio_check(ctx)
     _differences(ctx)
 
