@@ -152,6 +152,17 @@ def verdict(ratio: stats.Estimate) -> stats.Verdict:
     return stats.judge_at_least(ratio, GOAL_IOPS_KEPT, "IOPS with/without ")
 
 
+def summary_verdict(s: dict[str, Any]) -> stats.Verdict:
+    """The goal re-judged from a stored summary.json with today's rule: from the geometric mean's estimate, or
+    (a run from before it was stored) recomputed from the per-repetition IOPS."""
+    if s.get("ratio_geomean"):
+        g = s["ratio_geomean"]
+        return verdict(stats.Estimate(_nan(g.get("value")), _nan(g.get("lo")), _nan(g.get("hi")), g.get("conf", 0.95),
+                                      g.get("reason", "")))
+    wo, wi = s.get("iops_without") or [], s.get("iops_with") or []
+    return verdict(paired_ratio([b / a for a, b in zip(wo, wi) if a]))
+
+
 def _nan(x: Any) -> float:
     return float("nan") if x is None else float(x)
 

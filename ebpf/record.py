@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from harness.knobs import scheduler_of
 from harness.progress import progress, say
@@ -44,6 +44,20 @@ class RecordSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "RecordSummary":
+        """A stored summary.json read back (the report): a field an older kvds did not write is None; a key this
+        version no longer has is dropped, so a reader names only fields that exist."""
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+    def requests(self) -> tuple[int, int] | None:
+        """(block requests timed, requests seen in all) over every device, class and op; None for a recording
+        made before kvds accounted for them (or without the blk probe)."""
+        if not self.blk_accounting:
+            return None
+        counts = list(self.blk_accounting.values())
+        return sum(c["timed"] for c in counts), sum(sum(c.values()) for c in counts)
 
 
 @dataclass

@@ -21,8 +21,7 @@ from tests.conftest import REPO
 PACKAGES = ("harness", "io_priority", "kernel_vm", "ebpf", "qemu_validation")
 TRACK_PACKAGES = ("io_priority", "kernel_vm", "ebpf", "qemu_validation")
 TRACKS_UNDER_HARNESS = ("harness.policy",)
-TRACK_SECTIONS = ("harness.report.sections.ebpf",
-                  "harness.report.sections.policy", "harness.report.sections.goals")
+TRACK_SECTIONS = ("harness.report.sections.policy", "harness.report.sections.goals")
 
 
 def module_files(root: Path = REPO) -> dict[str, Path]:
