@@ -98,3 +98,43 @@ def test_record_files_its_typed_summary_and_prints_the_one_shape(kvds_env: dict[
     summary = json.loads((Path(doc["run"]) / "summary.json").read_text())
     assert sorted(summary) == sorted(f.name for f in dataclasses.fields(RecordSummary))
     assert summary["command_status"] == 3 and summary["backend"] in ("libbpf", "bcc")
+
+
+def test_report_section_reads_the_typed_summaries(tmp_path) -> None:
+    """The eBPF report section: a recording's timed/seen block requests come from RecordSummary (read back from
+    its summary.json) into the table and the Summary's headline; the overhead goal is re-judged from its stored
+    run, and its verdict line reaches report.json. A summary from before the accounting says so, not "0 of 0"."""
+    import json
+
+    from harness import stats
+    from harness.report.build import build_report, verdict_lines
+    from harness.report.context import load_suites
+    from harness.results import ResultStore
+
+    from ebpf.overhead import summary_verdict
+    from ebpf.record import RecordSummary
+
+    store = ResultStore(tmp_path / "results")
+    h = H.new_hist()
+    H.add(h, 6, 1498)
+    rec = store.new_run("ebpf-record", {})
+    acct = {"loop5/rt/read": {"timed": 1498, "unfinished": 2, "untimed": 0, "overwritten": 0, "lost": 0}}
+    summary = RecordSummary("libbpf", "block_rq_insert/issue/complete via tp_btf", 0.1, 0.0, 2.0, None,
+                            {"blk/issue_to_complete/loop5/rt/read": 1498}, acct)
+    rec.write_summary(summary.as_dict())
+    rec.write_json("ebpf", {"blk": {"issue_to_complete": {"loop5": {"rt": {"read": h}}}, "insert_to_issue": {},
+                                    "accounting": {}, "devices": {"loop5": "7:5"}}})
+    assert RecordSummary.from_json(rec.summary) == summary and summary.requests() == (1498, 1500)
+    old = store.new_run("ebpf-record", {})
+    old.write_summary({k: v for k, v in summary.as_dict().items() if k != "blk_accounting"})
+    old.write_json("ebpf", {})
+    ovh = store.new_run("ebpf-overhead", {})
+    ovh.write_summary({"backend": "libbpf", "ratio_geomean": {"value": 0.97, "lo": 0.96, "hi": 0.98, "conf": 0.95}})
+    paths = build_report(load_suites([rec.run_id, old.run_id, ovh.run_id], store), tmp_path / "out")
+    md = paths["markdown"].read_text()
+    assert "| 1498 of 1500 |" in md and "- (recorded before kvds accounted for requests)" in md
+    v = summary_verdict(ovh.summary)
+    assert v.status == stats.MET and str(v) in md
+    doc = json.loads(paths["json"].read_text())
+    assert any(row == ["1498 of 1500"] for row in doc["headline"].values())
+    assert any(line.startswith("eBPF probes' overhead") and str(v) in line for line in verdict_lines(paths["json"]))
