@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from harness.results import ResultStore, Run
+from harness.results import ResultStore
 from io_priority import bench, device as devmod, run_common, stalls as stallmod
 from io_priority.device import Layout
 from io_priority.summary import BENCH_SCHEMA, BenchSummary
@@ -30,13 +30,7 @@ class BenchConfig:
     verbose: bool = False               # print each helper's command line as it starts
 
 
-@dataclass
-class BenchResult:
-    run: Run
-    summary: BenchSummary
-
-
-def run(cfg: BenchConfig) -> BenchResult:
+def run(cfg: BenchConfig) -> run_common.Filed[BenchSummary]:
     load0 = list(os.getloadavg())
     dev = devmod.prepare(cfg.device, cfg.layout, cfg.destroy_data)
     sched = bench.with_scheduler(dev, cfg.scheduler)
@@ -52,8 +46,9 @@ def run(cfg: BenchConfig) -> BenchResult:
                             buffered=cfg.workload.spill_kind == "buffered", stall_ms=cfg.stall_ms, order=order)
     summary = BenchSummary(BENCH_SCHEMA, config, [[r, n] for r, n in order], modes,
                            goal=_goal(sched, modes), **run_common.ebpf_note(cfg.ebpf))
-    filed.write_summary(summary.as_dict())  # strict JSON: NaN/inf (too few repetitions) -> null
-    return BenchResult(filed, BenchSummary.from_json(summary.as_dict()))
+    stored = summary.as_dict()  # strict JSON: NaN/inf (too few repetitions) -> null
+    filed.write_summary(stored)
+    return run_common.Filed(filed, BenchSummary.from_json(stored))
 
 
 def _goal(sched: str, modes: dict[str, Any]) -> dict[str, Any] | None:
