@@ -49,6 +49,18 @@ def test_the_newest_run_of_either_kind_is_shown_and_a_failed_validate_is_missed(
     assert line.startswith("missed") and "validation failed in repetition 1, 2, 3" in line
 
 
+def test_a_stored_goal_met_is_rejudged_by_todays_rule(tmp_path: Path) -> None:
+    """A run recorded as met (an older rule) whose repetition failed validate is missed by today's rule."""
+    store = ResultStore(tmp_path / "results")
+    run = store.new_run(rebuild_time.LEGACY_KIND, {})
+    run.write_summary({"reps": [{"rep": 1, "total_seconds": 40.0, "validate_ok": False},
+                                {"rep": 2, "total_seconds": 41.0, "validate_ok": True},
+                                {"rep": 3, "total_seconds": 40.0, "validate_ok": True}], "goal_met": True})
+    ctx, md = _render(store, [run.run_id], tmp_path)
+    (label,) = [s.label for s in ctx.suites]
+    assert ctx.verdicts[label][report_section.REBUILD_GOAL].startswith("missed") and "full validate" in md
+
+
 def test_no_qemu_runs_no_section(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "results")
     other = store.new_run("io-bench", {})
