@@ -47,10 +47,10 @@ def point_name(p: dict[str, Any]) -> str:
 
 
 def _est_text(e: dict[str, Any] | None) -> str:
-    if not e or not isinstance(e.get("value"), (int, float)):
+    if not e or not sweep._finite(e.get("value")):
         return "-"
     lo, hi = e.get("lo"), e.get("hi")
-    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+    if sweep._finite(lo) and sweep._finite(hi):
         return f"{e['value']:.2f} [{lo:.2f}, {hi:.2f}]"
     return f"{e['value']:.2f}"
 
