@@ -89,6 +89,8 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         counted = sum(h["count"] for name, h in rec.histograms() if "issue_to_complete" in name)
         counts.append((n, counted))
         missed.append(sum(rec.results().get("missed_events", {}).values()))
+        unfinished.append(sum(c["unfinished"] for classes in rec.results()["blk"]["accounting"].values()
+                              for ops in classes.values() for c in ops.values()) if "blk" in rec.results() else 0)
         for tp, (runs, ns) in rec.program_stats.items():
             acc = in_program.setdefault(tp, [0, 0])
             acc[0], acc[1] = acc[0] + runs, acc[1] + ns
@@ -99,6 +101,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
     in_program: dict[str, list[int]] = {}  # tracepoint -> [runs, ns], summed over the 'with' runs
     reads_with: list[int] = []
     missed: list[int] = []  # program runs the kernel skipped per 'with' run (all devices; see README)
+    unfinished: list[int] = []  # reads issued whose completion never reached the programs, per 'with' run
     order = stats.alternating_order(["without", "with"], reps)
     with progress("overhead runs", total=len(order)) as bar:
         out = stats.run_alternating({"without": without, "with": with_probes}, reps,
@@ -119,7 +122,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         "ratio_geomean": geo.as_dict(),
         "goal": v.as_dict(), "goal_text": str(v),
         "load_attach_s": [round(x, 3) for x in load_s],
-        "reads_vs_histogram_counts": counts, "missed_events_per_run": missed,
+        "reads_vs_histogram_counts": counts, "missed_events_per_run": missed, "unfinished_per_run": unfinished,
     }
     if prog_stats:
         reads = max(sum(reads_with), 1)
@@ -182,6 +185,7 @@ def format_overhead(res: dict[str, Any]) -> str:
         f"  load+attach per 'with' run (s): {res['load_attach_s']}",
         f"  reads issued vs counted in the histograms: {res['reads_vs_histogram_counts']}",
         f"  program runs skipped by the kernel per 'with' run (all devices): {res['missed_events_per_run']}",
+        f"  reads whose completion never reached the programs per 'with' run: {res.get('unfinished_per_run', '-')}",
         *([f"  inside the programs (kernel.bpf_stats_enabled): {res['program_ns_per_read']} ns per read"] +
           [f"    {tp:32s} {v['runs_per_read']:.2f} runs/read  {v['ns_per_run']:8.1f} ns/run  {v['ns_per_read']:8.1f} ns/read"
            for tp, v in res["program_stats"].items()] if "program_stats" in res else []),
