@@ -14,7 +14,7 @@ from harness.results import Run
 from harness.stats import MIN_REPS, rep_ratio
 from io_priority import fio, sweep
 from io_priority.clocks import host_share_text
-from io_priority.summary import BenchSummary, FioCheckSummary, SweepSummary
+from io_priority.summary import BenchSummary, FioCheckSummary, SweepSummary, VariantFigures
 
 QS = ("p50", "p90", "p99", "p99.9")
 
@@ -44,26 +44,27 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
     )
     rows = []
     series = {}
-    for variant, m in (s.modes or {}).items():
-        rows.append([variant, m.get("reads"), *[fmt.estimate(m.get("latency_us", {}).get(q)) for q in QS],
-                     fmt.number(m.get("max_us"), why="no reads"),
-                     fmt.estimate(m.get("interference_factor")) if variant != "unloaded" else "- (the reference)",
-                     fmt.estimate(m.get("spill_mb_s")) if m.get("spill_mb_s") else "- (no spill)",
-                     _classes(m.get("block_layer"))])
+    modes = {v: VariantFigures.from_json(m) for v, m in (s.modes or {}).items()}
+    for variant, m in modes.items():
+        rows.append([variant, m.reads, *[fmt.estimate((m.latency_us or {}).get(q)) for q in QS],
+                     fmt.number(m.max_us, why="no reads"),
+                     fmt.estimate(m.interference_factor) if variant != "unloaded" else "- (the reference)",
+                     fmt.estimate(m.spill_mb_s) if m.spill_mb_s else "- (no spill)",
+                     _classes(m.block_layer)])
         if variant in run.sample_names():
             series[variant] = run.samples(variant) / 1000.0
     ctx.doc.table(["mode", "reads", *[f"{q} (us)" for q in QS], "max (us)", "interference (p99/unloaded p99)",
                    "spill MB/s", "priorities seen at the block layer"], rows)
-    _clock_table(ctx, s.modes or {})
+    _clock_table(ctx, modes)
     if series:
         path = figures.latency_cdf(series, ctx.fig(f"io-cdf-{run.run_id}.png"),
                                    f"Critical-read latency, {cfg.get('scheduler')}, {cfg.get('engine')}")
         ctx.doc.figure(path, f"Critical-read latency CDF per mode ({suite.label})")
     ctx.summary.setdefault("io", {})[suite.label] = {
-        v: {"p99_us": fmt.value(m.get("latency_us", {}).get("p99")),
-            "interference_factor": fmt.value(m.get("interference_factor")),
-            "spill_mb_s": fmt.value(m.get("spill_mb_s"))}
-        for v, m in (s.modes or {}).items()
+        v: {"p99_us": fmt.value((m.latency_us or {}).get("p99")),
+            "interference_factor": fmt.value(m.interference_factor),
+            "spill_mb_s": fmt.value(m.spill_mb_s)}
+        for v, m in modes.items()
     }
     fig = ctx.summary["io"][suite.label]
     for variant in ("unloaded", "baseline", "separated"):
@@ -73,17 +74,17 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
             ctx.headline(f"{what}, {variant}", suite.label, fig.get(variant, {}).get(key))
 
 
-def _clock_table(ctx: ReportContext, modes: dict) -> None:
+def _clock_table(ctx: ReportContext, modes: dict[str, VariantFigures]) -> None:
     """Three clocks per read (stall-free) and the block layer's per class: which part of the excess over the
     unloaded reference the host's CPUs added (wake-up lateness) and which the device (service time)."""
     rows = []
     for variant, m in modes.items():
-        c = m.get("stall_free")
+        c = m.stall_free
         if not c:
             continue
         inter = c.get("interference") or {}
-        blk = m.get("block_service_us") or {}
-        st = m.get("stalls") or {}
+        blk = m.block_service_us or {}
+        st = m.stalls or {}
         rows.append([variant,
                      *[fmt.estimate((c.get(f"{k}_us") or {}).get("p99")) for k in ("end_to_end", "wakeup", "service")],
                      fmt.estimate(inter.get("end_to_end")) if variant != "unloaded" else "- (the reference)",

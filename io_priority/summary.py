@@ -7,7 +7,7 @@ the layouts io_priority/README.md documents ("Result directories"): every earlie
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from harness.results import strict
@@ -45,13 +45,55 @@ class _Summary:
 
 
 @dataclass(frozen=True)
+class VariantFigures(_Summary):
+    """One variant of a bench or a sweep (summary.json `modes.<variant>`, `schedulers.<s>.modes.<variant>`);
+    estimates are {value, lo, hi, conf, n, reason}, interference ones also `pairing` (io_priority/pairing.py)."""
+    mapping: str | None                  # the mapping applied (None: the reader alone, the unloaded reference)
+    applied: dict[str, Any] | None       # what it applied: read_ioprio, write_ioprio, write_throttle_mbps, spill_pacing
+    reps: int                            # repetitions run
+    reads: int                           # critical reads over all repetitions
+    read_errors: int                     # reads that failed
+    late_reads: int                      # reads submitted after their due time
+    latency_us: dict[str, Any]           # end-to-end p50, p90, p99, p99.9 (us), each an estimate over repetitions
+    max_us: float | None                 # the slowest read (us)
+    per_rep_p99_us: list[float | None]   # each repetition's p99 (None under 1,000 reads)
+    interference_factor: dict[str, Any] | None  # p99 / the unloaded reference's p99, all reads, paired by repetition
+    spill_mb_s: dict[str, Any] | None = field(metadata={"unit": "MB/s"})  # spill throughput, mean over
+    # repetitions with its interval
+    spill_mb_s_per_rep: list[float] | None = field(metadata={"unit": "MB/s"})  # each repetition's spill MB/s
+    writes: int | None                   # spill writes completed
+    write_errors: int | None             # spill writes that failed
+    spill_gated_fraction: float | None   # share of the run the writer was held back by pacing
+    block_layer: dict[str, Any] | None   # tracefs: requests per direction and class/level, lost events, issuers
+    ebpf_block_layer: dict[str, Any] | None  # with --ebpf: the eBPF histograms' requests per direction and class
+    overlap: dict[str, Any] | None       # clean reads (no spill write beside them) and their interference
+    clocks: dict[str, Any]               # end_to_end, wakeup, backlog, service p50/p99 (us), interference, excess
+    stalls: dict[str, Any]               # stalls found (threshold_ms, count, reps, reads delayed, where)
+    stall_free: dict[str, Any]           # the clocks without the reads stalls delayed (the goal's service time)
+    block_service_us: dict[str, Any] | None  # block layer issue -> complete p50/p99 per direction and class (us)
+    per_rep_service_p99_us: list[float | None] | None  # each repetition's stall-free service p99 (us)
+    write_priority: dict[str, Any] | None  # did the spill's writes carry the class asked for (asked, honoured_fraction)
+    spill_retained: float | None = None  # spill MB/s / the baseline's
+    spill_retained_est: dict[str, Any] | None = None  # the same with its interval over repetitions
+    final_fsync_ms: float | None = None  # with a writer: the final fsync (ms), counted in the MB/s
+    spill_v2: dict[str, Any] | None = None  # spill scheduler v2: model_q, batches, probes, model, window
+    pacer: dict[str, Any] | None = None  # the v1 slack pacer's learned estimates per repetition (us)
+
+    OMIT_WHEN_NONE = ("final_fsync_ms", "spill_v2", "pacer")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Not strict here: the summary holding it converts once (NaN stays NaN for the judging in between)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: v for k, v in out.items() if not (k in self.OMIT_WHEN_NONE and v is None)}
+
+
+@dataclass(frozen=True)
 class BenchSummary(_Summary):
     """summary.json of an `io-bench` run: unloaded / baseline / separated on one device, alternating."""
     schema: str                          # "kvds.io-bench/1"
     config: dict[str, Any]               # engine, scheduler, mapping, modes, reps, device, workload, loadavg_start/end
     rep_order: list[list[Any]]           # [[rep, variant], ...] as run: what the interference is paired by
-    modes: dict[str, dict[str, Any]]     # per variant: latency_us, interference_factor, clocks, stall_free, stalls,
-    # spill_mb_s, spill_retained_est, overlap, block_layer, write_priority (io_priority/README.md)
+    modes: dict[str, dict[str, Any]]     # per variant: its figures, key by key in io.bench.modes (VariantFigures)
     ebpf_histograms: str | None          # "ebpf-<variant>-rep<k>.json" with --ebpf, else None
     ebpf_note: str                       # where the block-layer classes per request come from
     goal: dict[str, Any] | None = None   # with all three modes: the sweep's goal judged for "separated"
@@ -64,7 +106,7 @@ class SweepSummary(_Summary):
     """summary.json of an `io-sweep` run: every (scheduler, mapping) point judged against the goal."""
     schema: str                          # "kvds.io-sweep/1"
     config: dict[str, Any]               # plan, schedulers, mappings, grow, rounds, workload, device, loadavg
-    schedulers: dict[str, dict[str, Any]]  # per scheduler: rep_order, reps, reps_per_variant, modes (as a bench's)
+    schedulers: dict[str, dict[str, Any]]  # per scheduler: rep_order, reps, reps_per_variant, modes (io.bench.modes)
     points: list[dict[str, Any]]         # one per scheduler x loaded variant: figures, pareto, goal verdict
     goal: dict[str, Any]                 # met_by, missed_by, inconclusive, reference_stable, unloaded_pair_spread
     ebpf_histograms: str | None          # always None (a sweep records no eBPF histograms)
