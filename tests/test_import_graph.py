@@ -4,7 +4,7 @@ functions), so a cycle hidden in a lazy import counts too.
 
 Tracks: io_priority, kernel_vm, ebpf, qemu_validation, and two that still live under harness/ until they move into
 their own folders: harness/policy (the policy simulator's commands and code) and the tracks' report sections
-(harness/report/sections/<track>.py and goals.py, which judge the tracks' goals). The core reaches all of them
+(harness/report/sections/<track>.py). The core reaches all of them
 through the entry points in pyproject.toml (harness/tracks.py), by name, never by import.
 
 A cycle is one among modules (a package's __init__ is a module); a module importing a submodule of its own
@@ -21,7 +21,7 @@ from tests.conftest import REPO
 PACKAGES = ("harness", "io_priority", "kernel_vm", "ebpf", "qemu_validation")
 TRACK_PACKAGES = ("io_priority", "kernel_vm", "ebpf", "qemu_validation")
 TRACKS_UNDER_HARNESS = ("harness.policy",)
-TRACK_SECTIONS = ("harness.report.sections.policy", "harness.report.sections.goals")
+TRACK_SECTIONS = ("harness.report.sections.policy",)
 
 
 def module_files(root: Path = REPO) -> dict[str, Path]:

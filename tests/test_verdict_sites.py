@@ -48,11 +48,13 @@ def test_ebpf_overhead_from_the_interval() -> None:
 
 
 def test_report_rejudges_stored_runs_by_todays_rule() -> None:
-    from harness.report.sections import goals
+    """The tracks' report sections judge a stored run again with today's rule, whatever it stored as met."""
+    from ebpf.overhead import summary_verdict as overhead_verdict
+    from io_priority.fio import summary_verdict as fio_verdict
 
     old_fio = {"p50_ratio_kvds_over_fio": {"value": 0.945, "lo": 0.0559, "hi": 15.97}, "meets_goal": True}
-    assert goals.fio_verdict(old_fio).status == "inconclusive"
+    assert fio_verdict(old_fio).status == "inconclusive"
     old_overhead = {"ratio_mean": 0.9, "ratio_ci95": [None, None], "reps": 2, "iops_without": [100.0, 100.0],
                     "iops_with": [90.0, 91.0]}
-    assert goals.overhead_verdict(old_overhead).status == "inconclusive"
+    assert overhead_verdict(old_overhead).status == "inconclusive"
     # the rebuild-time goal is re-judged by the qemu section now: tests/test_qemu_report.py
