@@ -48,6 +48,10 @@ def assert_accounted(res: dict, dev: str, cls: str, op: str, n: int) -> int:
     acct = res["blk"]["accounting"][name][cls][op]
     assert acct["timed"] == hist["count"], (acct, hist["count"])
     assert acct["overwritten"] == acct["lost"] == 0, acct
-    assert acct["timed"] + acct["unfinished"] + acct["untimed"] == n, (acct, n, res.get("missed_events"))
+    # With a task filter a request is tracked only if block_getrq marked it: a getrq run the kernel reports
+    # skipping (missed_events, 0 so far) leaves one request out of every count.
+    unmarked = res.get("missed_events", {}).get("block/block_getrq", 0)
+    seen = acct["timed"] + acct["unfinished"] + acct["untimed"]
+    assert n - unmarked <= seen <= n, (acct, n, res.get("missed_events"))
     assert acct["unfinished"] + acct["untimed"] <= 0.05 * n, (acct, n, res.get("missed_events"))
     return acct["timed"]
