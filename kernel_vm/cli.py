@@ -66,10 +66,10 @@ def run_bench(args: argparse.Namespace) -> int:
                       mix=args.mix, swap=args.swap, pressure_pct=args.pressure, reps=args.reps, seed=args.seed,
                       mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos,
                       pressure_mode=args.pressure_mode, ebpf=args.ebpf, reference=args.reference)
-    plan(cfg)  # bad input: exit 2 before the root check
+    p = plan(cfg)  # bad input: exit 2 before the root check; every mapping parsed here, once
     check_fits(cfg.arena_mb << 20)
     require_root("kvds vm bench")
-    run, summary = bench(cfg)
+    run, summary = bench(p)
     emit(run, summary.as_dict(), args.json, lambda _: render.bench(summary, run.path))
     return 0
 

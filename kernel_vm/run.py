@@ -146,9 +146,9 @@ def _save_samples(run: Run, results: dict[str, list[RepResult]], overhead: np.nd
                 run.write_samples(f"reaccess_ns__{vname}__{cls}__rep{r}", lat)
 
 
-def bench(cfg: BenchConfig, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run, VmBenchSummary]:
-    """Run the comparison on this host; returns the run and its summary."""
-    p = plan(cfg)
+def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run, VmBenchSummary]:
+    """Run the planned comparison on this host; returns the run and its summary."""
+    cfg = p.cfg
     doctor.require("memcg", "pagemap", "zswap" if cfg.swap == "zswap" else f"swap.{cfg.swap}", area=AREA)
     unavailable = unavailable_mappings(p)
     names = [n for n in p.requested if n not in unavailable]
