@@ -1,4 +1,4 @@
-"""`kvds policy compare|sweep|bench|goals`: seeds, reference rows, paired intervals, trace files, determinism."""
+"""`kvds policy compare|sweep|speed|goals`: seeds, reference rows, paired intervals, trace files, determinism."""
 from __future__ import annotations
 
 import json
@@ -100,14 +100,16 @@ def test_bad_tier_override_is_one_line(kvds_env: dict) -> None:
     assert p.returncode == 2 and p.stderr.count("\n") == 1
 
 
-def test_bench_reports_rates_and_scaling(kvds_env: dict) -> None:
-    """Figures only (timing targets belong to the bench's output, not to tests)."""
-    p = run_kvds(["policy", "bench", "--events", "50000", "--repeat", "1", "--json"], kvds_env)
+def test_speed_reports_rates_and_scaling(kvds_env: dict) -> None:
+    """Figures only (timing targets belong to the verb's output, not to tests)."""
+    p = run_kvds(["policy", "speed", "--events", "50000", "--repeat", "1", "--json"], kvds_env)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)["summary"]
     assert out["events"] == 50000 and out["policy"] == "ExpectedNextUse"
     assert out["events_per_s"] > 0 and len(out["scaling"]) == 4
     assert out["target_events_per_s"] == 100_000 and isinstance(out["meets_target"], bool)
+    old = run_kvds(["policy", "bench", "--help"], kvds_env)  # the verb's name before issue 17, its one alias
+    assert old.returncode == 0 and "--events" in old.stdout
 
 
 def test_compare_over_a_request_trace_batched_by_seed(kvds_env: dict, tmp_path: Path) -> None:

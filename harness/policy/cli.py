@@ -1,5 +1,5 @@
-"""`kvds policy compare|sweep|goals|bench|generate|import` and `kvds replay`: arguments only. Each verb builds one
-config and hands it to its module (compare_run, sweep_run, goals_run, bench, trace_run, replay_run); the module
+"""`kvds policy compare|sweep|goals|speed|generate|import` and `kvds replay`: arguments only. Each verb builds one
+config and hands it to its module (compare_run, sweep_run, goals_run, speed, trace_run, replay_run); the module
 files the run and returns a typed summary, printed by `harness.emit` (--json) or by render.py."""
 from __future__ import annotations
 
@@ -53,14 +53,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_flag(o)
     o.set_defaults(func=cmd_goals)
 
-    b = verbs.add_parser("bench", help="events per second of the simulator on a generated trace")
+    # `bench` is the verb's name before issue 17 (kept as an alias; "bench" elsewhere means a latency measurement)
+    b = verbs.add_parser("speed", aliases=["bench"],
+                         help="the simulator's events per second on a generated trace (alias: bench)")
     b.add_argument("--events", type=positive_int, default=1_000_000)
     b.add_argument("--policy", default="ExpectedNextUse")
     b.add_argument("--profile", default="balanced")
     b.add_argument("--fast-fraction", type=float, default=0.5)
     b.add_argument("--repeat", type=positive_int, default=3, help="timed repetitions (median reported)")
     add_json_flag(b)
-    b.set_defaults(func=cmd_bench)
+    b.set_defaults(func=cmd_speed)
 
     g = verbs.add_parser("generate", help="write a generated trace (.npz)")
     options.add_profile_args(g)
@@ -151,11 +153,11 @@ def cmd_goals(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.policy.bench import BenchConfig, bench
+def cmd_speed(args: argparse.Namespace) -> int:
+    from harness.policy.speed import SpeedConfig, speed
 
-    out = bench(BenchConfig(args.events, args.policy, args.profile, args.fast_fraction, args.repeat))
-    emit(None, out.as_dict(), args.json, lambda _: render.bench(out))
+    out = speed(SpeedConfig(args.events, args.policy, args.profile, args.fast_fraction, args.repeat))
+    emit(None, out.as_dict(), args.json, lambda _: render.speed(out))
     return 0
 
 

@@ -11,7 +11,7 @@ from harness.progress import say
 from harness.stats import Estimate
 
 if TYPE_CHECKING:
-    from harness.policy.bench import BenchSummary
+    from harness.policy.speed import SpeedSummary
     from harness.policy.compare_run import Comparison
     from harness.policy.goals_run import GoalsOutcome
     from harness.policy.replay_run import Replayed
@@ -60,7 +60,7 @@ def goals(o: "GoalsOutcome", tables: bool) -> None:
     print(f"results: {o.run.path}")
 
 
-def bench(out: "BenchSummary") -> None:
+def speed(out: "SpeedSummary") -> None:
     print(f"generated {out.events} events ({out.blocks} blocks, peak {out.peak_live_blocks} live) "
           f"in {out.generate_cpu_s:.2f} CPU s")
     print(f"{out.policy}: median {out.simulate_cpu_s:.2f} CPU s ({out.simulate_wall_s:.2f} s wall) over "

@@ -41,7 +41,7 @@ def _peak_live_blocks(trace: Trace) -> int:
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class SpeedConfig:
     events: int = 1_000_000  # trace length
     policy: str = "ExpectedNextUse"
     profile: str = "balanced"
@@ -53,8 +53,8 @@ RATE = {"unit": "events/s"}  # a rate: the name's "_s" suffix is not seconds her
 
 
 @dataclass(frozen=True)
-class BenchSummary:
-    """`kvds policy bench`'s figures (it files no run)."""
+class SpeedSummary:
+    """`kvds policy speed`'s figures (it files no run; the verb was `bench` before issue 17)."""
     policy: str                     # the policy simulated
     profile: str                    # the workload profile generated
     events: int                     # events in the generated trace
@@ -74,14 +74,14 @@ class BenchSummary:
         return asdict(self)
 
 
-def bench(cfg: BenchConfig) -> BenchSummary:
+def speed(cfg: SpeedConfig) -> SpeedSummary:
     """Generate `events` events, time the simulator (median of `repeat`), then a live-block scaling series."""
     events, policy, profile, fraction, repeat = cfg.events, cfg.policy, cfg.profile, cfg.fast_fraction, cfg.repeat
     make_policy(policy)
     c0 = time.process_time()
     trace = generate(get_profile(profile), 0, events)
     gen_cpu_s = time.process_time() - c0
-    with progress(f"bench {policy}", total=repeat + len(SCALING_ACTIVE) + 1) as bar:
+    with progress(f"speed {policy}", total=repeat + len(SCALING_ACTIVE) + 1) as bar:
         sim_s, sim_cpu_s = _time_sim(trace, policy, fraction, repeat)
         bar.advance(repeat)
         scaling = []
@@ -98,7 +98,7 @@ def bench(cfg: BenchConfig) -> BenchSummary:
         scaling.append({"max_active": get_profile(SCALING_LONG).max_active, "profile": SCALING_LONG,
                         "peak_live_blocks": _peak_live_blocks(t), "ns_per_event": cpu / len(t) * 1e9})
         bar.advance(1)
-    return BenchSummary(policy=make_policy(policy).name, profile=profile, events=len(trace), blocks=trace.n_blocks,
+    return SpeedSummary(policy=make_policy(policy).name, profile=profile, events=len(trace), blocks=trace.n_blocks,
                         peak_live_blocks=_peak_live_blocks(trace), generate_cpu_s=gen_cpu_s, simulate_wall_s=sim_s,
                         simulate_cpu_s=sim_cpu_s, events_per_s=len(trace) / sim_cpu_s,
                         events_per_wall_s=len(trace) / sim_s, repeat=repeat, scaling=scaling,
