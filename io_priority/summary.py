@@ -23,13 +23,15 @@ S = TypeVar("S", bound="_Summary")
 
 class _Summary:
     """as_dict / from_json shared by every summary here: fields in declaration order, optional ones left out of
-    summary.json while None (the layout earlier runs have), strict JSON."""
+    summary.json while None (the layout earlier runs have), strict JSON (NaN and infinities to null)."""
 
     OMIT_WHEN_NONE: tuple[str, ...] = ()
+    STRICT = True  # False for the figures nested in a summary: converted once, with the summary
 
     def as_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-        return strict({k: v for k, v in out.items() if not (k in self.OMIT_WHEN_NONE and v is None)})
+        out = {k: v for k, v in out.items() if not (k in self.OMIT_WHEN_NONE and v is None)}
+        return strict(out) if self.STRICT else out
 
     @classmethod
     def from_json(cls: type[S], stored: dict[str, Any]) -> S:
@@ -80,11 +82,34 @@ class VariantFigures(_Summary):
     pacer: dict[str, Any] | None = None  # the v1 slack pacer's learned estimates per repetition (us)
 
     OMIT_WHEN_NONE = ("final_fsync_ms", "spill_v2", "pacer")
+    STRICT = False  # nested: the summary holding it converts once (NaN stays NaN for the judging in between)
 
-    def as_dict(self) -> dict[str, Any]:
-        """Not strict here: the summary holding it converts once (NaN stays NaN for the judging in between)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {k: v for k, v in out.items() if not (k in self.OMIT_WHEN_NONE and v is None)}
+
+@dataclass(frozen=True)
+class SweepPoint(_Summary):
+    """One scheduler x loaded variant of a sweep (summary.json `points[]`), judged against the goal."""
+    scheduler: str                       # the I/O scheduler it ran under
+    variant: str                         # the variant: baseline or a mapping's name
+    mapping: str | None                  # the mapping applied ("none" for the baseline)
+    p99_us: dict[str, Any]               # critical-read end-to-end p99 (us), estimate over repetitions
+    p50_us: dict[str, Any]               # critical-read end-to-end p50 (us)
+    interference_factor: dict[str, Any] | None  # end-to-end p99 / the unloaded reference's, all reads
+    spill_mb_s: dict[str, Any] | None = field(metadata={"unit": "MB/s"})  # spill throughput
+    spill_retained: float | None         # spill MB/s / the baseline's (point estimate)
+    spill_retained_est: dict[str, Any] | None  # the same with its interval: what the goal's spill part is judged from
+    overlap: dict[str, Any] | None       # clean reads and their interference (VariantFigures.overlap)
+    interference_service: dict[str, Any] | None  # stall-free service-time interference: what the goal is judged from
+    interference_e2e_stall_free: dict[str, Any] | None  # stall-free end-to-end interference, printed beside it
+    excess: dict[str, Any] | None        # the p99 tail's excess over the reference, host / device share
+    stalls: int | None                   # stalls found in this variant's repetitions
+    reps: int | None                     # its repetitions (auto-grow gives wide points more)
+    pareto: bool | None                  # on the Pareto frontier (None: no p99 or no spill to place it)
+    goal: dict[str, Any]                 # status (met / missed / inconclusive, or reference), parts, text
+    meets_goal: bool                     # goal.status == "met"
+    end_to_end: dict[str, Any] | None = None  # the end-to-end verdict, printed beside the goal (not the baseline)
+
+    OMIT_WHEN_NONE = ("end_to_end",)
+    STRICT = False  # nested: the summary holding it converts once
 
 
 @dataclass(frozen=True)
@@ -107,7 +132,7 @@ class SweepSummary(_Summary):
     schema: str                          # "kvds.io-sweep/1"
     config: dict[str, Any]               # plan, schedulers, mappings, grow, rounds, workload, device, loadavg
     schedulers: dict[str, dict[str, Any]]  # per scheduler: rep_order, reps, reps_per_variant, modes (io.bench.modes)
-    points: list[dict[str, Any]]         # one per scheduler x loaded variant: figures, pareto, goal verdict
+    points: list[dict[str, Any]]         # one per scheduler x loaded variant, key by key in io.sweep.points
     goal: dict[str, Any]                 # met_by, missed_by, inconclusive, reference_stable, unloaded_pair_spread
     ebpf_histograms: str | None          # always None (a sweep records no eBPF histograms)
     ebpf_note: str                       # where the block-layer classes per request come from

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness import stats
-from io_priority.summary import SWEEP_SCHEMA
+from io_priority.summary import SWEEP_SCHEMA, SweepPoint
 
 SCHEMA = SWEEP_SCHEMA  # io_priority/summary.py
 # The default sweep: spill scheduler v2 against the comparators the issue names (ioprio-only, throttle-only, the
@@ -74,7 +74,8 @@ def points(per_sched: dict[str, Any]) -> list[dict[str, Any]]:
                        else not any(_dominates(q, p) for q in out if q is not p and _p99(q) is not None
                                     and _mbs(q) is not None))
     judge(out, per_sched)
-    return out
+    # every key through the typed point: a key the dataclass does not name fails here, not in a reader
+    return [SweepPoint(**p).as_dict() for p in out]
 
 
 @dataclass(frozen=True)
