@@ -44,6 +44,11 @@ GOALS: tuple[Goal, ...] = (
 )
 
 
+def needs(goal: Goal) -> tuple[str, ...]:
+    """The policies whose per-seed figures `judge` reads for this goal."""
+    return (goal.policy, BASELINE, OPTIMUM) if goal.what == "gap_closed" else (goal.policy, BASELINE)
+
+
 def judge(goal: Goal, per_policy: dict[str, list[dict]]) -> Verdict:
     """The goal's verdict from per-seed metrics of one profile."""
     runs, lru = per_policy[goal.policy], per_policy[BASELINE]
