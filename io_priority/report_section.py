@@ -14,7 +14,7 @@ from harness.results import Run
 from harness.stats import MIN_REPS, rep_ratio
 from io_priority import fio, sweep
 from io_priority.clocks import host_share_text
-from io_priority.summary import BenchSummary, FioCheckSummary, SweepSummary, VariantFigures
+from io_priority.summary import BenchSummary, FioCheckSummary, SweepPoint, SweepSummary, VariantFigures
 
 QS = ("p50", "p90", "p99", "p99.9")
 
@@ -117,18 +117,17 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
         p.pop("goal", None)
     sweep.judge(pts, s.schedulers)
     goal = sweep.goal_summary(pts, s.schedulers)
-    rows = [[p["scheduler"], p["variant"], p.get("mapping"), p.get("reps") or "-", fmt.estimate(p.get("p99_us")),
-             fmt.estimate(p.get("interference_factor")), fmt.estimate(p.get("interference_service")),
-             fmt.estimate(p.get("spill_mb_s")),
-             fmt.estimate(p.get("spill_retained_est")) if p.get("spill_retained_est") else
-             fmt.number(p.get("spill_retained"), ".2f", why="no spill"),
-             {True: "yes", False: "", None: "- (no p99)"}[p.get("pareto")], sweep.verdict_cell(p)] for p in pts]
+    typed = [SweepPoint.from_json(p) for p in pts]
+    rows = [[p.scheduler, p.variant, p.mapping, p.reps or "-", fmt.estimate(p.p99_us),
+             fmt.estimate(p.interference_factor), fmt.estimate(p.interference_service), fmt.estimate(p.spill_mb_s),
+             fmt.estimate(p.spill_retained_est) if p.spill_retained_est else
+             fmt.number(p.spill_retained, ".2f", why="no spill"),
+             {True: "yes", False: "", None: "- (no p99)"}[p.pareto], sweep.verdict_cell(p.as_dict())] for p in typed]
     ctx.doc.para(f"Sweep {run.run_id} (suite {suite.label}): each scheduler x mapping under the same spill load; "
                  "a goal is met only when its whole 95% interval is on the right side.")
     ctx.doc.table(["scheduler", "variant", "mapping", "repetitions", "p99 (us)", "interference e2e (all reads)",
                    "interference service (stall-free, judged)", "spill MB/s", "spill kept", "Pareto", "goal"], rows)
-    plotted = [(f"{p['scheduler']}/{p['variant']}", fmt.value(p.get("spill_mb_s")), fmt.value(p.get("p99_us")))
-               for p in pts]
+    plotted = [(f"{p.scheduler}/{p.variant}", fmt.value(p.spill_mb_s), fmt.value(p.p99_us)) for p in typed]
     plotted = [t for t in plotted if t[1] is not None and t[2]]
     if plotted:
         path = figures.pareto_scatter(plotted, ctx.fig(f"io-pareto-{run.run_id}.png"),
