@@ -28,7 +28,7 @@ def test_guest_bench_applies_damos_per_class_and_compares_mglru(kvds_env: dict[s
     res = run_kvds(["vm", "bench", "--target", "guest", "--arena-mb", "16", "--reps", "1", "--pressure", "30",
                     "--mglru-min-ttl-ms", "1", "--json"], kvds_env, timeout=1200)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    guest = json.loads(res.stdout)["hosts"]["guest"]
+    guest = json.loads(res.stdout)["summary"]["hosts"]["guest"]  # the --json envelope (harness.emit)
     assert guest["status"] == "ok" and len(guest["runs"]) == 1 and guest["runs"][0].endswith("--guest")
     run = Path(kvds_env["KVDS_RESULTS_DIR"]) / guest["runs"][0]
     s = json.loads((run / "summary.json").read_text())
@@ -85,7 +85,7 @@ def test_guest_mm_intent_keeps_decode_critical_pages_without_a_cgroup_split(kvds
                     "memcg-protect", "--arena-mb", "8", "--mix", GUEST_MIX, "--reps", "1", "--mglru", "off",
                     "--no-damos", "--json"], kvds_env, timeout=1800)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    guest = json.loads(res.stdout)["hosts"]["guest"]
+    guest = json.loads(res.stdout)["summary"]["hosts"]["guest"]  # the --json envelope (harness.emit)
     s = json.loads((Path(kvds_env["KVDS_RESULTS_DIR"]) / guest["runs"][0] / "summary.json").read_text())
     rep = s["variants"]["mm-intent@mglru-off"]["per_rep"][0]
     assert rep["mm_intent"]["ranges"] > 0 and rep["mm_intent"]["left_after_clear"] == 0
