@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from harness.policy.compare_run import CompareSummary
+from harness.policy.compare_run import CompareSummary, PolicyFigures, VersusFigures
 from harness.policy.goals_run import GoalsSummary
 from harness.policy.replay_run import ReplaySummary
 from harness.policy.sweep_run import SweepSummary
@@ -30,6 +30,13 @@ def test_compare_json_has_the_fields_and_summary_json_the_earlier_layout(kvds_en
     assert set(stored) == {"LRU", "ExpectedNextUse", "MIN", "_versus_lru"}  # as every earlier run stored it
     back = CompareSummary.from_json(stored)
     assert back.as_dict() == doc["summary"] and back.stored() == stored
+    # the nested rows are typed: every stored key is a field, and reads back as stored
+    for name in ("LRU", "ExpectedNextUse", "MIN"):
+        assert set(stored[name]) == set(_fields(PolicyFigures))
+        assert PolicyFigures.from_json(stored[name]).as_dict() == stored[name]
+    versus = stored["_versus_lru"]["ExpectedNextUse"]
+    assert set(versus) == set(_fields(VersusFigures))  # MIN ran: the gap closed is there
+    assert VersusFigures.from_json(versus).as_dict() == versus
 
 
 def test_sweep_json_has_the_fields_and_summary_json_the_fractions(kvds_env: dict) -> None:

@@ -1,7 +1,7 @@
 """`kvds policy compare`: every policy over several seeds of one workload, filed as a `policy-compare` run."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from harness.policy.compare import Capacity, build, run_matrix, summarize, versus
@@ -12,6 +12,57 @@ from harness.results import ResultStore, Run
 from harness.stats import Estimate
 
 STORED_VERSUS = "_versus_lru"  # summary.json keeps the policies at the top level, the paired cuts under this key
+RATE = {"unit": "tok/s"}       # goodput: the name's "_s" suffix is not seconds here
+
+
+@dataclass(frozen=True)
+class PolicyFigures:
+    """One policy's figures over the seeds (summary.json `<policy>`, `--json` `policies.<policy>`; metrics.py defines
+    each per-seed metric): each an estimate {value, lo, hi, conf, n, reason}, mean and 95% t interval over the seeds
+    that have the metric (value None and a reason when none has). A run from before a metric existed reads it as {}."""
+    dc_accesses: dict[str, Any]         # decode-critical reads per trace
+    dc_misses: dict[str, Any]           # decode-critical reads that missed the fast tier, per trace
+    dc_miss_ratio: dict[str, Any]       # decode-critical misses per decode-critical read
+    hi_miss_ratio: dict[str, Any]       # the same for high-priority requests (priority >= 70)
+    mid_miss_ratio: dict[str, Any]      # the same for priority 40-69
+    low_miss_ratio: dict[str, Any]      # the same for priority < 40
+    slo_attainment: dict[str, Any]      # share of request-steps whose step met the request's TPOT deadline
+    slo_high: dict[str, Any]            # the same for high-priority requests
+    slo_mid: dict[str, Any]             # the same for priority 40-69
+    slo_low: dict[str, Any]             # the same for priority < 40
+    goodput_tok_s: dict[str, Any] = field(metadata=RATE)  # tokens that met their deadline per second of step time
+    step_p50_us: dict[str, Any]         # median decode-step latency (compute + KV stall, us)
+    step_p99_us: dict[str, Any]         # its p99 (us; None where fewer than 10 steps lie beyond it)
+    spills: dict[str, Any]              # blocks written to the slow tier per trace
+    prefetches: dict[str, Any]          # background reads admitted within the I/O budget per trace
+    prefetch_dropped: dict[str, Any]    # background reads the I/O budget turned away per trace
+    prefetch_hit_ratio: dict[str, Any]  # share of prefetched blocks read before being evicted again
+    recomputes: dict[str, Any]          # dropped blocks recomputed on their next read per trace
+    noncritical_share: dict[str, Any]   # share of all reads no decode step waits on (prefill re-reads)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, stored: dict[str, Any]) -> "PolicyFigures":
+        return cls(**{f.name: stored.get(f.name, {}) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class VersusFigures:
+    """One contender paired with LRU over the same seeds (summary.json `_versus_lru.<policy>`, `--json`
+    `versus_lru.<policy>`): each an estimate {value, lo, hi, conf, n, reason}, 95% t interval over the seeds."""
+    dc_miss_cut_vs_lru: dict[str, Any]         # 1 - its decode-critical misses / LRU's, per seed
+    slo_high_minus_lru: dict[str, Any]         # its high-priority SLO attainment minus LRU's, per seed
+    slo_minus_lru: dict[str, Any]              # its SLO attainment minus LRU's, per seed
+    gap_to_min_closed: dict[str, Any] | None = None  # share of the LRU-to-MIN miss gap it closes (MIN simulated)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}  # no MIN row: the key is absent, as stored
+
+    @classmethod
+    def from_json(cls, stored: dict[str, Any]) -> "VersusFigures":
+        return cls(**{f.name: stored.get(f.name, {} if f.default is not None else None) for f in fields(cls)})
 
 
 @dataclass(frozen=True)
@@ -32,8 +83,10 @@ class CompareConfig:
 class CompareSummary:
     """`kvds policy compare`'s result. summary.json stores it as {policy: metrics, ..., "_versus_lru": ...}
     (`stored()`, the layout every earlier run has); `from_json` reads that layout back."""
-    policies: dict[str, dict[str, Any]]    # per policy: metric -> estimate over seeds (value, lo, hi, n)
-    versus_lru: dict[str, dict[str, Any]]  # per contender: paired cuts against LRU over the same seeds
+    policies: dict[str, dict[str, Any]]    # per policy: its figures over the seeds, key by key in policy.compare.policies
+    # (PolicyFigures)
+    versus_lru: dict[str, dict[str, Any]]  # per contender: paired with LRU over the same seeds, key by key in
+    # policy.compare.versus_lru (VersusFigures)
 
     def as_dict(self) -> dict[str, Any]:
         return {"policies": self.policies, "versus_lru": self.versus_lru}
@@ -57,7 +110,12 @@ class Comparison:
 
 
 def as_dicts(est: dict[str, dict[str, Estimate]]) -> dict[str, dict[str, Any]]:
-    return {p: {k: e.as_dict() for k, e in m.items()} for p, m in est.items()}
+    """Per policy, its figures as PolicyFigures lays them out (a metric the dataclass does not name fails here)."""
+    return {p: PolicyFigures(**{k: e.as_dict() for k, e in m.items()}).as_dict() for p, m in est.items()}
+
+
+def versus_dicts(vs: dict[str, dict[str, Estimate]]) -> dict[str, dict[str, Any]]:
+    return {p: VersusFigures(**{k: e.as_dict() for k, e in m.items()}).as_dict() for p, m in vs.items()}
 
 
 def compare(w: CompareConfig) -> Comparison:
@@ -70,6 +128,6 @@ def compare(w: CompareConfig) -> Comparison:
               "capacity": w.cap.label(), "fast": w.fast.__dict__, "slow": w.slow.__dict__}
     run = ResultStore().new_run("policy-compare", config)
     run.write_json("per_seed", per_policy)
-    summary = CompareSummary(as_dicts(est), as_dicts(vs))
+    summary = CompareSummary(as_dicts(est), versus_dicts(vs))
     run.write_summary(summary.stored())
     return Comparison(run, summary, est, vs, source, seeds)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 
 from harness.policy import goals as g
-from harness.policy.compare_run import CompareSummary
+from harness.policy.compare_run import CompareSummary, PolicyFigures, VersusFigures
 from harness.policy.goals_run import GoalsSummary
 from harness.policy.replay_run import ReplaySummary
 from harness.policy.sweep_run import SweepSummary
@@ -43,16 +43,18 @@ def _compare(ctx: ReportContext, suite: Suite) -> None:
                  "Misses are counted per decode-critical access; SLO attainment is the share of request-steps whose "
                  "step (compute + KV stall) met the request's TPOT deadline. Rows marked 'offline bound' read the "
                  "whole future and are references, not contenders; '-' is a figure with no data.")
-    rows = [[p + (" (offline bound)" if _is_ref(p) else ""), *[fmt.estimate(m.get(k), sc) for k, _, sc in COMPARE_COLS]]
-            for p, m in sorted(s.items(), key=lambda kv: _is_ref(kv[0]))]
+    figs = {p: PolicyFigures.from_json(m) for p, m in s.items()}
+    rows = [[p + (" (offline bound)" if _is_ref(p) else ""),
+             *[fmt.estimate(getattr(f, k), sc) for k, _, sc in COMPARE_COLS]]
+            for p, f in sorted(figs.items(), key=lambda kv: _is_ref(kv[0]))]
     ctx.doc.table(["policy", *[c[1] for c in COMPARE_COLS]], rows)
     vs = summary.versus_lru
     if vs:
         ctx.doc.table(["policy (paired with LRU over seeds)", "miss cut vs LRU", "LRU-to-MIN gap closed",
                        "high-priority SLO gain", "SLO gain"],
-                      [[p, fmt.estimate(r.get("dc_miss_cut_vs_lru")), fmt.estimate(r.get("gap_to_min_closed")),
-                        fmt.estimate(r.get("slo_high_minus_lru")), fmt.estimate(r.get("slo_minus_lru"))]
-                       for p, r in vs.items()])
+                      [[p, fmt.estimate(r.dc_miss_cut_vs_lru), fmt.estimate(r.gap_to_min_closed),
+                        fmt.estimate(r.slo_high_minus_lru), fmt.estimate(r.slo_minus_lru)]
+                       for p, r in ((p, VersusFigures.from_json(d)) for p, d in vs.items())])
     ctx.summary.setdefault("policy", {})[suite.label] = {p: fmt.value(m, "dc_miss_ratio") for p, m in s.items()}
     for p in ("ExpectedNextUse", "LRU"):
         ctx.headline(f"simulated decode-critical miss / access, {p}", suite.label,
