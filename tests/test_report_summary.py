@@ -60,3 +60,13 @@ def test_verdicts_reach_report_json_and_kvds_run(tmp_path: Path, monkeypatch) ->
     assert doc["headline"] == {"spill MB/s, baseline": ["-", "41"]}
     assert verdict_lines(paths["json"]) == ["fio-check (host-b): inconclusive: 0.98 [0.90, 1.08]"]
     assert "fio-check (host-b): inconclusive" in paths["markdown"].read_text()
+
+
+def test_verdicts_alone_still_make_a_summary(tmp_path: Path) -> None:
+    """A report of goals runs only (verdicts, no headline figure) still leads with them."""
+    ctx = _ctx(tmp_path)
+    ctx.verdict("host-a", "knob: high-priority misses <= 0.005", "inconclusive: 0.0079 [0.0047, 0.0112]")
+    summary.render_into(ctx, 1)
+    md = ctx.doc.markdown()
+    assert "## Summary" in md and "| figure |" not in md
+    assert "knob: high-priority misses <= 0.005 (host-a): inconclusive: 0.0079 [0.0047, 0.0112]." in md

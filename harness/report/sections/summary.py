@@ -34,11 +34,12 @@ def _rows(ctx: ReportContext) -> list[list[str]]:
 
 def render_into(ctx: ReportContext, position: int) -> None:
     rows = _rows(ctx)
-    if not rows:
+    if not rows and not ctx.verdicts:
         return
     part = Document(ctx.doc.base)
     part.heading("Summary")
-    part.table(["figure", *[x.label for x in ctx.suites]], rows)
+    if rows:
+        part.table(["figure", *[x.label for x in ctx.suites]], rows)
     for label, verdicts in ctx.verdicts.items():  # the same lines the sections print
         for what, line in verdicts.items():
             part.para(f"{what} ({label}): {line}.")
