@@ -22,7 +22,7 @@ from harness import tracks
 
 GROUP = "kvds.summaries"
 # Name suffix -> unit: the project's naming convention, as data.
-UNITS = (("_seconds", "s"), ("_s", "s"), ("_ms", "ms"), ("_ns", "ns"), ("_bytes", "bytes"), ("_mb", "MiB"))
+UNITS = (("_mb_s", "MB/s"), ("_us", "us"), ("_seconds", "s"), ("_s", "s"), ("_ms", "ms"), ("_ns", "ns"), ("_bytes", "bytes"), ("_mb", "MiB"))
 _FIELD = re.compile(r"^\s+(\w+)\s*:[^#]*?(?:#\s*(.*))?$")
 _CONTINUED = re.compile(r"^\s+#\s*(.*)$")
 

@@ -2,7 +2,7 @@
 the simulator's figures; filed as a `replay` run with every step's latency as raw samples."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,9 +39,52 @@ class ReplayConfig:
 
 
 @dataclass(frozen=True)
+class ReplayRow:
+    """One policy's simulated and replayed figures side by side (summary.json `rows.<policy>`). "Stall" is a decode
+    step's KV time: the modelled compute is left out of both sides. Replayed estimates {value, lo, hi, conf, n,
+    reason} are t intervals over repetitions. A run from before a figure existed reads it as None."""
+    dc_accesses: float | None           # decode-critical reads in the trace (as simulated)
+    dc_misses: float | None             # decode-critical reads that missed the fast tier (as simulated)
+    dc_miss_ratio: float | None         # decode-critical misses per decode-critical read
+    sim_p50_us: float | None            # simulated stall, median (us)
+    sim_p99_us: float | None            # simulated stall, p99 (us)
+    fit_p50_us: float | None            # simulated with tiers fitted to this host's medians, median stall (us)
+    fit_p99_us: float | None            # the same, p99 (us)
+    real_p50_us: float | None           # replayed stall, median over every repetition's steps (us)
+    real_p99_us: float | None           # replayed stall, p99 over every repetition's steps (us)
+    spills: float | None                # blocks written to the slow tier (as simulated and replayed)
+    prefetches: float | None            # background reads admitted (as simulated and replayed)
+    miss_read_p50_us: float | None      # median replayed O_DIRECT read of a missed block (us)
+    hit_read_p50_us: float | None       # median replayed read of a fast-tier block (us)
+    spill_write_p50_us: float | None    # median replayed synchronous spill write (us)
+    waits_on_background: float | None   # replayed demand reads that waited for background I/O, all repetitions
+    sim_stall_p99_us: float | None      # simulated stall p99 (us), the side-by-side column
+    real_stall_p99_us: dict[str, Any] | None      # replayed stall p99, each repetition's p99 (estimate, us)
+    p99_ratio_real_to_sim: dict[str, Any] | None  # replayed / simulated stall p99 (estimate)
+    sim_slo: float | None               # simulated share of request-steps meeting their TPOT deadline
+    real_slo: dict[str, Any] | None     # the same replayed, modelled compute added to each stall (estimate)
+    step_us: float | None               # the modelled compute time of one decode step (us)
+    real_stall_p99_by_rep_us: list[float] | None  # each repetition's replayed stall p99 (us), in run order
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> "ReplayRow":
+        """From replay.summary_row's figures: a figure the dataclass does not name fails here, when the run is
+        written, not later in a reader."""
+        return cls(**row)
+
+    @classmethod
+    def from_json(cls, stored: dict[str, Any]) -> "ReplayRow":
+        return cls(**{f.name: stored.get(f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
 class ReplaySummary:
     """summary.json of a `replay` run."""
-    rows: dict[str, dict[str, Any]]                 # per policy: simulated and replayed figures side by side
+    rows: dict[str, dict[str, Any]]                 # per policy: simulated and replayed figures side by side, key
+    # by key in policy.replay.rows (ReplayRow)
     memcg: dict[str, Any]                           # the arena's memory cgroup: limit and peak bytes
     stall_p99_minus_lru: dict[str, dict[str, Any]]  # per policy: replayed stall p99 paired with LRU by repetition
     real_ci: dict[str, dict[str, Any]]              # per policy: bootstrap p50/p99 of replayed step latency (us)
@@ -94,7 +137,7 @@ def replay(cfg: ReplayConfig) -> Replayed:
         st.arena.close()
         st.dev.close()
     ffast, fslow, refitted = rp.refit(work, trace, cfg.cap, cfg.fast, cfg.slow)
-    rows = {name: rp.summary_row(pr, refitted[name]) for name, pr in work.items()}
+    rows = {name: ReplayRow.of(rp.summary_row(pr, refitted[name])).as_dict() for name, pr in work.items()}
     config = {"trace": str(cfg.trace), "trace_meta": trace.meta, "policies": cfg.policies,
               "capacity": cfg.cap.label(), "device": st.device_path, "scheduler": st.scheduler,
               "mapping": cfg.mapping, "reps": cfg.reps, "ioprio": {k: str(v) for k, v in io.__dict__.items()},

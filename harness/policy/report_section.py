@@ -12,7 +12,7 @@ import shutil
 from harness.policy import goals as g
 from harness.policy.compare_run import CompareSummary, PolicyFigures, VersusFigures
 from harness.policy.goals_run import GoalsSummary
-from harness.policy.replay_run import ReplaySummary
+from harness.policy.replay_run import ReplayRow, ReplaySummary
 from harness.policy.sweep_run import SweepSummary
 from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
@@ -137,13 +137,14 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
                  f"time; SLO attainment adds the modelled compute time to each stall. Replayed figures: t intervals "
                  f"over repetitions; ratio = replayed / simulated stall p99.")
     rows = []
-    for p, r in s.rows.items():
-        rows.append([p + (" (offline bound)" if _is_ref(p) else ""), fmt.number(r.get("dc_accesses"), ".0f"),
-                     fmt.number(r.get("dc_misses"), ".0f"), fmt.number(r.get("dc_miss_ratio"), ".4f"),
-                     fmt.number(r.get("sim_stall_p99_us", r.get("sim_p99_us")), ".4g"),
-                     fmt.estimate(r.get("real_stall_p99_us", r.get("real_p99_us"))),
-                     fmt.estimate(r.get("p99_ratio_real_to_sim")),
-                     fmt.number(r.get("sim_slo"), ".3f"), fmt.estimate(r.get("real_slo"))])
+    typed = {p: ReplayRow.from_json(r) for p, r in s.rows.items()}
+    for p, r in typed.items():
+        rows.append([p + (" (offline bound)" if _is_ref(p) else ""), fmt.number(r.dc_accesses, ".0f"),
+                     fmt.number(r.dc_misses, ".0f"), fmt.number(r.dc_miss_ratio, ".4f"),
+                     fmt.number(r.sim_stall_p99_us if r.sim_stall_p99_us is not None else r.sim_p99_us, ".4g"),
+                     fmt.estimate(r.real_stall_p99_us if r.real_stall_p99_us is not None else r.real_p99_us),
+                     fmt.estimate(r.p99_ratio_real_to_sim),
+                     fmt.number(r.sim_slo, ".3f"), fmt.estimate(r.real_slo)])
     ctx.doc.table(["policy", "dc accesses", "dc misses", "miss / access", "simulated stall p99 (us)",
                    "replayed stall p99 (us)", "replayed / simulated p99", "simulated SLO attainment",
                    "replayed SLO attainment"], rows)
@@ -163,8 +164,7 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
                                    "Replayed decode-step latency per policy (real kernel)", what="decode steps")
         ctx.doc.figure(path, "Decode-step latency CDF per policy, replayed on this kernel")
     ctx.summary.setdefault("replay", {})[suite.label] = {
-        p: {"dc_miss_ratio": r.get("dc_miss_ratio"), "real_p99_us": r.get("real_p99_us")}
-        for p, r in s.rows.items()}
+        p: {"dc_miss_ratio": r.dc_miss_ratio, "real_p99_us": r.real_p99_us} for p, r in typed.items()}
     for p in ("ExpectedNextUse", "LRU"):
         ctx.headline(f"replayed decode-step p99 (us), {p}", suite.label,
                      ctx.summary["replay"][suite.label].get(p, {}).get("real_p99_us"))
