@@ -19,7 +19,7 @@ from harness.errors import Unavailable, UserError
 from harness.mapping import Mapping, load_mapping
 from harness.results import ResultStore, Run
 from kernel_vm import damon, ebpf_bridge, mglru, mm_intent, swap_backend
-from kernel_vm.arena import timer_overhead_ns
+from kernel_vm.arena import check_fits, timer_overhead_ns
 from kernel_vm.mix import CLASSES, DEFAULT_MIX, Layout, format_mix, make_layout, parse_mix
 from kernel_vm.phases import RepResult, protected_classes, run_once, squeeze_limit
 from kernel_vm.summary import (COLD_CLASSES, SCHEMA, VmBenchSummary, comparison, damon_per_class, headline,
@@ -91,6 +91,7 @@ def plan(cfg: BenchConfig) -> Plan:
         raise UserError(f"--block-kb {cfg.block_kb} is not a whole number of {mmap.PAGESIZE}-byte pages")
     if cfg.arena_mb << 20 < cfg.block_kb << 10:
         raise UserError("--arena-mb is smaller than one block")
+    check_fits(cfg.arena_mb << 20)  # before the layout: its arrays are as large as the arena's page count
     names = intent_mappings(cfg)
     mappings = {n: load_mapping(n) for n in (*names, cfg.baseline)}  # UserError naming an unknown mapping
     if cfg.baseline in names:
