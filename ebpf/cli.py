@@ -111,27 +111,25 @@ def _render(out) -> None:
     print(f"run {out.run.run_id}: {out.run.path} ({out.pngs} PNG{'s' if out.pngs != 1 else ''})")
 
 
-def _emit(res: dict, as_json: bool, fmt) -> None:
-    """A measurement that filed its run at res["run"]: the run goes to the envelope's top level."""
-    emit(res["run"], {k: v for k, v in res.items() if k != "run"}, as_json, lambda summary: print(fmt(res)))
-
-
 def run_overhead(args: argparse.Namespace) -> int:
-    from ebpf.overhead import measure_overhead, format_overhead
+    from ebpf.overhead import OverheadConfig, measure_overhead
     from ebpf.recorder import parse_probes
+    from ebpf.render import format_overhead
 
-    probes = parse_probes(args.probe)
+    cfg = OverheadConfig(parse_probes(args.probe), reps=args.reps, seconds=args.seconds,
+                         size_mib=args.size_mib, block_kib=args.block_kib, backend=args.backend,
+                         prog_stats=args.prog_stats)
     require_root("kvds ebpf overhead")
-    res = measure_overhead(probes, reps=args.reps, seconds=args.seconds, size_mib=args.size_mib,
-                           block_kib=args.block_kib, backend=args.backend, prog_stats=args.prog_stats)
-    _emit(res, args.json, format_overhead)
+    m = measure_overhead(cfg)
+    emit(m.run, m.summary.as_dict(), args.json, lambda _: print(format_overhead(m.summary, str(m.run.path))))
     return 0
 
 
 def run_load_time(args: argparse.Namespace) -> int:
     from ebpf.backends import parse_backend
-    from ebpf.loadtime import format_load_times, measure_load_times
+    from ebpf.loadtime import LoadTimeConfig, measure_load_times
     from ebpf.recorder import parse_probes
+    from ebpf.render import format_load_times
 
     sets = [parse_probes(s) for s in (args.probe_set or ["blk", "reclaim", "faults", "blk,reclaim,faults"])]
     if any("delays" in s for s in sets):
@@ -140,6 +138,6 @@ def run_load_time(args: argparse.Namespace) -> int:
     if not backends or "auto" in backends or len(set(backends)) != len(backends):
         raise UserError("--backends takes distinct concrete backends: libbpf, bcc or libbpf,bcc")
     require_root("kvds ebpf load-time")
-    res = measure_load_times(sets, backends, runs=args.runs)
-    _emit(res, args.json, format_load_times)
+    t = measure_load_times(LoadTimeConfig(tuple(tuple(s) for s in sets), tuple(backends), runs=args.runs))
+    emit(t.run, t.summary.as_dict(), args.json, lambda _: print(format_load_times(t.summary, str(t.run.path))))
     return 0

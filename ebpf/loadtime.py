@@ -9,13 +9,14 @@ set so machine load drifts over both alike; the load average before and after go
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
 
 import numpy as np
 
 from harness import stats
 from harness.progress import progress
-from harness.results import ResultStore
+from harness.results import ResultStore, Run, strict
 
 from ebpf.recorder import Recorder
 
@@ -24,9 +25,47 @@ def _loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def measure_load_times(probe_sets: Sequence[tuple[str, ...]], backends: Sequence[str], runs: int = 5,
-                       devices: Sequence[str] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LoadTimeConfig:
+    probe_sets: tuple[tuple[str, ...], ...]
+    backends: tuple[str, ...]
+    runs: int = 5                          # recordings per backend and probe set, ABBA order
+    devices: tuple[str, ...] = ()          # a device filter, as a recording would have
+
+
+@dataclass(frozen=True)
+class LoadTimeSummary:
+    """summary.json of an `ebpf-loadtime` run."""
+    backends: list[str]                    # the loaders compared
+    runs: int                              # recordings per backend and probe set
+    probe_sets: list[str]                  # the probe sets, each comma-separated
+    devices: list[str]                     # the device filter the recordings had
+    loadavg_before: list[float]            # the load average before the first recording
+    loadavg_after: list[float]             # and after the last
+    cpus: int | None                       # CPUs on this host
+    load_attach: dict[str, dict[str, dict[str, Any]]]  # probe set -> backend -> runs_s, median_s, min_s, max_s
+    order: list[str]                       # "probe set:repetition:backend" in the order they ran
+    libbpf_compile_s: float | None = None  # libbpf: the object's compile time before the runs (0.0: cached)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The one conversion to JSON; the compile time only when libbpf was measured, as stored."""
+        return strict({k: v for k, v in asdict(self).items() if v is not None or k != "libbpf_compile_s"})
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "LoadTimeSummary":
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+
+@dataclass
+class Timed:
+    run: Run
+    summary: LoadTimeSummary
+
+
+def measure_load_times(cfg: LoadTimeConfig) -> Timed:
     """{probe set: {backend: [seconds...]}} plus percentiles; one stored `ebpf-loadtime` run."""
+    probe_sets, backends, runs = cfg.probe_sets, cfg.backends, cfg.runs
+    devices = list(cfg.devices) or None
     prepared: dict[str, float] = {}
     if "libbpf" in backends:
         from ebpf import objects
@@ -68,20 +107,6 @@ def measure_load_times(probe_sets: Sequence[tuple[str, ...]], backends: Sequence
     for key, per in samples.items():
         for backend, xs in per.items():
             run.write_samples(f"load_attach_s-{key.replace(',', '+')}-{backend}", np.array(xs))
-    run.write_summary(res)
-    res["run"] = str(run.path)
-    return res
-
-
-def format_load_times(res: dict[str, Any]) -> str:
-    lines = [f"load+attach per recording (s), {res['runs']} runs per backend, ABBA order; "
-             f"load average {res['loadavg_before']} -> {res['loadavg_after']} on {res['cpus']} CPUs"]
-    if "libbpf_compile_s" in res:
-        c = res["libbpf_compile_s"]
-        lines.append(f"  libbpf object: {'compiled now in %.2f s (first use)' % c if c else 'cached (compiled at set-up)'}")
-    for key, per in res["load_attach"].items():
-        for backend, s in per.items():
-            lines.append(f"  {key:<20} {backend:<7} median {s['median_s']:.3f}  min {s['min_s']:.3f}  "
-                         f"max {s['max_s']:.3f}  runs {s['runs_s']}")
-    lines.append(f"  run: {res['run']}")
-    return "\n".join(lines)
+    summary = LoadTimeSummary(**res)
+    run.write_summary(summary.as_dict())
+    return Timed(run, summary)

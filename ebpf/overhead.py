@@ -14,7 +14,8 @@ import mmap
 import os
 import random
 import time
-from typing import Any, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from harness import stats
 from harness.knobs import create_file, loop_attach, scheduler_of, sysctl
 from harness.paths import work_dir
 from harness.progress import progress
-from harness.results import ResultStore
+from harness.results import ResultStore, Run, strict
 
 from ebpf.recorder import Recorder
 
@@ -60,15 +61,73 @@ def _blockdev_size(dev: str) -> int:
         os.close(fd)
 
 
-def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0, size_mib: int = 256,
-                     block_kib: int = 4, backend: str | None = None, prog_stats: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True)
+class OverheadConfig:
+    probes: tuple[str, ...]
+    reps: int = 4                  # repetitions per variant, ABBA order
+    seconds: float = 3.0           # seconds per run
+    size_mib: int = 256            # the loop device's backing file
+    block_kib: int = 4             # O_DIRECT read size
+    backend: str | None = None     # None: $KVDS_EBPF_BACKEND, else auto
+    prog_stats: bool = False       # kernel.bpf_stats_enabled=1 (journaled): runs and ns inside each program
+
+
+@dataclass(frozen=True)
+class OverheadSummary:
+    """summary.json of an `ebpf-overhead` run."""
+    probes: list[str]                       # probe sets attached in the 'with' runs
+    backend: str                            # the loader(s) used, with how the block events were hooked
+    loadavg: list[float]                    # the load average at the end (1, 5, 15 minutes)
+    device: str                             # the kvds loop device read
+    scheduler: str                          # its I/O scheduler
+    reps: int                               # repetitions per variant
+    seconds: float                          # seconds per run
+    block_bytes: int                        # O_DIRECT read size
+    order: list[str]                        # "repetition:variant" in the order they ran (ABBA)
+    iops_without: list[float]               # IOPS per repetition without the probes
+    iops_with: list[float]                  # IOPS per repetition with them
+    median_iops_without: float              # the median IOPS without the probes
+    median_iops_with: float                 # the median IOPS with them
+    ratio_mean: float | None                # arithmetic mean of the paired with/without ratios
+    ratio_ci95: list[float | None]          # its 95% t interval
+    loss_pct: float | None                  # 100 * (1 - ratio_mean)
+    ratio_geomean: dict[str, Any]           # geometric mean of the paired ratios, the estimate the goal is judged on
+    goal: dict[str, Any]                    # the verdict: IOPS kept >= 0.95 over the whole interval
+    goal_text: str                          # the verdict as printed, with its interval
+    load_attach_s: list[float]              # load-and-attach time of each 'with' run
+    reads_vs_histogram_counts: list[list[int]]  # per 'with' run: reads issued, reads timed by the programs
+    missed_events_per_run: list[int]        # program runs the kernel reported skipping, per 'with' run (all devices)
+    unfinished_per_run: list[int]           # reads whose completion never reached the programs, per 'with' run
+    program_stats: dict[str, dict[str, float]] | None = None  # --prog-stats: per tracepoint, runs and ns per read
+    program_ns_per_read: float | None = None  # --prog-stats: ns inside all programs per read
+
+    def as_dict(self) -> dict[str, Any]:
+        """The one conversion to JSON (NaN as null); the --prog-stats figures only when measured, as stored."""
+        return strict({k: v for k, v in asdict(self).items()
+                       if v is not None or k not in ("program_stats", "program_ns_per_read")})
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "OverheadSummary":
+        """A stored summary.json read back: a field an older kvds did not write is None."""
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+
+@dataclass
+class Measured:
+    run: Run
+    summary: OverheadSummary
+
+
+def measure_overhead(cfg: OverheadConfig) -> Measured:
     """prog_stats: set kernel.bpf_stats_enabled=1 (through the journal) and report, per program, runs per read
     and ns inside the program; the accounting itself costs two clock reads per program run."""
-    if prog_stats:
+    probes, reps, seconds, backend = cfg.probes, cfg.reps, cfg.seconds, cfg.backend
+    if cfg.prog_stats:
         sysctl("kernel.bpf_stats_enabled", 1)
-    backing = create_file(work_dir() / f"ebpf-overhead-{os.getpid()}-{time.time_ns()}", size_mib << 20, fill=b"k")
+    backing = create_file(work_dir() / f"ebpf-overhead-{os.getpid()}-{time.time_ns()}", cfg.size_mib << 20,
+                          fill=b"k")
     dev = loop_attach(backing)
-    block = block_kib << 10
+    block = cfg.block_kib << 10
     read_loop(dev, 0.5, block, seed=99)  # warm-up: loop worker, page tables, Python code paths
     load_s: list[float] = []
     used: set[str] = set()
@@ -87,7 +146,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         finally:
             rec.stop()
         counted = sum(h["count"] for name, h in rec.histograms() if "issue_to_complete" in name)
-        counts.append((n, counted))
+        counts.append([n, counted])
         missed.append(sum(rec.results().get("missed_events", {}).values()))
         unfinished.append(sum(c["unfinished"] for classes in rec.results()["blk"]["accounting"].values()
                               for ops in classes.values() for c in ops.values()) if "blk" in rec.results() else 0)
@@ -97,7 +156,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         reads_with.append(n)
         return n / el
 
-    counts: list[tuple[int, int]] = []
+    counts: list[list[int]] = []
     in_program: dict[str, list[int]] = {}  # tracepoint -> [runs, ns], summed over the 'with' runs
     reads_with: list[int] = []
     missed: list[int] = []  # program runs the kernel skipped per 'with' run (all devices; see README)
@@ -111,7 +170,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
     ci = stats.mean_ci(list(ratios))
     geo = paired_ratio(ratios)
     v = verdict(geo)
-    res = {
+    res: dict[str, Any] = {
         "probes": list(probes), "backend": ",".join(sorted(used)), "loadavg": [round(x, 2) for x in os.getloadavg()],
         "device": dev, "scheduler": scheduler_of(dev), "reps": reps, "seconds": seconds,
         "block_bytes": block, "order": [f"{r}:{n}" for r, n in order],
@@ -124,7 +183,7 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
         "load_attach_s": [round(x, 3) for x in load_s],
         "reads_vs_histogram_counts": counts, "missed_events_per_run": missed, "unfinished_per_run": unfinished,
     }
-    if prog_stats:
+    if cfg.prog_stats:
         reads = max(sum(reads_with), 1)
         res["program_stats"] = {tp: {"runs_per_read": round(r / reads, 3), "ns_per_run": round(ns / max(r, 1), 1),
                                      "ns_per_read": round(ns / reads, 1)} for tp, (r, ns) in sorted(in_program.items())}
@@ -134,9 +193,9 @@ def measure_overhead(probes: Sequence[str], reps: int = 4, seconds: float = 3.0,
     run.write_samples("iops_without", wo)
     run.write_samples("iops_with", wi)
     run.write_samples("load_attach_s", np.array(load_s))
-    run.write_summary(res)
-    res["run"] = str(run.path)
-    return res
+    summary = OverheadSummary(**res)
+    run.write_summary(summary.as_dict())
+    return Measured(run, summary)
 
 
 def paired_ratio(ratios: Any) -> stats.Estimate:
@@ -155,41 +214,16 @@ def verdict(ratio: stats.Estimate) -> stats.Verdict:
     return stats.judge_at_least(ratio, GOAL_IOPS_KEPT, "IOPS with/without ")
 
 
-def summary_verdict(s: dict[str, Any]) -> stats.Verdict:
-    """The goal re-judged from a stored summary.json with today's rule: from the geometric mean's estimate, or
-    (a run from before it was stored) recomputed from the per-repetition IOPS."""
-    if s.get("ratio_geomean"):
-        g = s["ratio_geomean"]
+def summary_verdict(s: OverheadSummary) -> stats.Verdict:
+    """The goal re-judged from a stored run (OverheadSummary.from_json) with today's rule: from the geometric
+    mean's estimate, or (a run from before it was stored) recomputed from the per-repetition IOPS."""
+    if s.ratio_geomean:
+        g = s.ratio_geomean
         return verdict(stats.Estimate(_nan(g.get("value")), _nan(g.get("lo")), _nan(g.get("hi")), g.get("conf", 0.95),
                                       g.get("reason", "")))
-    wo, wi = s.get("iops_without") or [], s.get("iops_with") or []
+    wo, wi = s.iops_without or [], s.iops_with or []
     return verdict(paired_ratio([b / a for a, b in zip(wo, wi) if a]))
 
 
 def _nan(x: Any) -> float:
     return float("nan") if x is None else float(x)
-
-
-def format_overhead(res: dict[str, Any]) -> str:
-    lines = [
-        f"O_DIRECT {res['block_bytes'] // 1024} KiB random reads, 1 thread, {res['device']} "
-        f"(loop, scheduler {res['scheduler']}), {res['reps']} x {res['seconds']:g} s per variant, ABBA order",
-        f"  without probes: IOPS {res['iops_without']} (median {res['median_iops_without']})",
-        f"  with {','.join(res['probes'])} ({res['backend']} backend): IOPS {res['iops_with']} (median {res['median_iops_with']})",
-        f"  with/without (mean of paired ratios): {res['ratio_mean']} "
-        + (f"95% CI {res['ratio_ci95']}" if None not in res["ratio_ci95"] and all(x == x for x in res["ratio_ci95"])
-           else f"(point estimate: {res['reps']} repetitions < {stats.MIN_REPS}, no interval)")
-        + f" -> loss {res['loss_pct']}%",
-        f"  geometric mean of the paired ratios (what the goal is judged on): {stats.Estimate(**{k: _nan(v) for k, v in res['ratio_geomean'].items() if k in ('value', 'lo', 'hi')})}",
-        f"  verdict: {res['goal_text']}",
-        f"  load+attach per 'with' run (s): {res['load_attach_s']}",
-        f"  reads issued vs counted in the histograms: {res['reads_vs_histogram_counts']}",
-        f"  program runs skipped by the kernel per 'with' run (all devices): {res['missed_events_per_run']}",
-        f"  reads whose completion never reached the programs per 'with' run: {res.get('unfinished_per_run', '-')}",
-        *([f"  inside the programs (kernel.bpf_stats_enabled): {res['program_ns_per_read']} ns per read"] +
-          [f"    {tp:32s} {v['runs_per_read']:.2f} runs/read  {v['ns_per_run']:8.1f} ns/run  {v['ns_per_read']:8.1f} ns/read"
-           for tp, v in res["program_stats"].items()] if "program_stats" in res else []),
-        f"  load average at the end: {res['loadavg']}",
-        f"  run: {res['run']}",
-    ]
-    return "\n".join(lines)

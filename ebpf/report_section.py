@@ -14,7 +14,7 @@ from typing import Any
 from harness.report import figures
 from harness.report.context import ReportContext, Suite
 
-from ebpf.overhead import summary_verdict
+from ebpf.overhead import OverheadSummary, summary_verdict
 from ebpf.record import RecordSummary
 from ebpf.recorder import iter_histograms
 
@@ -106,10 +106,11 @@ def _overhead(ctx: ReportContext, suite: Suite) -> list[object] | None:
     run = suite.latest("ebpf-overhead")
     if run is None:
         return None
-    v = summary_verdict(run.summary)
+    s = OverheadSummary.from_json(run.summary)
+    v = summary_verdict(s)
     ctx.headline("eBPF probes: IOPS kept (with/without)", suite.label, str(v.estimate))
     ctx.verdict(suite.label, OVERHEAD_GOAL, str(v))
-    return [suite.label, run.run_id, run.summary.get("backend", "-"), v.status, str(v)]
+    return [suite.label, run.run_id, s.backend or "-", v.status, str(v)]
 
 
 def render(ctx: ReportContext) -> None:

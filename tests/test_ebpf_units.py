@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -111,7 +113,7 @@ def test_report_section_reads_the_typed_summaries(tmp_path) -> None:
     from harness.report.context import load_suites
     from harness.results import ResultStore
 
-    from ebpf.overhead import summary_verdict
+    from ebpf.overhead import OverheadSummary, summary_verdict
     from ebpf.record import RecordSummary
 
     store = ResultStore(tmp_path / "results")
@@ -133,8 +135,32 @@ def test_report_section_reads_the_typed_summaries(tmp_path) -> None:
     paths = build_report(load_suites([rec.run_id, old.run_id, ovh.run_id], store), tmp_path / "out")
     md = paths["markdown"].read_text()
     assert "| 1498 of 1500 |" in md and "- (recorded before kvds accounted for requests)" in md
-    v = summary_verdict(ovh.summary)
+    v = summary_verdict(OverheadSummary.from_json(ovh.summary))
     assert v.status == stats.MET and str(v) in md
     doc = json.loads(paths["json"].read_text())
     assert any(row == ["1498 of 1500"] for row in doc["headline"].values())
     assert any(line.startswith("eBPF probes' overhead") and str(v) in line for line in verdict_lines(paths["json"]))
+
+
+def test_overhead_and_load_time_summaries_are_typed() -> None:
+    """`kvds ebpf overhead` and `load-time` print and store one typed summary each: strict JSON (NaN as null), the
+    optional figures present only when measured, and a stored run read back field for field."""
+    from ebpf.loadtime import LoadTimeSummary
+    from ebpf.overhead import OverheadSummary
+
+    nan = float("nan")
+    o = OverheadSummary(["blk"], "libbpf", [0.5, 0.4, 0.3], "/dev/loop5", "mq-deadline", 2, 0.2, 4096,
+                        ["0:without", "0:with", "1:with", "1:without"], [900.0, 910.0], [880.0, 905.0], 905.0,
+                        892.5, 0.986, [nan, nan], 1.4, {"value": 0.986, "lo": None, "hi": None}, {"status": "inconclusive"},
+                        "inconclusive", [0.1, 0.1], [[180, 180], [181, 181]], [0, 0], [0, 0])
+    d = o.as_dict()
+    assert d["ratio_ci95"] == [None, None] and "program_stats" not in d and "program_ns_per_read" not in d
+    json.dumps(d, allow_nan=False)
+    assert OverheadSummary.from_json(d).iops_with == [880.0, 905.0]
+    assert set(OverheadSummary.from_json({}).as_dict()) < set(f.name for f in dataclasses.fields(OverheadSummary))
+    t = LoadTimeSummary(["libbpf"], 1, ["blk"], [], [0.1, 0.1, 0.1], [0.2, 0.1, 0.1], 2,
+                        {"blk": {"libbpf": {"runs_s": [0.05], "median_s": 0.05, "min_s": 0.05, "max_s": 0.05}}},
+                        ["blk:0:libbpf"], 0.0)
+    assert t.as_dict()["libbpf_compile_s"] == 0.0  # measured (cached): kept
+    assert "libbpf_compile_s" not in LoadTimeSummary(**{**t.as_dict(), "libbpf_compile_s": None}).as_dict()
+    assert LoadTimeSummary.from_json(t.as_dict()) == t

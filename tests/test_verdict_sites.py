@@ -49,6 +49,7 @@ def test_ebpf_overhead_from_the_interval() -> None:
 
 def test_report_rejudges_stored_runs_by_todays_rule() -> None:
     """The tracks' report sections judge a stored run again with today's rule, whatever it stored as met."""
+    from ebpf.overhead import OverheadSummary
     from ebpf.overhead import summary_verdict as overhead_verdict
     from io_priority.fio import summary_verdict as fio_verdict
 
@@ -56,5 +57,5 @@ def test_report_rejudges_stored_runs_by_todays_rule() -> None:
     assert fio_verdict(old_fio).status == "inconclusive"
     old_overhead = {"ratio_mean": 0.9, "ratio_ci95": [None, None], "reps": 2, "iops_without": [100.0, 100.0],
                     "iops_with": [90.0, 91.0]}
-    assert overhead_verdict(old_overhead).status == "inconclusive"
+    assert overhead_verdict(OverheadSummary.from_json(old_overhead)).status == "inconclusive"
     # the rebuild-time goal is re-judged by the qemu section now: tests/test_qemu_report.py
