@@ -16,7 +16,7 @@ import numpy as np
 
 from harness import stats
 from harness.progress import progress
-from harness.results import ResultStore, Run, strict
+from harness.results import Filed, ResultStore, strict
 
 from ebpf.recorder import Recorder
 
@@ -56,13 +56,7 @@ class LoadTimeSummary:
         return cls(**{f.name: d.get(f.name) for f in fields(cls)})
 
 
-@dataclass
-class Timed:
-    run: Run
-    summary: LoadTimeSummary
-
-
-def measure_load_times(cfg: LoadTimeConfig) -> Timed:
+def measure_load_times(cfg: LoadTimeConfig) -> Filed[LoadTimeSummary]:
     """{probe set: {backend: [seconds...]}} plus percentiles; one stored `ebpf-loadtime` run."""
     probe_sets, backends, runs = cfg.probe_sets, cfg.backends, cfg.runs
     devices = list(cfg.devices) or None
@@ -109,4 +103,4 @@ def measure_load_times(cfg: LoadTimeConfig) -> Timed:
             run.write_samples(f"load_attach_s-{key.replace(',', '+')}-{backend}", np.array(xs))
     summary = LoadTimeSummary(**res)
     run.write_summary(summary.as_dict())
-    return Timed(run, summary)
+    return Filed(run, summary)

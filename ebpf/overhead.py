@@ -23,7 +23,7 @@ from harness import stats
 from harness.knobs import create_file, loop_attach, scheduler_of, sysctl
 from harness.paths import work_dir
 from harness.progress import progress
-from harness.results import ResultStore, Run, strict
+from harness.results import Filed, ResultStore, strict
 
 from ebpf.recorder import Recorder
 
@@ -112,13 +112,7 @@ class OverheadSummary:
         return cls(**{f.name: d.get(f.name) for f in fields(cls)})
 
 
-@dataclass
-class Measured:
-    run: Run
-    summary: OverheadSummary
-
-
-def measure_overhead(cfg: OverheadConfig) -> Measured:
+def measure_overhead(cfg: OverheadConfig) -> Filed[OverheadSummary]:
     """prog_stats: set kernel.bpf_stats_enabled=1 (through the journal) and report, per program, runs per read
     and ns inside the program; the accounting itself costs two clock reads per program run."""
     probes, reps, seconds, backend = cfg.probes, cfg.reps, cfg.seconds, cfg.backend
@@ -195,7 +189,7 @@ def measure_overhead(cfg: OverheadConfig) -> Measured:
     run.write_samples("load_attach_s", np.array(load_s))
     summary = OverheadSummary(**res)
     run.write_summary(summary.as_dict())
-    return Measured(run, summary)
+    return Filed(run, summary)
 
 
 def paired_ratio(ratios: Any) -> stats.Estimate:

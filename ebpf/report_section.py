@@ -18,6 +18,10 @@ from ebpf.overhead import OverheadSummary, summary_verdict
 from ebpf.record import RecordSummary
 from ebpf.recorder import iter_histograms
 
+# (histogram prefix, figure file name, title, caption) of each figure a recording gets
+RECORD_FIGURES = (("blk/issue_to_complete/", "blk", "Block-layer latency by priority class",
+                   "block-layer latency per class"),
+                  ("reclaim/", "reclaim", "Reclaim latency (direct and memcg)", "reclaim latency"))
 OVERHEAD_GOAL = "eBPF probes' overhead"  # the goal's name in the Summary (as harness/report/sections/goals.py had it)
 _REP = re.compile(r"^ebpf-(?P<variant>.+)-rep(?P<rep>\d+)\.json$")
 
@@ -77,18 +81,12 @@ def _records(ctx: ReportContext, suite: Suite) -> bool:
             continue
         s = RecordSummary.from_json(run.summary)
         res = json.loads(p.read_text())
-        series = _series(res, "blk/issue_to_complete/")
-        if series:
-            path = figures.log2_histogram(series, ctx.fig(f"ebpf-rec-blk-{run.run_id}.png"),
-                                          "Block-layer latency by priority class")
-            ctx.doc.figure(path, f"kvds ebpf record {run.run_id}: block-layer latency per class")
-            shown = True
-        rseries = _series(res, "reclaim/")
-        if rseries:
-            path = figures.log2_histogram(rseries, ctx.fig(f"ebpf-rec-reclaim-{run.run_id}.png"),
-                                          "Reclaim latency (direct and memcg)")
-            ctx.doc.figure(path, f"kvds ebpf record {run.run_id}: reclaim latency")
-            shown = True
+        for prefix, name, title, what in RECORD_FIGURES:
+            series = _series(res, prefix)
+            if series:
+                path = figures.log2_histogram(series, ctx.fig(f"ebpf-rec-{name}-{run.run_id}.png"), title)
+                ctx.doc.figure(path, f"kvds ebpf record {run.run_id}: {what}")
+                shown = True
         seen = s.requests()
         timed = "- (recorded before kvds accounted for requests)" if seen is None else f"{seen[0]} of {seen[1]}"
         rows.append([run.run_id, s.backend or "-", s.backend_detail or "", timed])

@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Generic, TextIO, TypeVar
 
 import numpy as np
 
@@ -119,6 +119,17 @@ class Run:
         meta = self.meta
         meta.update(fields)
         self.write_json("meta.json", meta)
+
+
+S = TypeVar("S")
+
+
+@dataclass
+class Filed(Generic[S]):
+    """What a track's run module returns: the run directory it filed and its typed summary (as summary.json
+    holds it)."""
+    run: Run
+    summary: S
 
 
 class ResultStore:

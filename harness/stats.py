@@ -410,6 +410,22 @@ def rep_ratio(a: Sequence[Any], b: Sequence[Any], q: float = 99.0, conf: float =
     resampled by repetition; log-scale t interval with Welch's degrees of freedom."""
     ga = [np.asarray(g, dtype=float) for g in a if len(g)]
     gb = [np.asarray(g, dtype=float) for g in b if len(g)]
+    head = _pooled_ratio(ga, gb, q, conf, min(len(ga), len(gb)), tail_rule, min_reps)
+    if isinstance(head, Estimate):
+        return head
+    value, pa, pb, n = head
+    rng = np.random.default_rng(seed)
+    se_a, _ = _log_se(pa, _boot_pooled_percentile(ga, q, _weights(len(ga), n_boot, rng)), len(ga))
+    se_b, _ = _log_se(pb, _boot_pooled_percentile(gb, q, _weights(len(gb), n_boot, rng)), len(gb))
+    se = math.hypot(se_a, se_b)
+    lo, hi = _t_interval(value, se, True, welch_df(se_a, len(ga), se_b, len(gb)), conf)
+    return Estimate(value, lo, hi, conf, "", n)
+
+
+def _pooled_ratio(ga: list[np.ndarray], gb: list[np.ndarray], q: float, conf: float, k: int, tail_rule: bool,
+                  min_reps: int) -> Estimate | tuple[float, float, float, int]:
+    """(p_q(a) / p_q(b), p_q(a), p_q(b), the smaller pool's size) of pooled repetitions, or the Estimate that says
+    why no interval can follow (no data, a tail without samples beyond it, k < min_reps repetitions)."""
     na, nb = int(sum(g.size for g in ga)), int(sum(g.size for g in gb))
     if not na or not nb:
         return Estimate(math.nan, math.nan, math.nan, conf, "no data", min(na, nb))
@@ -417,17 +433,11 @@ def rep_ratio(a: Sequence[Any], b: Sequence[Any], q: float = 99.0, conf: float =
         return Estimate(math.nan, math.nan, math.nan, conf, too_few_samples(min(na, nb), q), min(na, nb))
     pa, pb = percentiles(ga, (q,))[q], percentiles(gb, (q,))[q]
     value = pa / pb if pb else math.inf
-    k = min(len(ga), len(gb))
     need = max(2, min_reps)
     if k < need or not (pa > 0 and pb > 0):
         return Estimate(value, math.nan, math.nan, conf, too_few_reps(k, need) if k < need else "zero percentile",
                         min(na, nb))
-    rng = np.random.default_rng(seed)
-    se_a, _ = _log_se(pa, _boot_pooled_percentile(ga, q, _weights(len(ga), n_boot, rng)), len(ga))
-    se_b, _ = _log_se(pb, _boot_pooled_percentile(gb, q, _weights(len(gb), n_boot, rng)), len(gb))
-    se = math.hypot(se_a, se_b)
-    lo, hi = _t_interval(value, se, True, welch_df(se_a, len(ga), se_b, len(gb)), conf)
-    return Estimate(value, lo, hi, conf, "", min(na, nb))
+    return value, pa, pb, min(na, nb)
 
 
 def paired_rep_ratio(a: Sequence[Any], b: Sequence[Any], q: float = 99.0, conf: float = 0.95, n_boot: int = 1000,
@@ -438,23 +448,16 @@ def paired_rep_ratio(a: Sequence[Any], b: Sequence[Any], q: float = 99.0, conf: 
     pooled ratio as rep_ratio's; log-scale t interval with k - 1 degrees of freedom (k pairs)."""
     pairs = [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in zip(a, b) if len(x) and len(y)]
     ga, gb = [x for x, _ in pairs], [y for _, y in pairs]
-    na, nb = int(sum(g.size for g in ga)), int(sum(g.size for g in gb))
-    if not na or not nb:
-        return Estimate(math.nan, math.nan, math.nan, conf, "no data", min(na, nb))
-    if tail_rule and not (tail_supported(na, q) and tail_supported(nb, q)):
-        return Estimate(math.nan, math.nan, math.nan, conf, too_few_samples(min(na, nb), q), min(na, nb))
-    pa, pb = percentiles(ga, (q,))[q], percentiles(gb, (q,))[q]
-    value = pa / pb if pb else math.inf
     k = len(pairs)
-    need = max(2, min_reps)
-    if k < need or not (pa > 0 and pb > 0):
-        return Estimate(value, math.nan, math.nan, conf, too_few_reps(k, need) if k < need else "zero percentile",
-                        min(na, nb))
+    head = _pooled_ratio(ga, gb, q, conf, k, tail_rule, min_reps)
+    if isinstance(head, Estimate):
+        return head
+    value, _, _, n = head
     w = _weights(k, n_boot, np.random.default_rng(seed))  # one draw of pairs serves both sides
     ratio = _boot_pooled_percentile(ga, q, w) / _boot_pooled_percentile(gb, q, w)
     se, log = _log_se(value, ratio, k)
     lo, hi = _t_interval(value, se, log, k - 1, conf)
-    return Estimate(value, lo, hi, conf, "", min(na, nb))
+    return Estimate(value, lo, hi, conf, "", n)
 
 
 def rep_mean_ratio(a: Sequence[float], b: Sequence[float], conf: float = 0.95, n_boot: int = 1000,

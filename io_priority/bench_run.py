@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from harness.results import ResultStore
+from harness.results import Filed, ResultStore
 from io_priority import bench, device as devmod, run_common, stalls as stallmod
 from io_priority.device import Layout
 from io_priority.summary import BENCH_SCHEMA, BenchSummary
@@ -30,7 +30,7 @@ class BenchConfig:
     verbose: bool = False               # print each helper's command line as it starts
 
 
-def run(cfg: BenchConfig) -> run_common.Filed[BenchSummary]:
+def run(cfg: BenchConfig) -> Filed[BenchSummary]:
     load0 = list(os.getloadavg())
     dev = devmod.prepare(cfg.device, cfg.layout, cfg.destroy_data)
     sched = bench.with_scheduler(dev, cfg.scheduler)
@@ -48,7 +48,7 @@ def run(cfg: BenchConfig) -> run_common.Filed[BenchSummary]:
                            goal=_goal(sched, modes), **run_common.ebpf_note(cfg.ebpf))
     stored = summary.as_dict()  # strict JSON: NaN/inf (too few repetitions) -> null
     filed.write_summary(stored)
-    return run_common.Filed(filed, BenchSummary.from_json(stored))
+    return Filed(filed, BenchSummary.from_json(stored))
 
 
 def _goal(sched: str, modes: dict[str, Any]) -> dict[str, Any] | None:

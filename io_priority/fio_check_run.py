@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from harness.results import ResultStore
+from harness.results import Filed, ResultStore
 from io_priority import bench, device as devmod, fio, run_common
 from io_priority.device import Layout
 from io_priority.summary import FIO_CHECK_SCHEMA, FioCheckSummary
@@ -25,7 +25,7 @@ class FioCheckConfig:
     verbose: bool = False
 
 
-def run(cfg: FioCheckConfig) -> run_common.Filed[FioCheckSummary]:
+def run(cfg: FioCheckConfig) -> Filed[FioCheckSummary]:
     load0 = list(os.getloadavg())
     dev = devmod.prepare(cfg.device, cfg.layout, cfg.destroy_data)
     sched = bench.with_scheduler(dev, cfg.scheduler)
@@ -40,4 +40,4 @@ def run(cfg: FioCheckConfig) -> run_common.Filed[FioCheckSummary]:
     summary = FioCheckSummary(schema=FIO_CHECK_SCHEMA, config=config, **figures)
     stored = summary.as_dict()  # strict JSON: NaN/inf (too few repetitions) -> null
     filed.write_summary(stored)
-    return run_common.Filed(filed, FioCheckSummary.from_json(stored))
+    return Filed(filed, FioCheckSummary.from_json(stored))

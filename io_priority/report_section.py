@@ -149,10 +149,7 @@ def _fio_check(ctx: ReportContext) -> None:
     """kvds's reader against fio's (p50, and p99 in open loop, within 1 +- 10%), judged again by today's rule from
     the ratios the run stored (paired by repetition since 2026-12-01; the "pairing" of each ratio says so)."""
     rows = []
-    for suite in ctx.suites:
-        run = suite.latest("io-fio-check")
-        if run is None:
-            continue
+    for suite, run in ctx.latest("io-fio-check"):
         s = FioCheckSummary.from_json(run.summary)
         v = fio.summary_verdict(s.as_dict())
         tools = s.tools or {}

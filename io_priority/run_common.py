@@ -6,22 +6,11 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable
 
 from harness.results import Run
 from io_priority.device import Device
 from io_priority.workload import RepResult, Workload
-
-S = TypeVar("S")
-
-
-@dataclass
-class Filed(Generic[S]):
-    """What a run module returns: the run directory it filed and its typed summary (as summary.json holds it)."""
-    run: Run
-    summary: S
-
 
 ENGINE_NOTE = ("ioload (io_priority/ioload.c): psync via pread/pwrite + ioprio_set per thread; io_uring via liburing "
                "with sqe->ioprio per request")

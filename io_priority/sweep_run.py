@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.mapping import load_mapping
-from harness.results import ResultStore
+from harness.results import Filed, ResultStore
 from io_priority import bench, device as devmod, run_common, stalls as stallmod, sweep
 from io_priority.bench import Variant
 from io_priority.device import Layout
@@ -31,7 +31,7 @@ class SweepConfig:
     verbose: bool = False
 
 
-def run(cfg: SweepConfig) -> run_common.Filed[SweepSummary]:
+def run(cfg: SweepConfig) -> Filed[SweepSummary]:
     """plan: scheduler -> the mappings run as variants under it (beside unloaded and baseline). The first round
     runs every variant `reps` times in ABBA order per scheduler; auto-grow rounds run only the points still wide
     and their unloaded reference (io_priority.sweep.Grow)."""
@@ -88,4 +88,4 @@ def run(cfg: SweepConfig) -> run_common.Filed[SweepSummary]:
     stored = summary.as_dict()  # strict JSON: NaN/inf (too few repetitions) -> null
     filed.write_summary(stored)
     sweep.plot(points, filed.path / "pareto.png", title=f"kvds io sweep ({w.engine}, {dev.name})")
-    return run_common.Filed(filed, SweepSummary.from_json(stored))
+    return Filed(filed, SweepSummary.from_json(stored))

@@ -46,10 +46,7 @@ def render(ctx: ReportContext) -> None:
 
 def _validate(ctx: ReportContext) -> None:
     rows = []
-    for suite in ctx.suites:
-        run = suite.latest("qemu-validate")
-        if run is None:
-            continue
+    for suite, run in ctx.latest("qemu-validate"):
         s = ValidateSummary.from_json(run.summary)
         t, k, boot = s.tests or {}, s.kernel or {}, s.boot or {}
         rows.append([suite.label, "PASS" if s.ok else "FAIL", k.get("release") or k.get("label"),

@@ -44,6 +44,10 @@ class ReportContext:
     def fig(self, name: str) -> Path:
         return self.figdir / name
 
+    def latest(self, kind: str) -> list[tuple[Suite, Run]]:
+        """Each suite's newest finished run of a kind, for the suites that have one (a section's usual loop)."""
+        return [(s, r) for s in self.suites if (r := s.latest(kind)) is not None]
+
     def headline(self, figure: str, suite_label: str, value: object) -> None:
         """A figure for the Summary table at the top of the report (one row per figure, one column per suite,
         rows in the order the sections first give them): the core renders what the tracks hand it and reads no
