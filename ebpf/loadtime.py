@@ -9,14 +9,14 @@ set so machine load drifts over both alike; the load average before and after go
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from harness import stats
 from harness.progress import progress
-from harness.results import Filed, ResultStore, strict
+from harness.results import Filed, ResultStore, StoredSummary
 
 from ebpf.recorder import Recorder
 
@@ -34,8 +34,10 @@ class LoadTimeConfig:
 
 
 @dataclass(frozen=True)
-class LoadTimeSummary:
+class LoadTimeSummary(StoredSummary):
     """summary.json of an `ebpf-loadtime` run."""
+    OMIT_WHEN_NONE = ("libbpf_compile_s",)  # only when libbpf was measured
+
     backends: list[str]                    # the loaders compared
     runs: int                              # recordings per backend and probe set
     probe_sets: list[str]                  # the probe sets, each comma-separated
@@ -47,13 +49,6 @@ class LoadTimeSummary:
     order: list[str]                       # "probe set:repetition:backend" in the order they ran
     libbpf_compile_s: float | None = None  # libbpf: the object's compile time before the runs (0.0: cached)
 
-    def as_dict(self) -> dict[str, Any]:
-        """The one conversion to JSON; the compile time only when libbpf was measured, as stored."""
-        return strict({k: v for k, v in asdict(self).items() if v is not None or k != "libbpf_compile_s"})
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "LoadTimeSummary":
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
 
 
 def measure_load_times(cfg: LoadTimeConfig) -> Filed[LoadTimeSummary]:

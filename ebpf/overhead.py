@@ -14,8 +14,8 @@ import mmap
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from harness import stats
 from harness.knobs import create_file, loop_attach, scheduler_of, sysctl
 from harness.paths import work_dir
 from harness.progress import progress
-from harness.results import Filed, ResultStore, strict
+from harness.results import Filed, ResultStore, StoredSummary
 
 from ebpf.recorder import Recorder
 
@@ -73,8 +73,10 @@ class OverheadConfig:
 
 
 @dataclass(frozen=True)
-class OverheadSummary:
+class OverheadSummary(StoredSummary):
     """summary.json of an `ebpf-overhead` run."""
+    OMIT_WHEN_NONE = ("program_stats", "program_ns_per_read")  # measured with --prog-stats only
+
     probes: list[str]                       # probe sets attached in the 'with' runs
     backend: str                            # the loader(s) used, with how the block events were hooked
     loadavg: list[float]                    # the load average at the end (1, 5, 15 minutes)
@@ -101,15 +103,6 @@ class OverheadSummary:
     program_stats: dict[str, dict[str, float]] | None = None  # --prog-stats: per tracepoint, runs and ns per read
     program_ns_per_read: float | None = None  # --prog-stats: ns inside all programs per read
 
-    def as_dict(self) -> dict[str, Any]:
-        """The one conversion to JSON (NaN as null); the --prog-stats figures only when measured, as stored."""
-        return strict({k: v for k, v in asdict(self).items()
-                       if v is not None or k not in ("program_stats", "program_ns_per_read")})
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "OverheadSummary":
-        """A stored summary.json read back: a field an older kvds did not write is None."""
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
 
 
 def measure_overhead(cfg: OverheadConfig) -> Filed[OverheadSummary]:

@@ -132,6 +132,35 @@ class Filed(Generic[S]):
     summary: S
 
 
+T = TypeVar("T", bound="StoredSummary")
+
+
+class StoredSummary:
+    """as_dict / from_json for a typed summary dataclass (every track's summary.json): fields in declaration
+    order, the OMIT_WHEN_NONE ones left out while None (the layout earlier runs have), strict JSON (NaN and
+    infinities to null); reading back, a field an older kvds did not write takes its default, else None."""
+
+    OMIT_WHEN_NONE: tuple[str, ...] = ()
+    STRICT = True  # False for the figures nested in a summary: converted once, with the summary
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        out = {k: v for k, v in out.items() if not (k in self.OMIT_WHEN_NONE and v is None)}
+        return strict(out) if self.STRICT else out
+
+    @classmethod
+    def from_json(cls: type[T], stored: dict[str, Any]) -> T:
+        kw = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name in stored:
+                kw[f.name] = stored[f.name]
+            elif f.default is not dataclasses.MISSING:
+                kw[f.name] = f.default
+            else:
+                kw[f.name] = None
+        return cls(**kw)
+
+
 class ResultStore:
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = Path(root) if root is not None else results_dir()

@@ -6,11 +6,10 @@ the layouts io_priority/README.md documents ("Result directories"): every earlie
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from harness.results import strict
+from harness.results import StoredSummary
 
 BENCH_SCHEMA = "kvds.io-bench/1"
 SWEEP_SCHEMA = "kvds.io-sweep/1"
@@ -18,36 +17,8 @@ FIO_CHECK_SCHEMA = "kvds.io-fio-check/1"
 REPRO_SCHEMA = "kvds.io-repro/1"
 DRY_RUN_SCHEMA = "kvds.io-bench-plan/1"
 
-S = TypeVar("S", bound="_Summary")
-
-
-class _Summary:
-    """as_dict / from_json shared by every summary here: fields in declaration order, optional ones left out of
-    summary.json while None (the layout earlier runs have), strict JSON (NaN and infinities to null)."""
-
-    OMIT_WHEN_NONE: tuple[str, ...] = ()
-    STRICT = True  # False for the figures nested in a summary: converted once, with the summary
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-        out = {k: v for k, v in out.items() if not (k in self.OMIT_WHEN_NONE and v is None)}
-        return strict(out) if self.STRICT else out
-
-    @classmethod
-    def from_json(cls: type[S], stored: dict[str, Any]) -> S:
-        kw = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            if f.name in stored:
-                kw[f.name] = stored[f.name]
-            elif f.default is not dataclasses.MISSING:
-                kw[f.name] = f.default
-            else:
-                kw[f.name] = None
-        return cls(**kw)
-
-
 @dataclass(frozen=True)
-class VariantFigures(_Summary):
+class VariantFigures(StoredSummary):
     """One variant of a bench or a sweep (summary.json `modes.<variant>`, `schedulers.<s>.modes.<variant>`);
     estimates are {value, lo, hi, conf, n, reason}, interference ones also `pairing` (io_priority/pairing.py)."""
     mapping: str | None                  # the mapping applied (None: the reader alone, the unloaded reference)
@@ -86,7 +57,7 @@ class VariantFigures(_Summary):
 
 
 @dataclass(frozen=True)
-class SweepPoint(_Summary):
+class SweepPoint(StoredSummary):
     """One scheduler x loaded variant of a sweep (summary.json `points[]`), judged against the goal."""
     scheduler: str                       # the I/O scheduler it ran under
     variant: str                         # the variant: baseline or a mapping's name
@@ -113,7 +84,7 @@ class SweepPoint(_Summary):
 
 
 @dataclass(frozen=True)
-class BenchSummary(_Summary):
+class BenchSummary(StoredSummary):
     """summary.json of an `io-bench` run: unloaded / baseline / separated on one device, alternating."""
     schema: str                          # "kvds.io-bench/1"
     config: dict[str, Any]               # engine, scheduler, mapping, modes, reps, device, workload, loadavg_start/end
@@ -127,7 +98,7 @@ class BenchSummary(_Summary):
 
 
 @dataclass(frozen=True)
-class SweepSummary(_Summary):
+class SweepSummary(StoredSummary):
     """summary.json of an `io-sweep` run: every (scheduler, mapping) point judged against the goal."""
     schema: str                          # "kvds.io-sweep/1"
     config: dict[str, Any]               # plan, schedulers, mappings, grow, rounds, workload, device, loadavg
@@ -139,7 +110,7 @@ class SweepSummary(_Summary):
 
 
 @dataclass(frozen=True)
-class FioCheckSummary(_Summary):
+class FioCheckSummary(StoredSummary):
     """summary.json of an `io-fio-check` run: kvds's reader against fio's, alternating, on one device."""
     schema: str                          # "kvds.io-fio-check/1"
     config: dict[str, Any]               # engine, scheduler, mode, reps, device, workload, loadavg
@@ -160,7 +131,7 @@ class FioCheckSummary(_Summary):
 
 
 @dataclass(frozen=True)
-class ReproSummary(_Summary):
+class ReproSummary(StoredSummary):
     """What `kvds io repro` prints (it files no run): stored sweeps compared, and the prediction."""
     schema: str                          # "kvds.io-repro/1"
     rule: str                            # stored, paired or unpaired: how the runs' verdicts were (re-)judged
@@ -172,7 +143,7 @@ class ReproSummary(_Summary):
 
 
 @dataclass(frozen=True)
-class BenchPlan(_Summary):
+class BenchPlan(StoredSummary):
     """What `kvds io bench --dry-run` prints: what a bench would set up and start, changing nothing."""
     schema: str                          # "kvds.io-bench-plan/1"
     device: dict[str, Any]               # path (a loop device is shown as <loop device>), backing, kv_bytes, spill_bytes

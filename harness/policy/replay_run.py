@@ -2,7 +2,7 @@
 the simulator's figures; filed as a `replay` run with every step's latency as raw samples."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,7 @@ from harness.policy.compare import Capacity
 from harness.policy.importers import load_trace
 from harness.policy.tiers import Tier
 from harness.policy.trace import Trace
-from harness.results import ResultStore, Run
+from harness.results import ResultStore, Run, StoredSummary
 from harness.stats import Estimate, bootstrap_percentiles
 
 if TYPE_CHECKING:
@@ -39,10 +39,11 @@ class ReplayConfig:
 
 
 @dataclass(frozen=True)
-class ReplayRow:
+class ReplayRow(StoredSummary):
     """One policy's simulated and replayed figures side by side (summary.json `rows.<policy>`). "Stall" is a decode
     step's KV time: the modelled compute is left out of both sides. Replayed estimates {value, lo, hi, conf, n,
     reason} are t intervals over repetitions. A run from before a figure existed reads it as None."""
+    STRICT = False  # nested: converted with the summary that holds it
     dc_accesses: float | None           # decode-critical reads in the trace (as simulated)
     dc_misses: float | None             # decode-critical reads that missed the fast tier (as simulated)
     dc_miss_ratio: float | None         # decode-critical misses per decode-critical read
@@ -66,18 +67,11 @@ class ReplayRow:
     step_us: float | None               # the modelled compute time of one decode step (us)
     real_stall_p99_by_rep_us: list[float] | None  # each repetition's replayed stall p99 (us), in run order
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     @classmethod
     def of(cls, row: dict[str, Any]) -> "ReplayRow":
         """From replay.summary_row's figures: a figure the dataclass does not name fails here, when the run is
         written, not later in a reader."""
         return cls(**row)
-
-    @classmethod
-    def from_json(cls, stored: dict[str, Any]) -> "ReplayRow":
-        return cls(**{f.name: stored.get(f.name) for f in fields(cls)})
 
 
 @dataclass(frozen=True)
