@@ -149,3 +149,78 @@ def test_a_recompute_ok_block_read_as_a_heavy_hitter_is_spilled_not_dropped() ->
     assert moves == [(OP_DROP, 1), (OP_SPILL_SYNC, 0)]
     r0 = simulate(make(ev, 4), make_policy("ExpectedNextUse", free_target=0.0, spill_reused=0.0), tiers)
     assert (r0.drops, r0.spills) == (2, 0)
+
+
+# Queue hints: D (block 40) is a shared document block read by request 1's prefill (with its own block 41) at
+# step 0; request 0's prefill reads its 40 prompt blocks (0-39) at step 1000, block 41 is read by a decode at step
+# 1500. At step 2000 the engine announces that a waiting request will read D (prefetch-soon, not a batch change),
+# and Y's allocation needs room (fast tier of 42). By reuse alone D is the lowest (read once, long ago); with the
+# queue hint it is worth at least the queue rate, so another block goes.
+D_, Y2 = 40, 42
+QUEUE = [(0, ALLOC, D_, False, W), (0, ALLOC, 41, False, W), (0, ACCESS, D_, False, 0), (0, ACCESS, 41, False, 0)] \
+    + [(1000, ALLOC, b, False, W) for b in range(40)] + [(1000, ACCESS, b, False, 0) for b in range(40)] \
+    + [(1500, ACCESS, 41, True, 0), (2000, HINT, D_, False, PS), (2000, ALLOC, Y2, False, DC)]
+QREQ = [0] * 40 + [-1, 1, 1]
+FORTY_TWO = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 42 * SZ)
+
+
+def _queue_evicted(name: str = "ExpectedNextUse", **kw) -> list[int]:
+    pol = make_policy(name, free_target=0.0, **kw) if name == "ExpectedNextUse" else make_policy(name)
+    r = simulate(make(QUEUE, 43, request=QREQ), pol, FORTY_TWO, record=True)
+    return [b for op, b in zip(r.ops["op"].tolist(), r.ops["block"].tolist()) if op in (3, 4)]
+
+
+def test_a_document_a_waiting_request_will_read_outlives_a_heavy_hitter_candidate() -> None:
+    assert _queue_evicted(queue_rate=0.0) == [D_]
+    gone = _queue_evicted()
+    assert len(gone) == 1 and gone[0] != D_
+    assert _queue_evicted("LRU") == [D_]
+
+
+def test_the_lookahead_nominates_a_spilled_document_a_waiting_request_will_read() -> None:
+    # the same, but D was spilled before the hint (Y allocated first): the look-ahead names it every step until
+    # it is back; once the request is admitted (D hinted warm) it is no longer named
+    ev = QUEUE[:-2] + [(1999, ALLOC, Y2, False, DC), (2000, HINT, D_, False, PS)]
+    t = make(ev, 43, request=QREQ)
+    pol = make_policy("ExpectedNextUse", free_target=0.0)
+    pol.bind(t)
+    for i, (step, kind, b, crit, cls) in enumerate(ev):
+        pol.on_event(i, kind, b, step, crit, cls)
+    loc = bytearray([codes.LOC_FAST] * 43)
+    loc[D_] = codes.LOC_SLOW
+    assert D_ in pol.lookahead(2000, loc) and D_ in pol.lookahead(2001, loc)
+    loc[D_] = codes.LOC_FAST
+    assert D_ not in pol.lookahead(2002, loc)       # resident: nothing to fetch
+    loc[D_] = codes.LOC_SLOW
+    pol.on_event(len(ev), HINT, D_, 2003, False, W)  # the waiting request was admitted
+    assert D_ not in pol.lookahead(2003, loc)
+
+
+def test_a_prefill_block_is_not_evicted_by_its_own_admission() -> None:
+    # B is an older, once-read block; a prefill allocates X then Y (fast tier of 2: Y's allocation needs room)
+    # and reads both. Keeping X (read in this very step) beats keeping B; with fresh_first=0, X's prior (one
+    # request's share of heavy-hitter reads) ranks below B's observed read and X is spilled, then missed.
+    ev = [(0, ALLOC, 0, False, W), (0, ACCESS, 0, False, 0), (1, ACCESS, 0, True, 0), (2, ACCESS, 0, True, 0),
+          (3, ALLOC, 1, False, codes.RECOMPUTE_OK), (3, ALLOC, 2, False, codes.RECOMPUTE_OK),
+          (3, ACCESS, 1, False, 0), (3, ACCESS, 2, False, 0)]
+    req = [0, 1, 1]
+    assert evicted(ev, 3, request=req) == [0]
+    r = simulate(make(ev, 3, request=req), make_policy("ExpectedNextUse", free_target=0.0, fresh_first=0.0),
+                 TWO, record=True)
+    assert [b for op, b in zip(r.ops["op"].tolist(), r.ops["block"].tolist()) if op in (3, 4)][0] == 1
+    assert r.misses >= 1
+    on = simulate(make(ev, 3, request=req), make_policy("ExpectedNextUse", free_target=0.0), TWO)
+    assert on.misses == 0
+
+
+def test_the_prefill_keep_value_lapses_with_its_step() -> None:
+    # X is allocated but never read in its step: from the next step on it is ranked like any unread block
+    ev = [(0, ALLOC, 0, False, W), (0, ACCESS, 0, False, 0), (1, ALLOC, 1, False, W)]
+    t = make(ev, 2, request=[0, 1])
+    pol = make_policy("ExpectedNextUse")
+    pol.bind(t)
+    for i, (step, kind, b, crit, cls) in enumerate(ev):
+        pol.on_event(i, kind, b, step, crit, cls)
+    top = pol.key(1, 2, 1, W)
+    assert pol.stale() == [1]
+    assert pol.key(1, 2, 2, W) < top - 100

@@ -74,3 +74,47 @@ def test_unwritable_output_is_a_user_error(tmp_path) -> None:
 
     with pytest.raises(UserError, match="cannot write trace"):
         save(generate(get_profile("balanced", n_requests=2), 0), tmp_path / "missing" / "t.npz")
+
+
+def _queued_rag(**kw):
+    """A RAG trace whose waiting queue is never empty for long (4 slots, requests arriving faster than they end)."""
+    prof = get_profile("rag_mixed_priority", n_requests=16, max_active=4, batch=2, gen_tokens=(24, 80),
+                       arrivals_per_step=1.0, **kw)
+    return prof, generate(prof, 5)
+
+
+def test_documents_of_waiting_requests_are_hinted_prefetch_soon_only_once_they_have_arrived() -> None:
+    """A queue hint (prefetch-soon, not a batch change) names a document that an arrived, not yet admitted request
+    among the first `queue_hints` of the FCFS queue will read: what the engine knows at the end of the step."""
+    from harness.policy.generator import request_specs
+
+    prof, t = _queued_rag()
+    specs = request_specs(prof, 5)
+    own = t.block_request >= 0
+    admitted = {}
+    for s, k, b in zip(t.step.tolist(), t.kind.tolist(), t.block.tolist()):
+        if k == codes.ALLOC and own[b]:
+            admitted.setdefault(int(t.block_request[b]), s)
+    order = sorted(range(len(specs)), key=lambda i: (specs[i].arrival_step, i))
+    q = (t.kind == codes.HINT) & ~t.critical & (t.cls == codes.PREFETCH_SOON)
+    assert q.sum() > 0, "a saturated RAG queue must produce queue hints"
+    for i in np.flatnonzero(q):
+        s, doc = int(t.step[i]), -1 - int(t.block_request[t.block[i]])
+        assert doc >= 0, "only shared documents are queue-hinted"
+        waiting = [r for r in order if specs[r].arrival_step <= s and admitted[r] > s][:prof.queue_hints]
+        assert any(doc in specs[r].docs for r in waiting), f"step {s}: no waiting head request reads doc {doc}"
+    # every queue-hinted block is read by a prefill after its hint
+    pre = (t.kind == codes.ACCESS) & ~t.critical
+    for i in np.flatnonzero(q)[:50]:
+        assert (pre[i:] & (t.block[i:] == t.block[i])).any()
+
+
+def test_a_document_a_waiting_request_will_read_is_not_hinted_cold() -> None:
+    _, t = _queued_rag()
+    _, off = _queued_rag(queue_hints=0)
+    cold = lambda x: int(((x.kind == codes.HINT) & (x.cls == codes.COLD_SPILLABLE)).sum())
+    assert not ((off.kind == codes.HINT) & ~off.critical & (off.cls == codes.PREFETCH_SOON)).any()
+    assert cold(t) < cold(off)
+    # without queue hints the trace is what the engine emitted before them: decode-critical accesses are the same
+    crit = lambda x: x.block[(x.kind == codes.ACCESS) & x.critical]
+    assert np.array_equal(crit(t), crit(off))

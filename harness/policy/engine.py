@@ -83,6 +83,7 @@ class Engine:
         self.deadline: list[float] = []
         self.doc_blocks: dict[int, list[int]] = {}
         self.doc_refs: dict[int, int] = {}
+        self.doc_queued: set[int] = set()  # documents announced prefetch-soon for a waiting request
         self._ubuf: list[float] = []
         self._upos = 0
         self._bbuf: list[int] = []
@@ -112,8 +113,9 @@ class Engine:
                 n_doc = -(-p.rag_doc_tokens // p.block_tokens)
                 self.doc_blocks[d] = self._new_blocks(n_doc, -1 - d, DOC_PRIORITY, DOC_TPOT_US)
                 self.ev.add(step, codes.ALLOC, self.doc_blocks[d], cls=codes.WARM)
-            elif self.doc_refs.get(d, 0) == 0:
+            elif self.doc_refs.get(d, 0) == 0 or d in self.doc_queued:
                 self.ev.add(step, codes.HINT, self.doc_blocks[d], cls=codes.WARM)
+            self.doc_queued.discard(d)
             self.doc_refs[d] = self.doc_refs.get(d, 0) + 1
             blocks.extend(self.doc_blocks[d])
         own = self._new_blocks(-(-spec.prompt_tokens // p.block_tokens), idx, spec.priority, spec.tpot_us)
@@ -179,8 +181,19 @@ class Engine:
         self.ev.add(step, codes.FREE, r.blocks[r.own_start:])
         for d in r.spec.docs:
             self.doc_refs[d] -= 1
-            if self.doc_refs[d] == 0:
+            if self.doc_refs[d] == 0 and d not in self.doc_queued:  # a waiting request's document is not cold
                 self.ev.add(step, codes.HINT, self.doc_blocks[d], cls=codes.COLD_SPILLABLE)
+
+    def _hint_queue(self, step: int, head: list[RequestSpec]) -> None:
+        """Announce the shared documents the first waiting requests will read when admitted (retrieved at their
+        arrival, so the engine knows them): prefetch-soon, not decode-critical (the HINT's critical flag False)."""
+        wanted = {d for spec in head for d in spec.docs if d in self.doc_blocks}
+        for d in sorted(wanted - self.doc_queued):
+            self.ev.add(step, codes.HINT, self.doc_blocks[d], cls=codes.PREFETCH_SOON)
+        for d in sorted(self.doc_queued - wanted):  # (only admission takes a document off the queue's list)
+            cold = self.doc_refs.get(d, 0) == 0
+            self.ev.add(step, codes.HINT, self.doc_blocks[d], cls=codes.COLD_SPILLABLE if cold else codes.WARM)
+        self.doc_queued = wanted
 
     def _hint_batch(self, step: int, active: dict[int, _Req], old: list[int], new: list[int]) -> None:
         """Announce the next step's batch: entering requests' hot blocks become prefetch-soon."""
@@ -221,6 +234,11 @@ class Engine:
                 self._decode(step, active[i], active)
             nxt = self._draw_batch(active)
             self._hint_batch(step, active, [i for i in batch if i in active], nxt)
+            if self.p.queue_hints and self.doc_blocks:
+                # the waiting queue as the engine knows it at the end of this step: requests arrived so far, FCFS
+                head = [specs[i] for i in order[pending:pending + self.p.queue_hints]
+                        if specs[i].arrival_step <= step]
+                self._hint_queue(step, head)
             batch = nxt
             step += 1
             if max_events is not None and len(self.ev) >= max_events:

@@ -10,7 +10,12 @@ Per block, the expected number of reads per decode step:
 * (h + A) / (t + A / R0) for any other block (a heavy-hitter candidate): h reads observed while it was
   outside the sink/window, t steps since it left them (or was allocated), a Gamma prior of A = 0.5 reads
   at rate R0 = 0.02 per step, so an unobserved block starts near R0 and its own reuse takes over;
-* 0 for cold-spillable and done blocks.
+* 0 for cold-spillable and done blocks;
+* while a prefill that allocated it has not read it yet (its own step only): 1, first among all, so an admission
+  never spills the blocks it allocates before it reads them (`fresh_first`; the key lapses with the step through
+  `Policy.stale`);
+* at least QUEUE_RATE (`queue_rate`, 0.05) for a shared document block the engine has announced a waiting request
+  will read at admission (a prefetch-soon hint that is not a batch change), until the request is admitted.
 Under an independent-reference model the optimal online eviction keeps the highest-rate blocks (A0); the
 rates here are stationary per block (a request's heavy hitters do not drift), so a key fixed at the block's
 last access or hint stays valid, which is what keeps each event O(log live blocks).
@@ -24,7 +29,8 @@ Prefetch: a spilled block announced prefetch-soon is read in the background if t
 and a block with a lower keep-value can make room. Look-ahead (`lookahead`, default on): at the end of each
 step the spilled heavy-hitter candidates of the requests announced for the next batch (entering ones, and
 those decoded this step that were not announced out) are nominated, best keep-value first, at most 12 per
-request; for that one step a candidate's rate is rate / p (its request decodes next step for sure), which is
+request, then the spilled blocks of documents a waiting request will read (so an admission's prefill finds them
+resident; fetched while the budget lasts and a lower-valued victim exists); for that one step a candidate's rate is rate / p (its request decodes next step for sure), which is
 what the victim must be worth less than. The raise ends at its read or after the step (the simulator re-keys
 an unread look-ahead block), so it never outlives the announcement. Spilled candidates are kept per request
 in a max-heap filled as they are evicted: O(log n) per eviction, O(batch x 12 log n) per step.
@@ -56,6 +62,7 @@ LAYOUT_FIRST = 200.0    # sink/window blocks outrank every heavy-hitter candidat
 P_EMA = 0.05            # smoothing of the decode probability estimate
 P_START = 0.5
 TIGHT_REF_US = 100_000.0  # DeadlineAware: a 100 ms TPOT scores tightness 0.5
+QUEUE_RATE = 0.05       # reads per step assumed for a shared block a waiting request will read
 LOOKAHEAD_PER_REQUEST = 12  # look-ahead candidates taken per next-batch request (4 cost misses, 30 = 12: seeds 50-53)
 
 
@@ -66,9 +73,13 @@ class ExpectedNextUse(Policy):
     uses_hints = True
     prefetch_on_hint = True
     observes_events = True
+    step_keys = True
 
     def __init__(self, priority_weight: float = 0.0, decay: float = DECAY, prior: float = PRIOR_SCALE,
-                 free_target: float = FREE_TARGET, lookahead: float = 1.0, spill_reused: float = 1.0) -> None:
+                 free_target: float = FREE_TARGET, lookahead: float = 1.0, spill_reused: float = 1.0,
+                 queue_rate: float = QUEUE_RATE, fresh_first: float = 1.0) -> None:
+        self.queue_log = math.log(queue_rate) if queue_rate > 0 else None
+        self.fresh_first = bool(fresh_first)
         self.free_target = float(free_target)
         self.prefetch_lookahead = bool(lookahead)
         self.spill_reused = bool(spill_reused)
@@ -96,6 +107,8 @@ class ExpectedNextUse(Policy):
         self.live_blocks = 0
         self.mean_blocks = 1.0
         self.fresh = bytearray(nb)
+        self.unread = bytearray(nb)        # allocated by a prefill that has not read it yet (this step)
+        self.unread_now: list[int] = []
         self.ctx: dict[int, int] = {}      # request -> blocks its prefill read (context incl. shared documents)
         self.admitting = -1
         self.spilled: dict[int, list[tuple[float, int]]] = {}  # request -> max-heap (-score, block) of evicted
@@ -103,6 +116,8 @@ class ExpectedNextUse(Policy):
         self.leaving: set[int] = set()     # requests announced out of it
         self.boost: dict[int, int] = {}    # look-ahead prefetched block -> step it was fetched for
         self.hh_seen = bytearray(nb)       # read at least once as a heavy hitter
+        self.queued = bytearray(nb)        # a shared block a waiting request will read (engine's queue hint)
+        self.queued_docs: dict[int, list[int]] = {}  # document (block_request) -> its queue-hinted blocks
 
     def _prior(self, b: int, step: int) -> float:
         """Log-score of a block with no reads of its own yet: the decode probability x the heavy-hitter reads per
@@ -129,6 +144,7 @@ class ExpectedNextUse(Policy):
             self.hh_reads = 0
             self.cur_step = step
         r = self.req[b]
+        self.unread[b] = 0
         if kind == codes.ACCESS:
             if critical:
                 self.decoded.add(r)
@@ -153,9 +169,17 @@ class ExpectedNextUse(Policy):
                     self.entering.add(r)
                 elif cls == codes.WARM:
                     self.leaving.add(r)
+            elif cls == codes.PREFETCH_SOON:  # not a batch change: a waiting request reads it when admitted
+                if self.queue_log is not None and not self.queued[b]:
+                    self.queued[b] = 1
+                    self.queued_docs.setdefault(r, []).append(b)
             elif self.layout[b]:            # slid out of the window: a heavy-hitter candidate from now on
                 self.layout[b] = 0
                 self.score[b] = self._prior(b, step)
+                if self.queued[b]:
+                    self._unqueue(b, r)
+            elif self.queued[b]:
+                self._unqueue(b, r)
         elif kind == codes.ALLOC:
             if r >= 0:
                 self.live[r] = self.live.get(r, 0) + 1
@@ -164,6 +188,9 @@ class ExpectedNextUse(Policy):
             self.live_blocks += 1
             self.layout[b] = 1 if cls == codes.DECODE_CRITICAL else 0
             self.fresh[b] = 1
+            if cls != codes.DECODE_CRITICAL:  # allocated for a prefill, which reads it this step
+                self.unread[b] = 1
+                self.unread_now.append(b)
             self.score[b] = self._prior(b, step)
         else:  # FREE
             self.live_blocks -= 1
@@ -177,6 +204,22 @@ class ExpectedNextUse(Policy):
                     self.ctx.pop(r, None)
                     self.spilled.pop(r, None)
 
+    def stale(self) -> list[int]:
+        """Blocks allocated for a prefill that did not read them within the step: their read-now key lapses."""
+        out = [b for b in self.unread_now if self.unread[b]]
+        for b in out:
+            self.unread[b] = 0
+        self.unread_now = []
+        return out
+
+    def _unqueue(self, b: int, r: int) -> None:
+        self.queued[b] = 0
+        lst = self.queued_docs.get(r)
+        if lst is not None:
+            lst.remove(b)
+            if not lst:
+                del self.queued_docs[r]
+
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         """log(expected reads per step) + lam x step (a common offset: keys stay comparable as time passes)."""
         if cls >= codes.COLD_SPILLABLE and cls != codes.RECOMPUTE_OK:
@@ -184,8 +227,14 @@ class ExpectedNextUse(Policy):
         if self.layout[b]:
             rate = 1.0 if cls <= codes.PREFETCH_SOON else self.p
             return self.lam * step + math.log(rate * self.horizon) + LAYOUT_FIRST
+        if self.unread[b] and self.fresh_first:  # allocated for a prefill that has not read it yet: read now
+            return self.lam * step + math.log(self.horizon) + LAYOUT_FIRST
         if self.boost and self.boost.get(b, -2) >= step - 1:  # its request decodes next step: rate / p
             return self.score[b] + self.logw[b] - math.log(self.p)
+        if self.queued[b]:  # read when its waiting request is admitted: at least the queue rate
+            q = self.lam * step + self.queue_log + math.log(self.horizon)
+            s = self.score[b] + self.logw[b]
+            return q if q > s else s
         return self.score[b] + self.logw[b]
 
     def choose_recompute(self, b: int, read_us: float, write_us: float, recompute_us: float) -> bool:
@@ -223,6 +272,9 @@ class ExpectedNextUse(Policy):
         out = [b for _, b in picked]
         for b in out:
             self.boost[b] = step
+        if self.queued_docs:  # shared blocks a waiting request reads at admission (kept by their own key)
+            q = [b for lst in self.queued_docs.values() for b in lst if loc[b] == codes.LOC_SLOW]
+            out += q  # after the next batch's candidates (first: more SLO, more misses; README)
         return out
 
 

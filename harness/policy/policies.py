@@ -26,6 +26,7 @@ class Policy:
     observes_events = False   # receive every event through `on_event` before the simulator handles it
     free_target = 0.0         # background-spill toward this free fraction of the fast tier (0 = never)
     prefetch_lookahead = False  # nominate spilled blocks of the next batch at the end of each step
+    step_keys = False         # some keys hold for one step only: `stale` names the blocks to re-key after it
 
     def bind(self, trace: Trace) -> None:
         """Receive per-block attributes before a run (sizes, priorities, deadlines)."""
@@ -45,6 +46,10 @@ class Policy:
 
     def lookahead(self, step: int, loc: bytearray) -> list[int]:
         """Spilled blocks worth reading before the next step, best first (only when `prefetch_lookahead`)."""
+        return []
+
+    def stale(self) -> list[int]:
+        """Blocks whose key lapsed with the step that just ended (only called when `step_keys`)."""
         return []
 
     def key(self, b: int, seq: int, step: int, cls: int) -> float:

@@ -49,6 +49,7 @@ class Profile:
     rag_doc_tokens: int = 512
     rag_docs_per_request: int = 3
     rag_gamma: float = 2.0       # popularity skew of documents
+    queue_hints: int = 2         # waiting requests (FCFS head) whose shared documents the engine hints prefetch-soon
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -66,7 +67,7 @@ class Profile:
             if getattr(self, name) <= 0:
                 raise UserError(f"profile {self.name}: {name} must be positive")
         for name in ("sink_blocks", "window_blocks", "heavy_hitters", "spec_draft", "rag_docs",
-                     "rag_docs_per_request", "arrivals_per_step"):
+                     "rag_docs_per_request", "arrivals_per_step", "queue_hints"):
             if getattr(self, name) < 0:
                 raise UserError(f"profile {self.name}: {name} must not be negative")
         if self.hh_gamma <= 0 or self.rag_gamma <= 0:

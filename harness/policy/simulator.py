@@ -155,6 +155,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     predictive = policy.predictive_prefetch
     lookahead = policy.lookahead if policy.prefetch_lookahead else None
     on_evicted = policy.on_evicted if policy.prefetch_lookahead else None
+    stale = policy.stale if policy.step_keys else None
     ops_step: list[int] = []
     ops_op: list[int] = []
     ops_block: list[int] = []
@@ -355,6 +356,10 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         s = steps[i]
         if s != cur_step:
             end_step()
+            if stale is not None:  # one-step keys lapse before the end-of-step look-ahead and cleaner
+                for b in stale():
+                    if loc[b] == codes.LOC_FAST:
+                        push(b, i)
             expired, boosted[:] = boosted[:], []
             if budget > 0:  # issued as the step's compute starts: the window they may hide behind
                 if lookahead is not None:
