@@ -196,14 +196,14 @@ def test_the_lookahead_nominates_a_spilled_document_a_waiting_request_will_read(
     assert D_ not in pol.lookahead(2003, loc)
 
 
-def test_a_prefill_block_is_not_evicted_by_its_own_admission() -> None:
-    # B is an older, once-read block; a prefill allocates X then Y (fast tier of 2: Y's allocation needs room)
-    # and reads both. Keeping X (read in this very step) beats keeping B; with fresh_first=0, X's prior (one
-    # request's share of heavy-hitter reads) ranks below B's observed read and X is spilled, then missed.
-    ev = [(0, ALLOC, 0, False, W), (0, ACCESS, 0, False, 0), (1, ACCESS, 0, True, 0), (2, ACCESS, 0, True, 0),
-          (3, ALLOC, 1, False, codes.RECOMPUTE_OK), (3, ALLOC, 2, False, codes.RECOMPUTE_OK),
-          (3, ACCESS, 1, False, 0), (3, ACCESS, 2, False, 0)]
-    req = [0, 1, 1]
+def test_a_document_block_is_not_evicted_by_its_own_admission() -> None:
+    # B is a window block of a request out of the next batch (kept above every heavy-hitter candidate); a prefill
+    # allocates document blocks X then Y (fast tier of 2: Y's allocation needs room) and reads both. Keeping X
+    # (read in this very step) beats keeping B; with fresh_first=0 X ranks as an unread candidate below B, so X
+    # is spilled and then missed.
+    ev = [(0, ALLOC, 0, False, DC), (1, HINT, 0, True, W),
+          (3, ALLOC, 1, False, W), (3, ALLOC, 2, False, W), (3, ACCESS, 1, False, 0), (3, ACCESS, 2, False, 0)]
+    req = [0, -1, -1]
     assert evicted(ev, 3, request=req) == [0]
     r = simulate(make(ev, 3, request=req), make_policy("ExpectedNextUse", free_target=0.0, fresh_first=0.0),
                  TWO, record=True)
@@ -214,13 +214,15 @@ def test_a_prefill_block_is_not_evicted_by_its_own_admission() -> None:
 
 
 def test_the_prefill_keep_value_lapses_with_its_step() -> None:
-    # X is allocated but never read in its step: from the next step on it is ranked like any unread block
-    ev = [(0, ALLOC, 0, False, W), (0, ACCESS, 0, False, 0), (1, ALLOC, 1, False, W)]
-    t = make(ev, 2, request=[0, 1])
+    # document block X is allocated but not read in its step: from the next step on it ranks like any unread block;
+    # a request's own prompt block never gets the raise
+    ev = [(0, ALLOC, 0, False, W), (0, ACCESS, 0, False, 0), (1, ALLOC, 1, False, W), (1, ALLOC, 2, False, W)]
+    t = make(ev, 3, request=[0, -1, 1])
     pol = make_policy("ExpectedNextUse")
     pol.bind(t)
     for i, (step, kind, b, crit, cls) in enumerate(ev):
         pol.on_event(i, kind, b, step, crit, cls)
     top = pol.key(1, 2, 1, W)
+    assert top > pol.key(2, 3, 1, W) + 100
     assert pol.stale() == [1]
     assert pol.key(1, 2, 2, W) < top - 100

@@ -11,9 +11,10 @@ Per block, the expected number of reads per decode step:
   outside the sink/window, t steps since it left them (or was allocated), a Gamma prior of A = 0.5 reads
   at rate R0 = 0.02 per step, so an unobserved block starts near R0 and its own reuse takes over;
 * 0 for cold-spillable and done blocks;
-* while a prefill that allocated it has not read it yet (its own step only): 1, first among all, so an admission
-  never spills the blocks it allocates before it reads them (`fresh_first`; the key lapses with the step through
-  `Policy.stale`);
+* for a shared document block a prefill allocated and has not read yet (its own step only): 1, first among all, so
+  an admission never spills the document blocks it allocates before it reads them (`fresh_first`; the key lapses
+  with the step through `Policy.stale`; the same for a request's own prompt blocks cost long_context_extreme misses:
+  its prompts are thousands of blocks, dropping their first ones is cheaper than evicting other requests' blocks);
 * at least QUEUE_RATE (`queue_rate`, 0.05) for a shared document block the engine has announced a waiting request
   will read at admission (a prefetch-soon hint that is not a batch change), until the request is admitted.
 Under an independent-reference model the optimal online eviction keeps the highest-rate blocks (A0); the
@@ -107,7 +108,7 @@ class ExpectedNextUse(Policy):
         self.live_blocks = 0
         self.mean_blocks = 1.0
         self.fresh = bytearray(nb)
-        self.unread = bytearray(nb)        # allocated by a prefill that has not read it yet (this step)
+        self.unread = bytearray(nb)        # a document block allocated by a prefill that has not read it yet
         self.unread_now: list[int] = []
         self.ctx: dict[int, int] = {}      # request -> blocks its prefill read (context incl. shared documents)
         self.admitting = -1
@@ -188,7 +189,7 @@ class ExpectedNextUse(Policy):
             self.live_blocks += 1
             self.layout[b] = 1 if cls == codes.DECODE_CRITICAL else 0
             self.fresh[b] = 1
-            if cls != codes.DECODE_CRITICAL:  # allocated for a prefill, which reads it this step
+            if r < 0 and self.fresh_first:  # a shared document allocated for a prefill, which reads it this step
                 self.unread[b] = 1
                 self.unread_now.append(b)
             self.score[b] = self._prior(b, step)
@@ -205,7 +206,7 @@ class ExpectedNextUse(Policy):
                     self.spilled.pop(r, None)
 
     def stale(self) -> list[int]:
-        """Blocks allocated for a prefill that did not read them within the step: their read-now key lapses."""
+        """Document blocks allocated for a prefill that did not read them within the step: the read-now key lapses."""
         out = [b for b in self.unread_now if self.unread[b]]
         for b in out:
             self.unread[b] = 0
@@ -227,7 +228,7 @@ class ExpectedNextUse(Policy):
         if self.layout[b]:
             rate = 1.0 if cls <= codes.PREFETCH_SOON else self.p
             return self.lam * step + math.log(rate * self.horizon) + LAYOUT_FIRST
-        if self.unread[b] and self.fresh_first:  # allocated for a prefill that has not read it yet: read now
+        if self.unread[b]:  # allocated for a prefill that has not read it yet: read now
             return self.lam * step + math.log(self.horizon) + LAYOUT_FIRST
         if self.boost and self.boost.get(b, -2) >= step - 1:  # its request decodes next step: rate / p
             return self.score[b] + self.logw[b] - math.log(self.p)
