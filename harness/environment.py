@@ -55,6 +55,23 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+CLOCK_PARAM = "kvds.clock="
+"""The kernel command-line word the guest lab boots with under `-icount` (harness/remote/guest.py); a dotted
+word the kernel ignores, so only /proc/cmdline carries it."""
+
+
+def clock(cmdline: str | None = None) -> str:
+    """What this machine's timings measure: "wall" (real time), or "icount:N" in a QEMU guest booted with
+    instruction-count time (each guest instruction 2**N ns; host stalls do not appear in guest time)."""
+    if cmdline is None:
+        try:
+            cmdline = Path("/proc/cmdline").read_text()
+        except OSError:
+            return "wall"
+    word = next((w for w in cmdline.split() if w.startswith(CLOCK_PARAM)), None)
+    return word[len(CLOCK_PARAM):] if word else "wall"
+
+
 def capture(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Host, kernel, CPU, memory, load, kvds revision, package versions, command line and time."""
     u = os.uname()
@@ -67,6 +84,7 @@ def capture(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "mem_total_bytes": psutil.virtual_memory().total,
         "loadavg": list(os.getloadavg()),
+        "clock": clock(),
         "kvds_revision": git_revision(),
         "packages": package_versions(),
         "argv": sys.argv,

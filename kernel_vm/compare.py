@@ -100,6 +100,7 @@ class CompareSummary:
     q: float                            # the percentile compared (99)
     margin: float                       # non-inferiority margin: met when the whole interval is <= margin
     variants: dict[str, dict[str, Any]]  # per variant: P99VsReference.as_dict() (pairs, ratio, verdict)
+    clock: str = "wall"                 # the run's clock: wall, or icount:N (QEMU guest instruction-count time)
 
     def as_dict(self) -> dict[str, Any]:
         return strict(asdict(self))
@@ -113,4 +114,5 @@ def compare_stored(run: Run, reference: str | None = None, q: float = Q, margin:
         raise UserError(f"run {run.run_id} was run without --reference: give one (variants: {', '.join(samples)})")
     ref = resolve_reference(list(samples), ref)
     rows = p99_vs_reference(samples, ref, q, margin)
-    return CompareSummary(run.run_id, ref, q, margin, {n: r.as_dict() for n, r in rows.items()})
+    return CompareSummary(run.run_id, ref, q, margin, {n: r.as_dict() for n, r in rows.items()},
+                          clock=run.summary.get("clock") or "wall")

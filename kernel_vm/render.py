@@ -109,6 +109,16 @@ def bench(s: VmBenchSummary, path: Any) -> None:
         console.print(f"  {key}: {d.get('status')} - {d.get('reason', '')}")
     damos(s.damon.get("per_class") or {})
     console.print(f"  timer overhead p50/p99: {s.timer_overhead_ns['p50']:.0f}/{s.timer_overhead_ns['p99']:.0f} ns")
+    console.print(f"  clock: {clock_words(s.clock)}")
+
+
+def clock_words(clock: str) -> str:
+    """What a latency in this run is: real time, or a QEMU guest's instruction-count time."""
+    if not clock.startswith("icount:"):
+        return "wall (real time)"
+    shift = int(clock.split(":", 1)[1])
+    return (f"{clock} (QEMU guest time: each guest instruction {2 ** shift} ns; a host stall of the vCPU is not "
+            "in any latency)")
 
 
 def comparison(comp: Comparison) -> None:
@@ -156,6 +166,7 @@ def damos(per_class: dict[str, Any]) -> None:
 
 def compare(out: Mapping[str, Any]) -> None:
     """`kvds vm compare`: one verdict line per variant."""
-    print(f"run {out['source_run']}: decode-critical p{out['q']:g} / {out['reference']}'s, repetitions paired")
+    print(f"run {out['source_run']}: decode-critical p{out['q']:g} / {out['reference']}'s, repetitions paired; "
+          f"clock {clock_words(out.get('clock') or 'wall')}")
     for name, row in out["variants"].items():
         print(f"  {name:<32} {verdict_from_dict(row['verdict'])}  ({row['pairs']} pairs)")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness import doctor, figures, journal, progress, stats
+from harness import doctor, environment, figures, journal, progress, stats
 from harness.errors import Unavailable, UserError
 from harness.mapping import Mapping, load_mapping
 from harness.results import ResultStore, Run
@@ -217,6 +217,7 @@ def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run
         zram_mm_stat_at_end=zram,
         headline=headline(results, base, first, f"{names[0]}+damos{sfx}" if damos_on else None),
         mm_intent=mm_intent_doc(results, unavailable),
+        clock=environment.clock(),
         comparison=comparison(per_variant, results, ref, {n + sfx: why for n, why in unavailable.items()},
                               unavailable.get(cfg.reference, "") if cfg.reference and ref is None else None))
     doc = summary.as_dict()

@@ -144,6 +144,7 @@ class VmBenchSummary:
     headline: Headline                  # baseline vs the first intent mapping
     mm_intent: dict[str, Any]           # status (consumer, registry only, unavailable, not used), reason, counters
     comparison: Comparison              # every variant against --reference
+    clock: str = "wall"                 # what the latencies are in: wall, or icount:N (guest instructions x 2**N ns)
 
     def as_dict(self) -> dict[str, Any]:
         """The one conversion to JSON: strict (NaN and infinities as null)."""
@@ -156,7 +157,7 @@ class VmBenchSummary:
                       "headline": Headline.from_json(v["headline"]), "comparison": Comparison.from_json(v["comparison"]),
                       "damon": v["damon"] or {}, "mglru": v["mglru"] or {}, "ebpf": v["ebpf"] or {},
                       "psi": v["psi"] or {}, "mm_intent": v["mm_intent"] or {}, "swap": v["swap"] or {},
-                      "cold_classes": v["cold_classes"] or list(COLD_CLASSES)})
+                      "cold_classes": v["cold_classes"] or list(COLD_CLASSES), "clock": v["clock"] or "wall"})
 
 
 # ------------------------------------------------------------------------------------------------------------------

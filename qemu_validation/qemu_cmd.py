@@ -14,6 +14,8 @@ DEBUG_EXIT_PORT = 0xF4
 SHARE_TAG = "kvdsshare"
 ROOT_TAG = "kvdsroot"
 QEMU_BINARY = "qemu-system-x86_64"
+ICOUNT_TSC_KHZ = 1_000_000  # under -icount the guest TSC is QEMU's virtual clock: 1 tick per virtual ns
+ICOUNT_MAX_SHIFT = 10       # QEMU's own limit for a fixed shift
 
 # Kernel command line shared by every boot: console on the first serial port, no reboot on panic (QEMU then
 # exits with status 0, which is never a valid debug-exit status), and the printk level that shows every splat.
@@ -38,6 +40,7 @@ class Machine:
     extra_append: tuple[str, ...] = field(default_factory=tuple)
     cpu: str | None = None  # TCG CPU model (None: QEMU's default); e.g. Nehalem for x86-64-v2 user space (numpy)
     tsc_khz: int | None = None  # the host's TSC rate, which a TCG guest's TSC runs at (see tsc_append)
+    icount_shift: int | None = None  # TCG only: guest time = instructions x 2**shift ns (see icount_args)
 
 
 def qemu_binary() -> str | None:
@@ -52,6 +55,8 @@ def command(m: Machine, binary: str = QEMU_BINARY) -> list[str]:
     """
     if m.accel not in ("tcg", "kvm"):
         raise ValueError(f"unknown accelerator {m.accel!r}")
+    if m.icount_shift is not None and (m.accel != "tcg" or not 0 <= m.icount_shift <= ICOUNT_MAX_SHIFT):
+        raise ValueError(f"icount shift {m.icount_shift!r} needs TCG and 0..{ICOUNT_MAX_SHIFT}")
     argv = [
         # q35: its ACPI _PRT is a static table; i440fx computes it in an AML loop that KASAN+lockdep under TCG
         # can run past ACPICA's loop timeout, leaving virtio-pci without an interrupt.
@@ -61,6 +66,7 @@ def command(m: Machine, binary: str = QEMU_BINARY) -> list[str]:
         "-display", "none", "-monitor", "none",
         "-serial", f"file:{m.console_log}",
         "-device", f"isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x04",
+        *icount_args(m),
         "-kernel", str(m.kernel), "-initrd", str(m.initramfs),
         "-append", " ".join((*BASE_APPEND, *(TCG_APPEND if m.accel == "tcg" else ()), *tsc_append(m),
                              *m.extra_append)),
@@ -76,8 +82,24 @@ def tsc_append(m: Machine) -> tuple[str, ...]:
     """Under TCG the guest's TSC is the host's, so tell the guest its rate instead of letting it calibrate: a
     vCPU descheduled during calibration on a loaded host measured 837 MHz for a 2,596 MHz TSC and its clock ran
     3.1 times fast (every in-guest timing, and the phase breakdown, with it). The kernel's later refinement only
-    accepts values within 1% of this one."""
-    return (f"tsc_early_khz={m.tsc_khz}",) if m.accel == "tcg" and m.tsc_khz else ()
+    accepts values within 1% of this one. Under icount the TSC is QEMU's virtual clock instead, one tick per
+    virtual nanosecond whatever the shift: 1 GHz."""
+    if m.accel != "tcg":
+        return ()
+    if m.icount_shift is not None:
+        return (f"tsc_early_khz={ICOUNT_TSC_KHZ}",)
+    return (f"tsc_early_khz={m.tsc_khz}",) if m.tsc_khz else ()
+
+
+def icount_args(m: Machine) -> tuple[str, ...]:
+    """Instruction-count time (`-icount`): the guest's clocks advance by the instructions it executes, 2**shift
+    ns each, never by host time. A vCPU the host deschedules for 5 ms then loses no guest time, so a guest
+    latency is the work done on its path (a resident read, a swap-in fault) and no host stall shows in it: the
+    clock for comparing two variants' tails on a shared TCG host. Real-time waits (idle, 9p) still pass at
+    real speed (sleep=on), and align=off lets the guest run as fast as TCG can."""
+    if m.icount_shift is None:
+        return ()
+    return ("-icount", f"shift={m.icount_shift},align=off,sleep=on")
 
 
 def host_tsc_khz(cpuinfo: str) -> int | None:

@@ -75,3 +75,18 @@ def test_tcg_guest_is_told_the_host_tsc_rate() -> None:
     assert "tsc_early_khz" not in kvm[kvm.index("-append") + 1]
     plain = qemu_cmd.command(_m())
     assert "tsc_early_khz" not in plain[plain.index("-append") + 1]
+
+
+def test_icount_clock() -> None:
+    """Instruction-count time: `-icount shift=N` with the guest told its TSC is the 1 GHz virtual clock (not the
+    host's rate), only under TCG and only for shifts QEMU accepts."""
+    argv = qemu_cmd.command(_m(icount_shift=0, tsc_khz=2596128))
+    assert argv[argv.index("-icount") + 1] == "shift=0,align=off,sleep=on"
+    append = argv[argv.index("-append") + 1].split()
+    assert "tsc_early_khz=1000000" in append and "tsc_early_khz=2596128" not in append
+    assert "-icount" not in qemu_cmd.command(_m(tsc_khz=2596128))
+    assert qemu_cmd.command(_m(icount_shift=3))[qemu_cmd.command(_m(icount_shift=3)).index("-icount") + 1].startswith(
+        "shift=3,")
+    for bad in (_m(accel="kvm", icount_shift=0), _m(icount_shift=11), _m(icount_shift=-1)):
+        with pytest.raises(ValueError):
+            qemu_cmd.command(bad)

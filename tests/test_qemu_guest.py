@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -204,3 +206,51 @@ def test_client_registers_an_arena_inside_the_guest(kernel: build.KernelBuild, t
     out = json.loads((tmp_path / "out.json").read_text())
     assert len(out["entries"]) == 2 and out["dump"] == out["entries"]      # 2 critical blocks + 6 done, coalesced
     assert out["lookup"] == out["entries"][1] and out["dup"] == errno.EEXIST
+
+
+def _stall_qemu_when_told(log_dir: Path, share: Path, stall_s: float) -> threading.Thread:
+    """A host thread that, once the guest writes /share/go, stops this test's QEMU (found by its console log
+    path) for stall_s seconds: a host stall of the vCPU, made on purpose."""
+    import psutil
+
+    def stall() -> None:
+        deadline = time.monotonic() + 600
+        while not (share / "go").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        qemu = [p for p in psutil.process_iter(["cmdline"])
+                if any(str(log_dir) in a for a in (p.info["cmdline"] or []))]
+        assert len(qemu) == 1, qemu
+        qemu[0].suspend()
+        time.sleep(stall_s)
+        qemu[0].resume()
+
+    t = threading.Thread(target=stall, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("icount_shift", [None, 0])
+def test_icount_keeps_a_host_stall_out_of_guest_time(kernel: build.KernelBuild, tmp_path: Path,
+                                                     icount_shift: int | None) -> None:
+    """The guest times the same busy loop twice; the host stops QEMU for 4 s during the second. In real time
+    (wall clock) the stall is in the guest's figure; under -icount it is not: guest time is instructions."""
+    stall_s = 4.0
+    share, log_dir = tmp_path / "share", tmp_path / "log"
+    share.mkdir()
+    loop = "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done"
+    up = "cut -d' ' -f1 /proc/uptime"
+    script = (f"a=$({up}); {loop}; b=$({up}); echo go > /share/go; {loop}; c=$({up}); "
+              "echo $a $b $c > /share/t; cat /proc/cmdline > /share/cmdline")
+    stall = _stall_qemu_when_told(log_dir, share, stall_s)
+    append = () if icount_shift is None else (f"kvds.clock=icount:{icount_shift}",)
+    res = guest_run.run_guest(kernel.id, ["sh", "-c", script], share, timeout=600, log_dir=log_dir,
+                              icount_shift=icount_shift, extra_append=append)
+    stall.join(timeout=60)
+    assert res.ok, res.failure
+    a, b, c = (float(x) for x in (share / "t").read_text().split())
+    extra = (c - b) - (b - a)  # the second loop's time beyond the first's
+    if icount_shift is None:
+        assert extra > stall_s / 2, (a, b, c)       # the stall shows in real time
+    else:
+        assert abs(extra) < stall_s / 4, (a, b, c)  # and not in instruction-count time
+        assert "kvds.clock=icount:0" in (share / "cmdline").read_text()

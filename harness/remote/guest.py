@@ -19,14 +19,20 @@ from pathlib import Path
 from typing import Callable
 
 from harness import figures, tracks
-from harness.errors import Unavailable
+from harness.environment import CLOCK_PARAM
+from harness.errors import Unavailable, UserError
 from harness.paths import work_dir
 
 GUEST_TIMEOUT_S = 1800.0
+ICOUNT_MAX_SHIFT = 10  # QEMU's limit for a fixed -icount shift
 GUEST_MEMORY_MB = 2048
 GUEST_KERNEL_ENV = "KVDS_GUEST_KERNEL"
 """A build id, unique id prefix or label (as `kvds qemu run --kernel` takes) to boot instead of the default debug
 kernel: a kernel under test, e.g. with a new patch of the series, while the series' files are being edited."""
+GUEST_CLOCK_ENV = "KVDS_GUEST_CLOCK"
+"""`wall` (default) or `icount[:SHIFT]`: boot the guest with QEMU's instruction-count time (qemu_cmd.icount_args),
+so its latencies are the work on their path and a host stall of the vCPU is not in them. The guest records it
+in every run's environment (`clock`, from the `kvds.clock=` word on its kernel command line)."""
 GUEST_CPU = "Nehalem"
 """x86-64-v2 (SSE4.2, POPCNT): the venv's numpy needs it, QEMU's default TCG model (qemu64) lacks it (SIGILL);
 no LA57, so the guest keeps 4-level paging."""
@@ -74,6 +80,19 @@ def guest_lab_status() -> tuple[bool, str]:
     return True, f"guest kernel {kb.id[:12]} ({kb.label}) is built"
 
 
+def guest_clock(text: str | None = None) -> int | None:
+    """The icount shift `KVDS_GUEST_CLOCK` asks for (None: wall-clock time); UserError on anything else."""
+    text = (os.environ.get(GUEST_CLOCK_ENV, "") if text is None else text).strip()
+    if text in ("", "wall"):
+        return None
+    kind, colon, shift = text.partition(":")
+    if kind == "icount" and not colon:
+        return 0
+    if kind == "icount" and shift.isdigit() and int(shift) <= ICOUNT_MAX_SHIFT:
+        return int(shift)
+    raise UserError(f"{GUEST_CLOCK_ENV}={text!r}: expected wall, icount or icount:SHIFT (SHIFT 0..{ICOUNT_MAX_SHIFT})")
+
+
 def _seed_matplotlib_cache(dest: Path) -> None:
     """Give the guest this host's matplotlib font list: the guest's home is read-only, and rebuilding the font
     cache there (every font over 9p under TCG) took longer than the measurement itself."""
@@ -88,10 +107,12 @@ def _seed_matplotlib_cache(dest: Path) -> None:
 
 def guest_runner() -> Callable[[list[str]], GuestResult]:
     """A function running `kvds argv` in the guest; raises Unavailable (with the reason) when it cannot."""
+    shift = guest_clock()  # bad input is refused before anything boots
     ready, why = guest_lab_status()
     if not ready:
         raise Unavailable(why)
     lab = tracks.guest_lab()
+    clock_append = () if shift is None else (f"{CLOCK_PARAM}icount:{shift}",)
 
     def run(argv: list[str]) -> GuestResult:
         share = work_dir() / "remote-guest" / secrets.token_hex(4)
@@ -110,7 +131,8 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
             res = lab.run_guest(os.environ.get(GUEST_KERNEL_ENV, "").strip() or None, ["sh", "-c", cmd], share,
-                                  host_root=True, timeout=GUEST_TIMEOUT_S, memory_mb=GUEST_MEMORY_MB, cpu=GUEST_CPU)
+                                  host_root=True, timeout=GUEST_TIMEOUT_S, memory_mb=GUEST_MEMORY_MB, cpu=GUEST_CPU,
+                                  icount_shift=shift, extra_append=clock_append)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
                 lab.TIMEOUT_STATUS if res.timed_out else lab.KERNEL_FAILURE_STATUS)
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""

@@ -1,0 +1,36 @@
+"""The guest lab's clock (KVDS_GUEST_CLOCK): parsed once, refused on bad input, recorded with every result."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import environment
+from harness.errors import UserError
+from harness.remote.guest import guest_clock
+from kernel_vm.render import clock_words
+from kernel_vm.summary import VmBenchSummary
+
+
+def test_guest_clock_values() -> None:
+    assert guest_clock("") is None and guest_clock("wall") is None
+    assert guest_clock("icount") == 0 and guest_clock("icount:4") == 4 and guest_clock(" icount:10 ") == 10
+
+
+@pytest.mark.parametrize("bad", ["icount:11", "icount:-1", "icount:x", "icount:", "tcg", "wall:1", "icount:1:2"])
+def test_guest_clock_refuses_bad_values(bad: str) -> None:
+    with pytest.raises(UserError, match="KVDS_GUEST_CLOCK"):
+        guest_clock(bad)
+
+
+def test_environment_records_the_clock() -> None:
+    assert environment.clock("console=ttyS0 panic=-1") == "wall"
+    assert environment.clock("console=ttyS0 kvds.clock=icount:0 rdinit=/init") == "icount:0"
+    assert environment.capture()["clock"] == environment.clock()  # this host: whatever its cmdline says
+
+
+def test_summary_clock_reads_old_runs_as_wall() -> None:
+    """Runs from before the field were all measured in real time."""
+    assert VmBenchSummary.from_json({}).clock == "wall"
+    assert VmBenchSummary.from_json({"clock": "icount:2"}).clock == "icount:2"
+    assert clock_words("wall").startswith("wall")
+    assert "4 ns" in clock_words("icount:2")
