@@ -16,7 +16,7 @@ from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive
 from harness.emit import emit
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import (build, build_run, dry_run, exit_bench, guest_run, kernel_args, rebuild_time,
+from qemu_validation import (build, build_run, dry_run, exit_bench, guest_run, kernel_args, qemu_cmd, rebuild_time,
                              reclaim_bench, render, runner, validate)
 
 
@@ -44,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--memory", type=positive_int, default=1024, help="guest memory in MiB")
     r.add_argument("--cpus", type=positive_int, default=1)
     r.add_argument("--append", action="append", default=[], metavar="ARG", help="extra kernel command-line word")
+    r.add_argument("--icount", type=icount_shift, metavar="SHIFT",
+                   help="instruction-count time: each guest instruction 2^SHIFT ns (0-10), no host stall in guest time")
     r.add_argument("--dry-run", action="store_true", help="print the QEMU command line that would run; run nothing")
     r.add_argument("--verbose", action="store_true", help="print the QEMU command line before it runs (on stderr)")
     add_json_flag(r)
@@ -139,6 +141,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def icount_shift(text: str) -> int:
+    """--icount's SHIFT: QEMU takes 0..10 for a fixed shift."""
+    if not text.isdigit() or int(text) > qemu_cmd.ICOUNT_MAX_SHIFT:
+        raise argparse.ArgumentTypeError(f"expected a shift 0..{qemu_cmd.ICOUNT_MAX_SHIFT}, got {text!r}")
+    return int(text)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -146,7 +155,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(" " in a or not a for a in args.append):
         raise UserError("--append takes one kernel command-line word")
     cfg = guest_run.RunConfig(command=tuple(command), kernel=args.kernel, share=args.share, host_root=args.host_root,
-                              timeout=args.timeout, memory_mb=args.memory, cpus=args.cpus, append=tuple(args.append))
+                              timeout=args.timeout, memory_mb=args.memory, cpus=args.cpus, append=tuple(args.append),
+                              icount_shift=args.icount)
     if args.dry_run or args.verbose:
         plan = dry_run.plan(cfg)
         if args.dry_run:

@@ -36,7 +36,7 @@ def plan(cfg: guest_run.RunConfig) -> DryRunPlan:
     bzimage = kb.bzimage if kb else Path(f"<bzImage of {label}>")
     log_dir = cachedirs.root() / "runs" / "<log dir>"
     m = guest_run.machine(bzimage, log_dir, share_dir, host_root=cfg.host_root, memory_mb=cfg.memory_mb,
-                          cpus=cfg.cpus, extra_append=cfg.append)
+                          cpus=cfg.cpus, extra_append=cfg.append, icount_shift=cfg.icount_shift)
     return DryRunPlan(kernel={"id": kb.id if kb else None, "label": label, "built": kb is not None},
                       guest_argv=list(cfg.command),
                       qemu_argv=qemu_cmd.command(m, qemu_cmd.qemu_binary() or qemu_cmd.QEMU_BINARY))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import doctor
+from harness.environment import CLOCK_PARAM
 from harness.errors import Unavailable, UserError
 from harness.paths import repo_root
 from harness.progress import say
@@ -41,12 +42,13 @@ class RunConfig:
     memory_mb: int = 1024
     cpus: int = 1
     append: tuple[str, ...] = ()           # extra kernel command-line words
+    icount_shift: int | None = None        # instruction-count time (qemu_cmd.icount_args); None: real time
 
 
 def run(cfg: RunConfig) -> runner.BootResult:
     """`kvds qemu run`: boot cfg.kernel and run cfg.command in it."""
     return run_guest(cfg.kernel, list(cfg.command), cfg.share, timeout=cfg.timeout, host_root=cfg.host_root,
-                     memory_mb=cfg.memory_mb, cpus=cfg.cpus, extra_append=cfg.append)
+                     memory_mb=cfg.memory_mb, cpus=cfg.cpus, extra_append=cfg.append, icount_shift=cfg.icount_shift)
 
 
 def exit_status(res: runner.BootResult) -> int:
@@ -104,7 +106,10 @@ def machine(bzimage: Path, log_dir: Path, share_dir: Path | None = None, *, host
             memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
             cpu: str | None = None, icount_shift: int | None = None) -> qemu_cmd.Machine:
     """The machine a guest run boots (its initramfs and console log in log_dir); reads the host, changes nothing,
-    so `kvds qemu run --dry-run` prints the very command a run would start."""
+    so `kvds qemu run --dry-run` prints the very command a run would start. Under icount the kernel command line
+    names the clock (`kvds.clock=icount:N`), so a kvds inside records it with every result."""
+    if icount_shift is not None:
+        extra_append = (*extra_append, f"{CLOCK_PARAM}icount:{icount_shift}")
     return qemu_cmd.Machine(kernel=bzimage, initramfs=log_dir / "initramfs.cpio", console_log=log_dir / "console.log",
                             accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
                             host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,

@@ -56,7 +56,8 @@ def test_new_qemu_flags_refuse_bad_input() -> None:
     import subprocess
     import sys
     for argv in (["validate", "--concurrent", "-1"], ["validate", "--valid", "x"], ["validate", "--seed", "0"],
-                 ["exit-bench", "--iterations", "5"], ["exit-bench", "--iterations", "0"]):
+                 ["exit-bench", "--iterations", "5"], ["exit-bench", "--iterations", "0"],
+                 ["run", "--icount", "11", "--", "true"], ["run", "--icount", "-1", "--", "true"]):
         p = subprocess.run([sys.executable, "-m", "harness.cli", "qemu", *argv], capture_output=True, text=True,
                            timeout=120)
         assert p.returncode == 2, (argv, p.stderr)

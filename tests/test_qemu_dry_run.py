@@ -51,3 +51,14 @@ def test_dry_run_prints_the_command_a_run_starts_and_changes_nothing(kernel: bui
     log_dir = _serial_dir(ran)
     assert ran == [a.replace(_serial_dir(planned), log_dir) for a in planned]
     assert (Path(log_dir) / "console.log").exists()
+
+
+def test_dry_run_shows_the_icount_clock(kernel: build.KernelBuild) -> None:
+    """`--icount N` is one QEMU flag and one command-line word naming the clock (what a kvds inside records)."""
+    dry = subprocess.run([*KVDS, "qemu", "run", "--kernel", kernel.id, "--icount", "2", "--dry-run", "--json", "--",
+                          "true"], capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr
+    argv = json.loads(dry.stdout)["summary"]["qemu_argv"]
+    assert argv[argv.index("-icount") + 1] == "shift=2,align=off,sleep=on"
+    append = argv[argv.index("-append") + 1].split()
+    assert "kvds.clock=icount:2" in append and "tsc_early_khz=1000000" in append

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Callable
 
 from harness import figures, tracks
-from harness.environment import CLOCK_PARAM
 from harness.errors import Unavailable, UserError
 from harness.paths import work_dir
 
@@ -112,7 +111,6 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
     if not ready:
         raise Unavailable(why)
     lab = tracks.guest_lab()
-    clock_append = () if shift is None else (f"{CLOCK_PARAM}icount:{shift}",)
 
     def run(argv: list[str]) -> GuestResult:
         share = work_dir() / "remote-guest" / secrets.token_hex(4)
@@ -132,7 +130,7 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
         try:
             res = lab.run_guest(os.environ.get(GUEST_KERNEL_ENV, "").strip() or None, ["sh", "-c", cmd], share,
                                   host_root=True, timeout=GUEST_TIMEOUT_S, memory_mb=GUEST_MEMORY_MB, cpu=GUEST_CPU,
-                                  icount_shift=shift, extra_append=clock_append)
+                                  icount_shift=shift)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
                 lab.TIMEOUT_STATUS if res.timed_out else lab.KERNEL_FAILURE_STATUS)
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""
