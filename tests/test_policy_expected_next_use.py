@@ -95,13 +95,14 @@ def test_a_shared_block_read_by_more_prefills_is_worth_more() -> None:
 
 # Look-ahead: request 0 owns L (its window block) and H (a heavy-hitter candidate), request 1 owns X and Y.
 # Fast tier of 3. H and X are read once each (X a step later, so it is worth a little more); Y's allocation
-# spills H. At step 4 request 0 is announced for the next batch (L hinted prefetch-soon): at the end of that step
+# spills H. At step 4 request 0 is announced for the next batch (L hinted prefetch-soon) and request 1 out of it
+# (Y hinted warm): at the end of that step
 # the look-ahead reads H back, evicting X (H's rate for a request sure to decode next step, rate / p, now exceeds
 # X's), so step 5's read of H hits. Without the look-ahead it misses.
 L_, H_, X_, Y_ = range(4)
 LOOK = [(0, ALLOC, L_, False, DC), (0, ALLOC, H_, False, W), (0, ALLOC, X_, False, W),
         (1, ACCESS, L_, True, 0), (1, ACCESS, H_, True, 0), (2, ACCESS, X_, True, 0),
-        (3, ALLOC, Y_, False, DC), (4, ACCESS, Y_, True, 0), (4, HINT, L_, True, PS),
+        (3, ALLOC, Y_, False, DC), (4, ACCESS, Y_, True, 0), (4, HINT, L_, True, PS), (4, HINT, Y_, True, W),
         (5, ACCESS, L_, True, 0), (5, ACCESS, H_, True, 0)]
 THREE = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 3 * SZ)
 
@@ -226,3 +227,45 @@ def test_the_prefill_keep_value_lapses_with_its_step() -> None:
     assert top > pol.key(2, 3, 1, W) + 100
     assert pol.stale() == [1]
     assert pol.key(1, 2, 2, W) < top - 100
+
+
+# The batch raise: request 0 (window L, candidate H) is announced for step 3 at the end of step 2; request 1 (window
+# M, candidate X) decoded at step 2 and was announced out. X was read a step after H, so by reuse alone X is worth a
+# little more. Y's allocation at step 3 needs room before request 0 has decoded: H's request decodes in this step
+# for sure, so H is worth rate / p and X goes.
+M_, Y3 = 3, 4
+RAISE = [(0, ALLOC, L_, False, DC), (0, ALLOC, H_, False, W), (0, ALLOC, X_, False, W), (0, ALLOC, M_, False, DC),
+         (1, ACCESS, L_, True, 0), (1, ACCESS, H_, True, 0), (2, ACCESS, M_, True, 0), (2, ACCESS, X_, True, 0),
+         (2, HINT, L_, True, PS), (2, HINT, M_, True, W), (3, ALLOC, Y3, False, DC)]
+REQ5 = [0, 0, 1, 1, 1]
+FOUR = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 4 * SZ)
+
+
+def _raise_spills(**kw) -> list[int]:
+    pol = make_policy("ExpectedNextUse", free_target=0.0, **kw)
+    r = simulate(make(RAISE, 5, request=REQ5), pol, FOUR, record=True)
+    return [b for op, b in zip(r.ops["op"].tolist(), r.ops["block"].tolist()) if op in (3, 4)]
+
+
+def test_a_candidate_of_a_request_announced_for_the_step_outlives_a_slightly_better_one() -> None:
+    assert _raise_spills() == [X_]
+    assert _raise_spills(batch_raise=0.0) == [H_]
+
+
+def test_the_batch_raise_ends_with_its_request_s_decode_and_lapses_with_the_step() -> None:
+    import math
+
+    t = make(RAISE[:-1], 5, request=REQ5)
+    pol = make_policy("ExpectedNextUse")
+    pol.bind(t)
+    for i, (step, kind, b, crit, cls) in enumerate(RAISE[:-1]):
+        pol.on_event(i, kind, b, step, crit, cls)
+    base = pol.key(H_, 0, 3, W)
+    assert pol.stale() == [] and pol.raise_key(H_) and not pol.raise_key(H_)  # raised once
+    assert pol.key(H_, 0, 3, W) == base - math.log(pol.p)
+    assert not pol.raise_key(X_)                                            # request 1 is not announced
+    assert pol.stale() == [H_] and pol.key(H_, 0, 4, W) == base             # the step ended: back to its rate
+    # a request that has decoded in the step is not raised (its reads of the step are done)
+    pol.on_event(10, ACCESS, L_, 4, True, 0)
+    pol.batch_now = {0}
+    assert not pol.raise_key(H_)

@@ -27,6 +27,7 @@ class Policy:
     free_target = 0.0         # background-spill toward this free fraction of the fast tier (0 = never)
     prefetch_lookahead = False  # nominate spilled blocks of the next batch at the end of each step
     step_keys = False         # some keys hold for one step only: `stale` names the blocks to re-key after it
+    raises_keys = False       # a block about to be evicted may be worth more than its filed key (`raise_key`)
 
     def bind(self, trace: Trace) -> None:
         """Receive per-block attributes before a run (sizes, priorities, deadlines)."""
@@ -47,6 +48,11 @@ class Policy:
     def lookahead(self, step: int, loc: bytearray) -> list[int]:
         """Spilled blocks worth reading before the next step, best first (only when `prefetch_lookahead`)."""
         return []
+
+    def raise_key(self, b: int) -> bool:
+        """Is the next victim `b` worth more now than its filed key? Then the simulator files it again (`key`) and
+        looks at the next one; the raised value must lapse through `stale` (only called when `raises_keys`)."""
+        return False
 
     def stale(self) -> list[int]:
         """Blocks whose key lapsed with the step that just ended (only called when `step_keys`)."""

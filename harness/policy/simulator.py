@@ -156,6 +156,8 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     lookahead = policy.lookahead if policy.prefetch_lookahead else None
     on_evicted = policy.on_evicted if policy.prefetch_lookahead else None
     stale = policy.stale if policy.step_keys else None
+    raise_key = policy.raise_key if policy.raises_keys else None
+    i = 0
     ops_step: list[int] = []
     ops_op: list[int] = []
     ops_block: list[int] = []
@@ -194,6 +196,9 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             while heap:
                 k, pid, v = heap[0]
                 if loc[v] == codes.LOC_FAST and cur_seq[v] == pid:
+                    if raise_key is not None and raise_key(v):
+                        push(v, i)  # worth more now than when it was filed: re-filed, the old entry goes stale
+                        continue
                     break
                 heapq.heappop(heap)
             if not heap:
@@ -253,6 +258,9 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         while heap:
             _, pid, v = heap[0]
             if loc[v] == codes.LOC_FAST and cur_seq[v] == pid:
+                if raise_key is not None and raise_key(v):
+                    push(v, i)
+                    continue
                 return v
             heapq.heappop(heap)
         return -1
