@@ -214,9 +214,22 @@ def test_a_document_block_is_not_evicted_by_its_own_admission() -> None:
     assert on.misses == 0
 
 
+def test_a_small_prompt_is_protected_like_a_document_a_huge_one_is_not() -> None:
+    # the same admission with X and Y as request 1's own prompt blocks: a prompt whose blocks are under
+    # `fresh_share` of the live blocks is kept until its prefill reads it; with the share at 0 X goes first
+    ev = [(0, ALLOC, 0, False, DC), (1, HINT, 0, True, W), (3, ALLOC, 1, False, codes.RECOMPUTE_OK),
+          (3, ALLOC, 2, False, codes.RECOMPUTE_OK), (3, ACCESS, 1, False, 0), (3, ACCESS, 2, False, 0)]
+    assert evicted(ev, 3, request=[0, 1, 1]) == [0]
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, 2 * SZ, recompute_us_per_byte=1.0 / SZ)
+    r = simulate(make(ev, 3, request=[0, 1, 1]), make_policy("ExpectedNextUse", free_target=0.0, fresh_share=0.0),
+                 tiers, record=True)
+    from harness.policy.simulator import OP_DROP
+    assert (OP_DROP, 1) in list(zip(r.ops["op"].tolist(), r.ops["block"].tolist())) and r.recomputes >= 1
+
+
 def test_the_prefill_keep_value_lapses_with_its_step() -> None:
     # document block X is allocated but not read in its step: from the next step on it ranks like any unread block;
-    # a request's own prompt block never gets the raise
+    # a request's own prompt block past `fresh_share` of the live blocks never gets the raise
     ev = [(0, ALLOC, 0, False, W), (0, ACCESS, 0, False, 0), (1, ALLOC, 1, False, W), (1, ALLOC, 2, False, W)]
     t = make(ev, 3, request=[0, -1, 1])
     pol = make_policy("ExpectedNextUse")

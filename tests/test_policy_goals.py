@@ -46,3 +46,11 @@ def test_seed_lists_take_ranges() -> None:
     for bad in ("x", "0", "4-2", "1,1"):
         with pytest.raises(UserError):
             seeds_from_args(bad)
+
+
+def test_each_profile_judges_the_knob_setting_the_operator_runs_there() -> None:
+    knob_slo = {x.profile: x.policy for x in g.GOALS if x.what == "slo_high_gain" and x.policy != g.CONTENDER}
+    assert knob_slo == {p: g.knob(p) for p in g.PROFILES}
+    assert knob_slo["deadline_pressure"] == g.KNOB_DEADLINE != g.WITH_KNOB
+    assert {x.policy for x in g.GOALS if x.what == "hi_miss" and x.policy != g.PRIO_BOUND} == {g.WITH_KNOB}
+    assert set(knob_slo.values()) <= set(g.POLICIES)

@@ -9,11 +9,22 @@ from harness.policy.metrics import gap_closed, paired
 from harness.stats import Verdict, judge_at_least, judge_at_most, mean_ci
 
 CONTENDER = "ExpectedNextUse"
-WITH_KNOB = "ExpectedNextUse:priority_weight=1.5"  # chosen on seeds 50-53 (1.25/1.75/2/3 measured); kept on 50-57
-# with the device clock (1.75 / 2 / a target-seeking weight trade the total cut away: README "Measured")
+# The priority knob is the operator's setting, chosen per workload (README "Measured", 2026-12-01 third round):
+# 2.25 where the knob goal is judged (balanced, rag, speculative: chosen on seeds 50-65 and 600-639 with the batch
+# raise; 1.5 / 1.75 / 2 / 2.5 measured) and on long_context_extreme; 1.5 on deadline_pressure, where half the
+# requests are high priority and 2.25 costs more total misses than LRU's (high-priority SLO -0.011 [-0.031, 0.009]
+# against +0.026 [0.018, 0.034] at 1.5, seeds 50-61).
+WITH_KNOB = "ExpectedNextUse:priority_weight=2.25"
+KNOB_DEADLINE = "ExpectedNextUse:priority_weight=1.5"
+KNOB_BY_PROFILE = {"deadline_pressure": KNOB_DEADLINE}
 PRIO_BOUND = "PrioMIN"
-POLICIES = (BASELINE, "DeadlineAware", CONTENDER, WITH_KNOB, OPTIMUM, PRIO_BOUND)  # `--tables`: compare's rows
+POLICIES = (BASELINE, "DeadlineAware", CONTENDER, WITH_KNOB, KNOB_DEADLINE, OPTIMUM, PRIO_BOUND)  # `--tables` rows
 PROFILES = ("balanced", "deadline_pressure", "rag_mixed_priority", "speculative_decode", "long_context_extreme")
+
+
+def knob(profile: str) -> str:
+    """The knob setting the operator runs on `profile`."""
+    return KNOB_BY_PROFILE.get(profile, WITH_KNOB)
 
 
 @dataclass(frozen=True)
@@ -36,7 +47,7 @@ GOALS: tuple[Goal, ...] = (
       for p in ("balanced", "rag_mixed_priority", "speculative_decode")),
     *(Goal(p, WITH_KNOB, "miss_cut", "at_least", 0.10)
       for p in ("balanced", "rag_mixed_priority", "speculative_decode")),
-    *(Goal(p, pol, "slo_high_gain", "at_least", 0.0) for p in PROFILES for pol in (CONTENDER, WITH_KNOB)),
+    *(Goal(p, pol, "slo_high_gain", "at_least", 0.0) for p in PROFILES for pol in (CONTENDER, knob(p))),
     # Feasibility, not a contender's goal: PrioMIN has exactly the fewest high-priority misses any schedule
     # can have on a trace (offline.py), so where its interval lies above 0.005 no policy can meet the knob goal.
     *(Goal(p, PRIO_BOUND, "hi_miss", "at_most", 0.005)
