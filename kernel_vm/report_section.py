@@ -9,6 +9,7 @@ from harness.intent import IntentClass
 from harness.report import figures, fmt
 from harness.report.context import ReportContext, Suite
 from harness.stats import verdict_from_dict
+from kernel_vm.render import clock_words
 from kernel_vm.summary import SCHEMA, ClassFigures, Comparison, VmBenchSummary
 
 NAN = math.nan
@@ -32,7 +33,8 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
     variants = sorted(s.variants, key=lambda v: (v != s.baseline, v))  # the no-intent reference first
     ctx.doc.para(
         f"Suite {suite.label}: run {run.run_id}; swap {s.swap.get('kind')} ({s.swap.get('device')}), pressure "
-        f"{s.pressure_pct}% of the arena, {s.reps} repetitions alternating, variants {', '.join(variants)}.")
+        f"{s.pressure_pct}% of the arena, {s.reps} repetitions alternating, variants {', '.join(variants)}; "
+        f"latencies in clock {clock_words(s.clock)}.")
     rows = []
     for c in CLASSES:
         for v in variants:
