@@ -4,7 +4,9 @@ It models what a paged-attention engine does to its KV cache: prefill allocates 
 each decode step reads sink + sliding-window + heavy-hitter blocks, generated tokens
 grow the cache, finished requests free it. The batch of each step is a uniform random
 draw among active requests (never priority order), chosen one step ahead and announced
-as intent hints: that look-ahead is the only future knowledge the hints carry. A HINT's
+as intent hints: that look-ahead, and the shared documents of the first waiting requests (`queue_hints`: the
+queue as it stands at the end of a step, documents retrieved at arrival), are the only future knowledge the hints
+carry. A HINT's
 `critical` flag says the block stays in its request's per-decode read set (sink or window: a
 batch change), False when it slides out of the window (the sink/window layout the engine knows).
 """
