@@ -282,3 +282,19 @@ def test_the_batch_raise_ends_with_its_request_s_decode_and_lapses_with_the_step
     pol.on_event(10, ACCESS, L_, 4, True, 0)
     pol.batch_now = {0}
     assert not pol.raise_key(H_)
+
+
+def test_the_batch_raise_is_capped_per_step() -> None:
+    """At most raise_cap blocks are raised in one step (the bound on a step's extra cost); the next step may
+    raise again."""
+    t = make(RAISE[:-1], 5, request=REQ5)
+    pol = make_policy("ExpectedNextUse", raise_cap=0)
+    pol.bind(t)
+    for i, (step, kind, b, crit, cls) in enumerate(RAISE[:-1]):
+        pol.on_event(i, kind, b, step, crit, cls)
+    pol.stale()
+    assert not pol.raise_key(H_) and pol.raised == []  # the cap is reached before the first raise
+    pol.raise_cap = 1
+    assert pol.raise_key(H_) and pol.raised == [H_]      # one raise fits this step
+    assert pol.stale() == [H_]                           # the step ends: the raise lapses, the count restarts
+    assert pol.raise_key(H_)

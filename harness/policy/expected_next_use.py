@@ -25,14 +25,18 @@ last access or hint stays valid, which is what keeps each event O(log live block
 Priority knob (`priority_weight`, kappa, default 0): a high-priority (>= 70) heavy-hitter candidate's
 keep-value is rate x exp(kappa), i.e. a miss of it counts exp(kappa) misses (a Lagrange weight on the
 high-priority misses); kappa = 0 is pure reuse. The look-ahead ranks candidates with the same weight.
-`ExpectedNextUse:priority_weight=1.5` is the setting the goals use (chosen on seeds 50-53).
+`ExpectedNextUse:priority_weight=2.25` (1.5 on deadline_pressure) is the setting the goals use (goals.py).
 
 Batch raise (`batch_raise`, default on): a heavy-hitter candidate of a request announced for the step under way
 that has not decoded in it yet is worth rate / p (its request decodes in this step for sure), until the decode or the
 step's end. Applied lazily: the simulator asks `raise_key` for each next victim and files a raised one again, so the
 cost is per victim, not per candidate (an eager re-key of every candidate of the batch ran at 44k events/s); the
 raised keys lapse through `stale`. It is the previous round's "log(1/p) bonus for the announced batch" with the
-lapse it lacked (that bonus stood until the block's next read).
+lapse it lacked (that bonus stood until the block's next read). At most `raise_cap` (RAISE_CAP) blocks are raised
+per step, so a step costs O(raise_cap log n) more at most: on long_context_extreme, whose batch requests hold
+thousands of candidates, uncapped raises reached 6,719 in one step and 11-16 us per event at 15,176 live blocks
+(5.3 us with the cap of 512);
+the other profiles raised at most 325 per step (plain policy, seeds 800-839), below the cap, so their decisions do not change.
 
 Prefetch: a spilled block announced prefetch-soon is read in the background if the step's I/O budget holds it
 and a block with a lower keep-value can make room. Look-ahead (`lookahead`, default on): at the end of each
@@ -72,6 +76,7 @@ P_EMA = 0.05            # smoothing of the decode probability estimate
 P_START = 0.5
 TIGHT_REF_US = 100_000.0  # DeadlineAware: a 100 ms TPOT scores tightness 0.5
 QUEUE_RATE = 0.05       # reads per step assumed for a shared block a waiting request will read
+RAISE_CAP = 512         # batch raises per step at most (a bound on the per-step cost; above what short contexts use)
 LOOKAHEAD_PER_REQUEST = 12  # look-ahead candidates taken per next-batch request (4 cost misses, 30 = 12: seeds 50-53)
 
 
@@ -88,7 +93,8 @@ class ExpectedNextUse(Policy):
                  free_target: float = FREE_TARGET, lookahead: float = 1.0, spill_reused: float = 1.0,
                  queue_rate: float = QUEUE_RATE, fresh_first: float = 1.0,
                  batch_raise: float = 1.0,
-                 fresh_share: float = 0.1) -> None:
+                 fresh_share: float = 0.1, raise_cap: float = RAISE_CAP) -> None:
+        self.raise_cap = int(raise_cap)
         self.queue_log = math.log(queue_rate) if queue_rate > 0 else None
         self.fresh_first = bool(fresh_first)
         self.fresh_share = float(fresh_share)
@@ -246,7 +252,7 @@ class ExpectedNextUse(Policy):
         at the cost of the victims only)."""
         r = self.req[b]
         if self.layout[b] or r not in self.batch_now or r in self.done_now or \
-                self.boost.get(b, -2) >= self.raised_step:
+                self.boost.get(b, -2) >= self.raised_step or len(self.raised) >= self.raise_cap:
             return False
         self.boost[b] = self.raised_step
         self.raised.append(b)
