@@ -56,8 +56,16 @@ def cpu_model() -> str:
 
 
 CLOCK_PARAM = "kvds.clock="
-"""The kernel command-line word the guest lab boots with under `-icount` (harness/remote/guest.py); a dotted
-word the kernel ignores, so only /proc/cmdline carries it."""
+"""The kernel command-line word a QEMU guest boots with under `-icount` (qemu_validation/guest_run.machine); a
+dotted word the kernel ignores, so only /proc/cmdline carries it."""
+ICOUNT_MAX_SHIFT = 10  # QEMU's limit for a fixed -icount shift
+
+
+def icount_shift(text: str) -> int:
+    """An -icount SHIFT as given on a command line or in KVDS_GUEST_CLOCK; ValueError unless 0..ICOUNT_MAX_SHIFT."""
+    if not text.isdigit() or int(text) > ICOUNT_MAX_SHIFT:
+        raise ValueError(f"expected a shift 0..{ICOUNT_MAX_SHIFT}, got {text!r}")
+    return int(text)
 
 
 def clock(cmdline: str | None = None) -> str:

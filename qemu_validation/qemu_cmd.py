@@ -10,12 +10,13 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.environment import ICOUNT_MAX_SHIFT
+
 DEBUG_EXIT_PORT = 0xF4
 SHARE_TAG = "kvdsshare"
 ROOT_TAG = "kvdsroot"
 QEMU_BINARY = "qemu-system-x86_64"
 ICOUNT_TSC_KHZ = 1_000_000  # under -icount the guest TSC is QEMU's virtual clock: 1 tick per virtual ns
-ICOUNT_MAX_SHIFT = 10       # QEMU's own limit for a fixed shift
 
 # Kernel command line shared by every boot: console on the first serial port, no reboot on panic (QEMU then
 # exits with status 0, which is never a valid debug-exit status), and the printk level that shows every splat.

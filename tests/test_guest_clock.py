@@ -34,3 +34,15 @@ def test_summary_clock_reads_old_runs_as_wall() -> None:
     assert VmBenchSummary.from_json({"clock": "icount:2"}).clock == "icount:2"
     assert clock_words("wall").startswith("wall")
     assert "4 ns" in clock_words("icount:2")
+
+
+def test_a_bad_guest_clock_is_refused_before_any_host_runs() -> None:
+    """One line naming the variable, exit 2: the target is refused when it is parsed, not reported as a failed host."""
+    import os
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "vm", "bench", "--target", "guest", "--reps", "1"],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "KVDS_GUEST_CLOCK": "icount:x"})
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("kvds: error:") and "KVDS_GUEST_CLOCK" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr

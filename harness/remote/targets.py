@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.errors import UserError
+from harness.remote.guest import guest_clock
 
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 HOST_OPTIONS = ("name", "root", "identity")
@@ -78,6 +79,8 @@ def parse_target(text: str, options: dict[str, str] | None = None) -> Target:
     if t in ("local", "guest"):
         if options:
             raise UserError(f"target {t} takes no options (got {', '.join(sorted(options))})")
+        if t == "guest":
+            guest_clock()  # KVDS_GUEST_CLOCK is bad input of this target: refused here, before any host runs
         return LocalTarget() if t == "local" else GuestTarget()
     if "://" not in t:
         t = "ssh://" + t
