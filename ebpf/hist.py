@@ -1,8 +1,10 @@
 """Log2 histograms as plain data, printed biolatency-style and drawn as PNGs.
 
-A histogram is a dict {"unit": "usecs", "buckets": [n0, n1, ...], "count": N}: bucket k holds values in
-[2^k, 2^(k+1) - 1] (bucket 0 holds 0 and 1), exactly bcc's bpf_log2l slots, so bounds are powers of two and
-any percentile read from it is an interval, never a point.
+A histogram is a dict {"unit": "usecs", "buckets": [n0, n1, ...], "count": N}: bucket k >= 1 holds values in
+[2^(k-1), 2^k - 1] (bucket 1: 0 and 1; bucket 0 stays empty): bcc's bpf_log2l slots (slot = floor(log2 v) + 1) as bcc's
+print_log2_hist labels them, so bounds are powers of two and any percentile read from it is an interval, never
+a point. (Until 2026-12-01 this module labelled bucket k [2^k, 2^(k+1) - 1]: every bound it printed was twice
+the value the kernel had counted.)
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ def merge(hists: Iterable[Hist]) -> Hist:
 
 
 def bounds(slot: int) -> tuple[int, int]:
-    """The [low, high] values bucket `slot` counts (bcc: 0 -> 1, 2 -> 3, 4 -> 7, ...)."""
-    return (0, 1) if slot == 0 else (1 << slot, (1 << (slot + 1)) - 1)
+    """The [low, high] values bucket `slot` counts (bcc's print_log2_hist: 0 -> 1, 2 -> 3, 4 -> 7, ...; bpf_log2l
+    puts 0 in slot 1 with 1, so slot 0 stays empty)."""
+    return (0, 0) if slot == 0 else ((0, 1) if slot == 1 else (1 << (slot - 1), (1 << slot) - 1))
 
 
 def percentile_bounds(h: Hist, q: float) -> tuple[int, int] | None:

@@ -17,13 +17,24 @@ from ebpf import hist as H
 from ebpf.recorder import fault_kind, parse_probes
 
 
+def _bcc_slot(v: int) -> int:
+    """bcc's bpf_log2l (and kvds.bpf.c's kvds_log2l, net_trace.bpf.c's log2_slot): floor(log2 v) + 1, 0 for 0."""
+    return max(v.bit_length(), 1)
+
+
+def test_every_value_lies_in_the_bounds_of_the_slot_the_kernel_puts_it_in() -> None:
+    for v in (0, 1, 2, 3, 4, 7, 8, 100, 127, 128, 1000, 65535, 65536, 10**9, 2**40 + 5):
+        lo, hi = H.bounds(_bcc_slot(v))
+        assert lo <= v <= hi, (v, _bcc_slot(v), lo, hi)
+
+
 def test_log2_buckets_match_bcc_slots() -> None:
     h = H.new_hist()
     for slot, n in ((0, 1), (3, 4), (5, 95)):
         H.add(h, slot, n)
     assert h["count"] == 100 and h["buckets"][:6] == [1, 0, 0, 4, 0, 95]
-    assert H.bounds(0) == (0, 1) and H.bounds(3) == (8, 15)
-    assert H.percentile_bounds(h, 5) == (8, 15) and H.percentile_bounds(h, 99) == (32, 63)
+    assert H.bounds(1) == (0, 1) and H.bounds(2) == (2, 3) and H.bounds(3) == (4, 7)
+    assert H.percentile_bounds(h, 5) == (4, 7) and H.percentile_bounds(h, 99) == (16, 31)
     text = H.format_log2(h, "t")
     assert "8 -> 15" in text and "count 100" in text
     assert H.merge([h, h])["count"] == 200
