@@ -142,6 +142,7 @@ def test_uninitialized_lock_variant_fails_validate(kernel: build.KernelBuild, tm
     assert lockdep and "non-static key" in lockdep[0]["line"], summary["failure"]
 
 
+@pytest.mark.slow   # a benchmark of the edit -> validated kernel loop (86 s): outside make test's 30-minute budget
 def test_rebuild_time_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.KernelBuild, tmp_path: Path) -> None:
     """`kvds qemu rebuild-time --quick`: the touched file really recompiles in the debug kernel's tree, the rebuilt
     kernel passes the quick validate (every check, fewer lines), the guest's time is broken down by phase from
@@ -233,6 +234,7 @@ def _stall_qemu_when_told(log_dir: Path, share: Path, stall_s: float) -> tuple[t
     return t, stalled
 
 
+@pytest.mark.slow   # two boots and a 4 s host stall each (50 s); the icount argv and clock are tested in make test
 @pytest.mark.parametrize("icount_shift", [None, 0])
 def test_icount_keeps_a_host_stall_out_of_guest_time(kernel: build.KernelBuild, tmp_path: Path,
                                                      icount_shift: int | None) -> None:
