@@ -7,6 +7,8 @@ class means "this mechanism is not used for that class" (the kernel's default ap
 
 from __future__ import annotations
 
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -33,6 +35,27 @@ MM_INTENT_FLAGS = {"LATENCY_CRITICAL": 0x01, "RECLAIMABLE": 0x02, "PREFETCHABLE"
 `mm_intent` has its blocks registered in /sys/kernel/debug/mm_intent with these flags."""
 MM_INTENT_PRIORITY_MAX = 255
 SPILL_PACING = ("none", "slack", "deadline")  # slack: v1 pacer; deadline: spill scheduler v2 (io_priority)
+NET_PRIORITY_MAX = 6   # socket priority bands an unprivileged SO_PRIORITY may set (0-6); the delivery track's HTB
+DSCP_MAX = 63          # the six DSCP bits of the TOS byte (IP_TOS = dscp << 2)
+TCP_CONGESTION = {
+    "reno": None, "cubic": "TCP_CONG_CUBIC", "bbr": "TCP_CONG_BBR", "bic": "TCP_CONG_BIC", "cdg": "TCP_CONG_CDG",
+    "dctcp": "TCP_CONG_DCTCP", "highspeed": "TCP_CONG_HSTCP", "htcp": "TCP_CONG_HTCP", "hybla": "TCP_CONG_HYBLA",
+    "illinois": "TCP_CONG_ILLINOIS", "lp": "TCP_CONG_LP", "nv": "TCP_CONG_NV", "scalable": "TCP_CONG_SCALABLE",
+    "vegas": "TCP_CONG_VEGAS", "veno": "TCP_CONG_VENO", "westwood": "TCP_CONG_WESTWOOD", "yeah": "TCP_CONG_YEAH",
+}
+"""The congestion controls Linux ships (net/ipv4/tcp_<name>.c) and the config option building each (reno is
+always built in). A mapping's `congestion` names one of these or one this host registered (a BPF struct_ops one);
+`kvds doctor` reports `net.cc.<name>` for every one of them."""
+TCP_AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+CONGESTION_NAME = re.compile(r"[a-z0-9_]{1,15}")  # TCP_CA_NAME_MAX is 16 with the NUL
+
+
+def registered_congestion() -> list[str]:
+    """The congestion controls registered in the running kernel (empty when /proc does not say)."""
+    try:
+        return TCP_AVAILABLE_CC.read_text().split()
+    except OSError:
+        return []
 
 
 @dataclass(frozen=True)
@@ -51,6 +74,10 @@ class ClassMapping:
     wbt_lat_usec: int | None = None  # writeback throttling target of the spill's device (its queue/wbt_lat_usec)
     mm_intent: tuple[str, ...] = ()
     mm_intent_priority: int | None = None
+    net_priority: int | None = None  # delivery track: SO_PRIORITY band 0-6 -> the lab's HTB class 1:(10 + band)
+    dscp: int | None = None          # IP_TOS = dscp << 2: a mark only
+    pacing_mbps: float | None = None  # SO_MAX_PACING_RATE: TCP internal pacing
+    congestion: str | None = None    # TCP_CONGESTION
 
     @property
     def mm_intent_flags(self) -> int | None:
@@ -80,6 +107,14 @@ class ClassMapping:
             caps.append("blkio.throttle")
         if self.mm_intent:
             caps.append("mm_intent")
+        if self.net_priority is not None:
+            caps.append("net.qdisc.htb")
+        if self.dscp is not None:
+            caps.append("net.netns")  # only a mark: what it needs is the lab itself
+        if self.pacing_mbps is not None:
+            caps.append("net.pacing")
+        if self.congestion is not None:
+            caps.append(f"net.cc.{self.congestion}")
         return caps
 
     def as_dict(self) -> dict[str, Any]:
@@ -184,7 +219,33 @@ def _parse_class(raw: Any, where: str) -> ClassMapping:
         if "mm_intent" not in raw:
             raise UserError(f"{where}.mm_intent_priority needs mm_intent (the flags the range is registered with)")
         kw["mm_intent_priority"] = v
+    _parse_net(raw, where, kw)
     return ClassMapping(**kw)
+
+
+def _parse_net(raw: dict[str, Any], where: str, kw: dict[str, Any]) -> None:
+    """The delivery track's per-class socket options (harness/net)."""
+    for key, top, what in (("net_priority", NET_PRIORITY_MAX, "a Linux socket priority band"),
+                           ("dscp", DSCP_MAX, "a DSCP code point")):
+        if key in raw:
+            v = raw[key]
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= top:
+                raise UserError(f"{where}.{key} must be an integer 0-{top} ({what}), not {v!r}")
+            kw[key] = v
+    if "pacing_mbps" in raw:
+        v = raw["pacing_mbps"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UserError(f"{where}.pacing_mbps must be a positive number (Mbit/s), not {v!r}")
+        kw["pacing_mbps"] = float(v)
+    if "congestion" in raw:
+        v = raw["congestion"]
+        if not isinstance(v, str) or not CONGESTION_NAME.fullmatch(v):
+            raise UserError(f"{where}.congestion must be a TCP congestion control name ([a-z0-9_], at most 15), "
+                            f"not {v!r}")
+        if v not in TCP_CONGESTION and v not in registered_congestion():
+            raise UserError(f"{where}.congestion: unknown TCP congestion control {v!r} (Linux's: "
+                            f"{', '.join(sorted(TCP_CONGESTION))}; or one {TCP_AVAILABLE_CC} lists)")
+        kw["congestion"] = v
 
 
 def parse_mapping(doc: dict[str, Any], source: str) -> Mapping:

@@ -19,7 +19,7 @@ from tests.conftest import REPO
 
 PACKAGES = ("harness", "io_priority", "kernel_vm", "ebpf", "qemu_validation")
 TRACK_PACKAGES = ("io_priority", "kernel_vm", "ebpf", "qemu_validation")
-TRACKS_UNDER_HARNESS = ("harness.policy",)
+TRACKS_UNDER_HARNESS = ("harness.policy", "harness.net")
 TRACK_SECTIONS: tuple[str, ...] = ()  # every report section now lives in its track
 
 

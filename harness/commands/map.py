@@ -14,7 +14,8 @@ from harness.intent import IntentClass
 from harness.mapping import DEFAULT_MAPPING, available_mappings, load_mapping
 
 COLUMNS = ("madvise", "damos_action", "memcg", "zswap", "read_ioprio", "write_ioprio", "uring_ioprio",
-           "write_throttle_mbps", "spill_pacing", "mm_intent", "mm_intent_priority")
+           "write_throttle_mbps", "spill_pacing", "mm_intent", "mm_intent_priority", "net_priority", "dscp",
+           "pacing_mbps", "congestion")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,11 +45,13 @@ def run(args: argparse.Namespace) -> int:
     console = Console(width=180)
     table = Table(title=f"mapping {m.name}: {m.description}")
     table.add_column("class")
-    for col in COLUMNS:
+    rows = {cls: m.for_class(cls).as_dict() for cls in IntentClass}
+    # only the mechanisms this mapping uses (every one for a mapping that uses none): 15 columns do not fit
+    cols = [c for c in COLUMNS if any(c in d for d in rows.values())] or list(COLUMNS)
+    for col in cols:
         table.add_column(col.replace("_", " "))
-    for cls in IntentClass:
-        d = m.for_class(cls).as_dict()
-        table.add_row(cls.value, *[", ".join(d[c]) if isinstance(d.get(c), list) else str(d.get(c, "-")) for c in COLUMNS])
+    for cls, d in rows.items():
+        table.add_row(cls.value, *[", ".join(d[c]) if isinstance(d.get(c), list) else str(d.get(c, "-")) for c in cols])
     console.print(table)
     need = Table(title="capabilities this mapping needs (from kvds doctor)")
     for col in ("capability", "used by", "status", "reason"):

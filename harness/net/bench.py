@@ -1,0 +1,138 @@
+"""One repetition of one variant on the lab, and the alternating schedule of all of them: the fetcher's open loop
+against the prefill side's fetch server while (except for `unloaded`) the bulk mover streams over the same
+bottleneck. Kernel-side counters (qdisc classes, optional eBPF) are read around the fetch window only."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from harness import stats
+from harness.net import lab as labmod
+from harness.net.classes import RoleClass, roles_of
+from harness.net.config import BASELINE, UNLOADED, NetConfig
+from harness.net.figures import RepSamples
+from harness.net.lab import BULK_PORT, FETCH_PORT, Lab
+from harness.net.procs import Commands, finish, start, stop
+from harness.progress import progress
+
+BULK_INTERVAL_MS = 100
+COUNTERS = ("bytes", "packets", "drops", "overlimits", "requeues")
+
+
+def sockopt_text(rc: RoleClass, qdisc: str, sockets: int = 1) -> str:
+    from harness.net.sockopts import SocketClass
+
+    return str(SocketClass(**rc.sockopt(qdisc, sockets)))
+
+
+def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Per class, the counters' growth over the fetch window (and the qdisc's own under 'root')."""
+    out: dict[str, Any] = {}
+    pairs = [("root", before.get("qdisc", {}), after.get("qdisc", {}))]
+    pairs += [(c, before.get("classes", {}).get(c, {}), v) for c, v in after.get("classes", {}).items()]
+    for name, b, a in pairs:
+        out[name] = {k: a.get(k, 0) - b.get(k, 0) for k in COUNTERS if k in a}
+    return out
+
+
+def bulk_mbit(path: Path, t0_ns: int, t1_ns: int) -> float | None:
+    """Bulk throughput over the whole intervals inside [t0, t1], from the receiver's per-stream, per-interval byte
+    counts (bytes[s, b] = stream s during [t0_ns + b * interval_ns, + interval_ns); CLOCK_MONOTONIC is one clock for
+    every namespace of the host)."""
+    if not path.exists():
+        return None
+    with np.load(path) as z:
+        b, start, step = z["bytes"], int(z["t0_ns"]), int(z["interval_ns"])
+    per = b.sum(axis=0) if b.ndim > 1 else b
+    first = max(0, -(-(t0_ns - start) // step))       # the first interval that starts at or after t0
+    last = min(per.size, (t1_ns - start) // step)      # the intervals that end by t1
+    if last <= first:
+        return None
+    return float(per[first:last].sum()) * 8 / 1e6 / ((last - first) * step / 1e9)
+
+
+def ebpf_brief(doc: dict[str, Any]) -> dict[str, Any]:
+    """Per socket priority (its HTB class): skbs, bytes, mean / max qdisc delay and the p50 / p99 bucket bounds (ns);
+    retransmits per priority; events the ring lost."""
+    q = {str(p): {k: d.get(k) for k in ("class", "count", "bytes", "mean_ns", "max_ns", "p50_ns", "p99_ns")}
+         for p, d in doc.get("queue_delay_ns", {}).items()}
+    r = {str(p): d for p, d in doc.get("retransmits", {}).get("by_priority", {}).items()}
+    return {"queue_delay_ns": q, "retransmits": r, "missed_events": doc.get("missed_events"), "hook": doc.get("hook")}
+
+
+def run_rep(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], loaded: bool, rep: int, work: Path,
+            cmds: Commands, trace: Any = None) -> RepSamples:
+    tag = f"{rep}-{time.monotonic_ns()}"
+    fetch_out, bulk_out = work / f"fetch-{tag}.npz", work / f"bulk-{tag}.npz"
+    server = start(lab.prefill_ns, "fetch-server", ["--bind", f"{lab.prefill_ip}:{FETCH_PORT}",
+                                                   "--sockopt", sockopt_text(roles["fetch"], cfg.qdisc)],
+                   cmds, wait_ready=True, rt=cfg.fetch_rt)
+    receiver = sender = None
+    try:
+        if loaded:
+            receiver = start(lab.decode_ns, "bulk-receiver", ["--bind", f"{lab.decode_ip}:{BULK_PORT}",
+                                                             "--out", str(bulk_out),
+                                                             "--interval-ms", str(BULK_INTERVAL_MS)],
+                             cmds, wait_ready=True)
+            total = cfg.warmup_s + cfg.duration_s + 1.0
+            sender = start(lab.prefill_ns, "bulk-sender", ["--connect", f"{lab.decode_ip}:{BULK_PORT}",
+                                                          "--streams", str(cfg.bulk_streams),
+                                                          "--chunk", str(cfg.bulk_chunk),
+                                                          "--duration", f"{total:g}",
+                                                          "--sockopt", sockopt_text(roles["bulk"], cfg.qdisc,
+                                                                                  cfg.bulk_streams)],
+                           cmds)
+            time.sleep(cfg.warmup_s)
+        before = labmod.stats(lab)
+        if trace is not None:
+            trace.start()
+        t0 = time.monotonic_ns()
+        fetcher = start(lab.decode_ns, "fetcher", ["--connect", f"{lab.prefill_ip}:{FETCH_PORT}",
+                                                   "--sizes", ",".join(str(s) for s in cfg.sizes),
+                                                   "--step-ms", f"{cfg.step_ms:g}",
+                                                   "--duration", f"{cfg.duration_s:g}", "--out", str(fetch_out),
+                                                   "--sockopt", sockopt_text(roles["fetch"], cfg.qdisc),
+                                                   "--seed", str(cfg.seed + rep)], cmds, rt=cfg.fetch_rt)
+        finish(fetcher, "net fetcher", timeout=cfg.duration_s * 3 + 30)
+        t1 = time.monotonic_ns()
+        ebpf = ebpf_brief(trace.stop()) if trace is not None else None
+        after = labmod.stats(lab)
+    finally:
+        if sender is not None:
+            stop(sender, "net bulk-sender")
+        if receiver is not None:
+            stop(receiver, "net bulk-receiver")
+        stop(server, "net fetch-server")
+    with np.load(fetch_out) as z:
+        w = int(z["warmup"])  # the leading warm-up fetches (the connection's first round trips) are not measured
+        intended, issued, done, size = (z[k][w:] for k in ("intended_ns", "issue_ns", "done_ns", "size"))
+    late = int(((issued - intended) > cfg.step_ms * 1e6).sum())
+    return RepSamples(latency_ns=done - intended, service_ns=done - issued, size=size, late=late,
+                      bulk_mbit=bulk_mbit(bulk_out, t0, t1) if loaded else None, qdisc=_delta(before, after),
+                      ebpf=ebpf)
+
+
+def run_variants(cfg: NetConfig, lab: Lab, mappings: dict[str, Any], cmds: Commands,
+                 make_trace: Callable[[], Any] | None = None) -> tuple[dict[str, list[RepSamples]],
+                                                                        list[tuple[int, str]]]:
+    """Every variant `reps` times in alternating (ABBA) order; per variant its repetitions in order."""
+    order = stats.alternating_order(list(cfg.variants), cfg.reps)
+    out: dict[str, list[RepSamples]] = {v: [] for v in cfg.variants}
+    with tempfile.TemporaryDirectory(prefix="kvds-net-") as tmp, \
+            progress("net bench", total=len(order)) as bar:
+        for rep, name in order:
+            roles = roles_of(mappings.get(name))
+            loaded = name != UNLOADED
+            trace = make_trace() if make_trace is not None else None
+            out[name].append(run_rep(cfg, lab, roles, loaded, rep, Path(tmp), cmds, trace))
+            bar.advance(1)
+    return out, order
+
+
+def mapping_name(variant: str) -> str | None:
+    return None if variant in (UNLOADED, BASELINE) else variant

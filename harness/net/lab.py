@@ -1,0 +1,74 @@
+"""The two-host lab on this machine: a prefill and a decode network namespace joined by one veth pair, the
+bottleneck qdisc on the prefill side's egress. Everything is created through the knob journal (harness/knobs), so
+a normal exit, an error, a signal and `kvds restore` after SIGKILL all remove it."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from harness.net.classes import BASE_MINOR, HtbPlan
+
+FETCH_PORT, BULK_PORT, PINGPONG_PORT, SOCKPERF_PORT, IPERF_PORT = 7301, 7302, 7303, 7304, 7305
+TBF_LATENCY_MS = 50.0
+
+
+@dataclass(frozen=True)
+class Lab:
+    """Names and addresses of one lab; `prefill` sends (KV answers, bulk), `decode` fetches and receives."""
+    tag: str
+    prefill_ns: str
+    decode_ns: str
+    prefill_if: str
+    decode_if: str
+    prefill_addr: str      # with prefix, e.g. 10.252.17.1/30
+    decode_addr: str
+
+    @property
+    def prefill_ip(self) -> str:
+        return self.prefill_addr.split("/")[0]
+
+    @property
+    def decode_ip(self) -> str:
+        return self.decode_addr.split("/")[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def names(tag: str | None = None) -> Lab:
+    """A fresh set of names (nothing is created): 4 hex digits keep the interface names under IFNAMSIZ."""
+    tag = tag or secrets.token_hex(2)
+    n = int(tag, 16) % 250 + 1
+    return Lab(tag, f"kvds-net-{tag}-p", f"kvds-net-{tag}-d", f"kvp{tag}", f"kvd{tag}",
+               f"10.252.{n}.1/30", f"10.252.{n}.2/30")
+
+
+def build(lab: Lab, qdisc: str, rate_mbit: float, plan: list[HtbPlan]) -> None:
+    """Create the namespaces, the veth pair and the bottleneck (journaled, in that order)."""
+    from harness.knobs import create_netns
+    from harness.knobs.netns import create_veth_between
+
+    create_netns(lab.prefill_ns)
+    create_netns(lab.decode_ns)
+    create_veth_between(lab.prefill_ns, lab.prefill_if, lab.prefill_addr, lab.decode_ns, lab.decode_if,
+                        lab.decode_addr)
+    shape(lab, qdisc, rate_mbit, plan)
+
+
+def shape(lab: Lab, qdisc: str, rate_mbit: float, plan: list[HtbPlan]) -> None:
+    from harness.knobs import qdisc as q
+
+    if qdisc == "htb":
+        q.install_htb(lab.prefill_ns, lab.prefill_if, rate_mbit,
+                      [q.HtbClass(p.minor, p.rate_mbit, p.ceil_mbit, p.prio) for p in plan], BASE_MINOR)
+    else:
+        burst = max(64 * 1024, int(rate_mbit * 1e6 / 8 / 250))  # 4 ms of the rate, at least 64 KiB (GSO skbs)
+        q.install_tbf(lab.prefill_ns, lab.prefill_if, rate_mbit, burst, TBF_LATENCY_MS)
+
+
+def stats(lab: Lab) -> dict[str, Any]:
+    from harness.knobs.qdisc import qdisc_stats
+
+    return qdisc_stats(lab.prefill_ns, lab.prefill_if)
