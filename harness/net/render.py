@@ -36,13 +36,13 @@ def table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def variants_table(summary: Mapping[str, Any]) -> str:
-    head = ["variant", "fetches", "late", "p50 us", "p99 us", "p99 / unloaded", "bulk Mbit/s", "bulk / rate",
-            "bulk kept"]
+    head = ["variant", "fetches", "late", "p50 us", "p99 us", "p50 / unloaded", "p99 / unloaded", "bulk Mbit/s",
+            "bulk / rate", "bulk kept"]
     rows = []
     for name, v in summary["variants"].items():
         lat = v["latency_us"]
         rows.append([name, f"{v['fetches']:,}", str(v["late_fetches"]), est(lat.get("p50")), est(lat.get("p99")),
-                     est(v.get("interference_p99"), 2), est(v.get("bulk_mbit")), est(v.get("bulk_share"), 3),
+                     est(v.get("interference_p50"), 2), est(v.get("interference_p99"), 2), est(v.get("bulk_mbit")), est(v.get("bulk_share"), 3),
                      est(v.get("bulk_kept"), 3)])
     return table(head, rows)
 
