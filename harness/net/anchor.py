@@ -78,24 +78,26 @@ def _kvds_pingpong(lab: Lab, size: int, work: Path, cmds: Commands) -> float:
     return float(rtt.mean()) / 2 / 1000.0
 
 
-def _sockperf(lab: Lab, size: int, cmds: Commands) -> dict[str, Any]:
-    server = _server(lab.prefill_ns, tools.sockperf_server(lab.prefill_ip, SOCKPERF_PORT), cmds)
+def _against(server_ns: str, server: list[str], client_ns: str, client: list[str], seconds: float,
+             cmds: Commands) -> str:
+    """A standard tool's client output against its own server, started for it and ended after it."""
+    proc = _server(server_ns, server, cmds)
     try:
-        text = _tool(lab.decode_ns, tools.sockperf_pingpong(lab.prefill_ip, SOCKPERF_PORT, size, PINGPONG_S), cmds,
-                     timeout=PINGPONG_S * 5 + 30)
+        return _tool(client_ns, client, cmds, timeout=seconds * 5 + 30)
     finally:
-        _kill(server)
-    return tools.parse_sockperf(text)
+        _kill(proc)
+
+
+def _sockperf(lab: Lab, size: int, cmds: Commands) -> dict[str, Any]:
+    return tools.parse_sockperf(_against(lab.prefill_ns, tools.sockperf_server(lab.prefill_ip, SOCKPERF_PORT),
+                                         lab.decode_ns, tools.sockperf_pingpong(lab.prefill_ip, SOCKPERF_PORT, size,
+                                                                                PINGPONG_S), PINGPONG_S, cmds))
 
 
 def _iperf3(lab: Lab, streams: int, cmds: Commands) -> dict[str, Any]:
-    server = _server(lab.decode_ns, tools.iperf3_server(lab.decode_ip, IPERF_PORT), cmds)
-    try:
-        text = _tool(lab.prefill_ns, tools.iperf3_client(lab.decode_ip, IPERF_PORT, streams, BULK_S), cmds,
-                     timeout=BULK_S * 5 + 30)
-    finally:
-        _kill(server)
-    return tools.parse_iperf3(text)
+    return tools.parse_iperf3(_against(lab.decode_ns, tools.iperf3_server(lab.decode_ip, IPERF_PORT),
+                                       lab.prefill_ns, tools.iperf3_client(lab.decode_ip, IPERF_PORT, streams, BULK_S),
+                                       BULK_S, cmds))
 
 
 def _kvds_bulk(cfg: NetConfig, lab: Lab, work: Path, cmds: Commands) -> float | None:
