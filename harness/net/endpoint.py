@@ -145,6 +145,16 @@ def _stopped_by() -> str:
 
 
 # --- output ------------------------------------------------------------------------------------------------
+def _ended(e: BaseException, what: str) -> tuple[str, str | None]:
+    """How a client's run ended, for its result file: (stopped, error): the signal that stopped it, or the error and
+    where it happened (`what`, for an OSError)."""
+    if isinstance(e, Stop):
+        return _stopped_by(), None
+    if isinstance(e, EndpointError):
+        return "error", str(e)
+    return "error", f"{what}: {getattr(e, 'strerror', None) or e}"
+
+
 def _say(line: str, stream: Any = None) -> None:
     """One line, flushed; a closed pipe (nobody reads any more) is not an error of the role."""
     stream = stream or sys.stdout
@@ -231,28 +241,24 @@ def _sizes(text: str) -> list[int]:
     return [_size(p) for p in parts]
 
 
-def _positive_float(what: str) -> Callable[[str], float]:
+def _finite_float(what: str, ok: Callable[[float], bool], rule: str) -> Callable[[str], float]:
     def conv(text: str) -> float:
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{what} {text!r} is not a number") from None
-        if not (v > 0 and v < float("inf")):
-            raise argparse.ArgumentTypeError(f"{what} must be positive and finite, got {text!r}")
+        if not (ok(v) and v < float("inf")):
+            raise argparse.ArgumentTypeError(f"{what} must be {rule} and finite, got {text!r}")
         return v
     return conv
+
+
+def _positive_float(what: str) -> Callable[[str], float]:
+    return _finite_float(what, lambda v: v > 0, "positive")
 
 
 def _nonneg_float(what: str) -> Callable[[str], float]:
-    def conv(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} {text!r} is not a number") from None
-        if not (v >= 0 and v < float("inf")):
-            raise argparse.ArgumentTypeError(f"{what} must be >= 0 and finite, got {text!r}")
-        return v
-    return conv
+    return _finite_float(what, lambda v: v >= 0, ">= 0")
 
 
 def _int_in(what: str, lo: int, hi: int) -> Callable[[str], int]:
@@ -295,10 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--duration", type=_positive_float("--duration"), metavar="S",
                        help="measured seconds (after the warm-up)")
 
-    sp = sub.add_parser("fetch-server", help="answer N-byte fetches (the prefill side)")
-    sp.add_argument("--bind", type=_bind_addr, required=True, metavar="ADDR:PORT")
-    common_sockopt(sp)
-    sp.add_argument("--out", type=_out_path, metavar="FILE.json", help="per-connection record at exit")
+    def server(name: str, what: str) -> None:
+        sp = sub.add_parser(name, help=what)
+        sp.add_argument("--bind", type=_bind_addr, required=True, metavar="ADDR:PORT")
+        common_sockopt(sp)
+        sp.add_argument("--out", type=_out_path, metavar="FILE.json", help="per-connection record at exit")
+
+    server("fetch-server", "answer N-byte fetches (the prefill side)")
 
     sp = sub.add_parser("fetcher", help="open-loop fetches, latency from the intended time (the decode side)")
     sp.add_argument("--connect", type=_connect_addr, required=True, metavar="ADDR:PORT")
@@ -318,10 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--connect-timeout", type=_positive_float("--connect-timeout"), default=CONNECT_TIMEOUT_S,
                     metavar="S", help=f"retry a refused connect for S seconds (default {CONNECT_TIMEOUT_S:g})")
 
-    sp = sub.add_parser("pingpong-server", help="echo each ping-pong message")
-    sp.add_argument("--bind", type=_bind_addr, required=True, metavar="ADDR:PORT")
-    common_sockopt(sp)
-    sp.add_argument("--out", type=_out_path, metavar="FILE.json", help="per-connection record at exit")
+    server("pingpong-server", "echo each ping-pong message")
 
     sp = sub.add_parser("pingpong", help="closed-loop ping-pong, per-iteration RTT (the sockperf anchor)")
     sp.add_argument("--connect", type=_connect_addr, required=True, metavar="ADDR:PORT")
@@ -631,12 +637,8 @@ def fetcher(args: argparse.Namespace) -> int:
                 done[i] = t_done
                 n = i + 1
             _close_checked(sock)
-    except Stop:
-        stopped = _stopped_by()
-    except EndpointError as e:
-        stopped, error = "error", str(e)
-    except OSError as e:
-        stopped, error = "error", f"fetch {n}: {e.strerror or e}"
+    except (Stop, EndpointError, OSError) as e:
+        stopped, error = _ended(e, f"fetch {n}")
     finally:
         if sock is not None:
             sock.close()
@@ -792,12 +794,8 @@ def pingpong(args: argparse.Namespace) -> int:
                         stopped = f"{MAX_RECORDS} iterations"  # memory, not --duration, ended it
                         break
             sock.shutdown(socket.SHUT_WR)
-    except Stop:
-        stopped = _stopped_by()
-    except EndpointError as e:
-        stopped, error = "error", str(e)
-    except OSError as e:
-        stopped, error = "error", f"ping-pong: {e.strerror or e}"
+    except (Stop, EndpointError, OSError) as e:
+        stopped, error = _ended(e, "ping-pong")
     finally:
         if sock is not None:
             sock.close()
@@ -955,12 +953,8 @@ def bulk_sender(args: argparse.Namespace) -> int:
                     continue
                 sent[i] += k
                 offs[i] = (offs[i] + k) % size
-    except Stop:
-        stopped = _stopped_by()
-    except EndpointError as e:
-        stopped, error = "error", str(e)
-    except OSError as e:
-        stopped, error = "error", f"stream send: {e.strerror or e}"
+    except (Stop, EndpointError, OSError) as e:
+        stopped, error = _ended(e, "stream send")
     finally:
         t_end = mono()
         for s in socks:

@@ -66,31 +66,27 @@ def start(ns: str, role: str, args: list[str], cmds: Commands, wait_ready: bool 
     return proc
 
 
-def finish(proc: subprocess.Popen, what: str, timeout: float | None = None) -> str:
-    """Wait for an endpoint that ends by itself; its stdout (a JSON line). A failure is a kvds error."""
+def _wait(proc: subprocess.Popen, what: str, timeout: float | None, ok: tuple[int, ...], late: str) -> str:
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
-        raise EndpointFailed(f"{what} did not finish in {timeout:.0f} s") from None
-    if proc.returncode != 0:
+        proc.communicate()
+        raise EndpointFailed(f"{what} {late}") from None
+    if proc.returncode not in ok:
         last = err.strip().splitlines()
         raise EndpointFailed(f"{what} failed (exit {proc.returncode}): {last[-1] if last else 'no message'}")
     return out
+
+
+def finish(proc: subprocess.Popen, what: str, timeout: float | None = None) -> str:
+    """Wait for an endpoint that ends by itself; its stdout (a JSON line). A failure is a failed run."""
+    return _wait(proc, what, timeout, (0,), f"did not finish in {timeout or 0:.0f} s")
 
 
 def stop(proc: subprocess.Popen, what: str) -> str:
     """SIGTERM a server or a streaming endpoint and wait for it to write its file."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-    try:
-        out, err = proc.communicate(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise EndpointFailed(f"{what} did not stop within {STOP_TIMEOUT_S:.0f} s of SIGTERM") from None
-    if proc.returncode not in (0, -signal.SIGTERM):
-        last = err.strip().splitlines()
-        raise EndpointFailed(f"{what} failed (exit {proc.returncode}): {last[-1] if last else 'no message'}")
-    return out
+    return _wait(proc, what, STOP_TIMEOUT_S, (0, -signal.SIGTERM),
+                 f"did not stop within {STOP_TIMEOUT_S:.0f} s of SIGTERM")
