@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     # the smallest net bench: one repetition of the fetcher alone and beside one bulk stream, no anchor (~10 s)
     "net": (["net", "bench", "--variants", "unloaded,baseline", "--reps", "1", "--duration-s", "0.5",
              "--bulk-streams", "1", "--no-anchor", "--json"], ("root", "net.netns", "net.veth", "net.qdisc.htb"), True),
+    "net-dry-run": (["net", "bench", "--dry-run", "--json"], (), False),
     "policy": (["policy", "compare", "--profile", "balanced", "--set", "n_requests=6", "--set", "gen_tokens=16:64",
                 "--seeds", "5", "--policies", "LRU,MIN", "--json"], (), True),
 }

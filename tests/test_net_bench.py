@@ -62,6 +62,22 @@ def test_bad_input_is_one_line_and_exit_2(kvds_env, args: list[str], says: str) 
     assert _kvds_namespaces() == before
 
 
+def test_dry_run_shows_what_a_run_starts_and_creates_nothing(kvds_env) -> None:
+    before = _kvds_namespaces()
+    res = _run(["--dry-run", "--json", "--variants", "unloaded,baseline,net-htb", "--reps", "2"], kvds_env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)["summary"]
+    assert plan["schema"] == "kvds.net-bench-plan/1" and [v for _, v in plan["order"][:3]] == [
+        "unloaded", "baseline", "net-htb"]
+    assert [c["minor"] for c in plan["htb_classes"]] == [10, 16]
+    htb = plan["variants"]["net-htb"]
+    assert htb["sockopt"]["fetch"]["priority"] == 0x10010
+    assert len(plan["variants"]["unloaded"]["commands"]) == 2 and len(htb["commands"]) == 4
+    assert any("chrt -f 10" in c and " fetcher " in c and "prio=65552" in c for c in htb["commands"])
+    assert any(c.split()[4:6] == ["sockperf", "ping-pong"] for c in plan["anchor"])
+    assert _kvds_namespaces() == before
+
+
 def test_the_mapping_decides_each_roles_socket_options() -> None:
     htb, paced = roles_of(load_mapping("net-htb")), roles_of(load_mapping("net-paced"))
     assert htb["fetch"].sockopt("htb")["priority"] == (1 << 16) | (BASE_MINOR + 6)

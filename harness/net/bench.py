@@ -65,39 +65,46 @@ def ebpf_brief(doc: dict[str, Any]) -> dict[str, Any]:
     return {"queue_delay_ns": q, "retransmits": r, "missed_events": doc.get("missed_events"), "hook": doc.get("hook")}
 
 
+def rep_endpoints(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], rep: int, fetch_out: Path,
+                  bulk_out: Path) -> dict[str, tuple[str, list[str]]]:
+    """Per endpoint role, (namespace, its arguments) for one repetition: one pure function, so `--dry-run` shows
+    exactly what a run starts."""
+    total = cfg.warmup_s + cfg.duration_s + 1.0
+    return {
+        "fetch-server": (lab.prefill_ns, ["--bind", f"{lab.prefill_ip}:{FETCH_PORT}",
+                                          "--sockopt", sockopt_text(roles["fetch"], cfg.qdisc)]),
+        "bulk-receiver": (lab.decode_ns, ["--bind", f"{lab.decode_ip}:{BULK_PORT}", "--out", str(bulk_out),
+                                          "--interval-ms", str(BULK_INTERVAL_MS)]),
+        "bulk-sender": (lab.prefill_ns, ["--connect", f"{lab.decode_ip}:{BULK_PORT}",
+                                         "--streams", str(cfg.bulk_streams), "--chunk", str(cfg.bulk_chunk),
+                                         "--duration", f"{total:g}",
+                                         "--sockopt", sockopt_text(roles["bulk"], cfg.qdisc, cfg.bulk_streams)]),
+        "fetcher": (lab.decode_ns, ["--connect", f"{lab.prefill_ip}:{FETCH_PORT}",
+                                    "--sizes", ",".join(str(s) for s in cfg.sizes), "--step-ms", f"{cfg.step_ms:g}",
+                                    "--duration", f"{cfg.duration_s:g}", "--out", str(fetch_out),
+                                    "--sockopt", sockopt_text(roles["fetch"], cfg.qdisc),
+                                    "--seed", str(cfg.seed + rep)]),
+    }
+
+
 def run_rep(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], loaded: bool, rep: int, work: Path,
             cmds: Commands, trace: Any = None) -> RepSamples:
     tag = f"{rep}-{time.monotonic_ns()}"
     fetch_out, bulk_out = work / f"fetch-{tag}.npz", work / f"bulk-{tag}.npz"
-    server = start(lab.prefill_ns, "fetch-server", ["--bind", f"{lab.prefill_ip}:{FETCH_PORT}",
-                                                   "--sockopt", sockopt_text(roles["fetch"], cfg.qdisc)],
-                   cmds, wait_ready=True, rt=cfg.fetch_rt)
+    ep = rep_endpoints(cfg, lab, roles, rep, fetch_out, bulk_out)
+    server = start(ep["fetch-server"][0], "fetch-server", ep["fetch-server"][1], cmds, wait_ready=True,
+                   rt=cfg.fetch_rt)
     receiver = sender = None
     try:
         if loaded:
-            receiver = start(lab.decode_ns, "bulk-receiver", ["--bind", f"{lab.decode_ip}:{BULK_PORT}",
-                                                             "--out", str(bulk_out),
-                                                             "--interval-ms", str(BULK_INTERVAL_MS)],
-                             cmds, wait_ready=True)
-            total = cfg.warmup_s + cfg.duration_s + 1.0
-            sender = start(lab.prefill_ns, "bulk-sender", ["--connect", f"{lab.decode_ip}:{BULK_PORT}",
-                                                          "--streams", str(cfg.bulk_streams),
-                                                          "--chunk", str(cfg.bulk_chunk),
-                                                          "--duration", f"{total:g}",
-                                                          "--sockopt", sockopt_text(roles["bulk"], cfg.qdisc,
-                                                                                  cfg.bulk_streams)],
-                           cmds)
+            receiver = start(ep["bulk-receiver"][0], "bulk-receiver", ep["bulk-receiver"][1], cmds, wait_ready=True)
+            sender = start(ep["bulk-sender"][0], "bulk-sender", ep["bulk-sender"][1], cmds)
             time.sleep(cfg.warmup_s)
         before = labmod.stats(lab)
         if trace is not None:
             trace.start()
         t0 = time.monotonic_ns()
-        fetcher = start(lab.decode_ns, "fetcher", ["--connect", f"{lab.prefill_ip}:{FETCH_PORT}",
-                                                   "--sizes", ",".join(str(s) for s in cfg.sizes),
-                                                   "--step-ms", f"{cfg.step_ms:g}",
-                                                   "--duration", f"{cfg.duration_s:g}", "--out", str(fetch_out),
-                                                   "--sockopt", sockopt_text(roles["fetch"], cfg.qdisc),
-                                                   "--seed", str(cfg.seed + rep)], cmds, rt=cfg.fetch_rt)
+        fetcher = start(ep["fetcher"][0], "fetcher", ep["fetcher"][1], cmds, rt=cfg.fetch_rt)
         finish(fetcher, "net fetcher", timeout=cfg.duration_s * 3 + 30)
         t1 = time.monotonic_ns()
         ebpf = ebpf_brief(trace.stop()) if trace is not None else None

@@ -52,6 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "would not, and that CPU contention is not what the mechanisms are measured against)")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--verbose", action="store_true", help="print each command kvds starts")
+    b.add_argument("--dry-run", action="store_true",
+                   help="print the lab, the classes and every command a run would start; change nothing")
     add_json_flag(b)
     b.set_defaults(func=cmd_bench)
 
@@ -78,6 +80,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     cfg = config_from(args)
     bench_run.mappings_of(cfg)  # unknown mappings and impossible combinations: exit 2 before the root check
+    if args.dry_run:
+        from harness.net import dry_run
+
+        emit(None, dry_run.plan(cfg).as_dict(), args.json, render.dry_run)
+        return 0
     require_root("kvds net bench")
     out = bench_run.run(cfg, echo=say if cfg.verbose else None)
     emit(out.run, out.summary.as_dict(), args.json, lambda s: render.bench(s, out.run.run_id))

@@ -107,6 +107,27 @@ def bench(summary: Mapping[str, Any], run_id: str | None = None) -> None:
     print("\n".join(anchor_lines(summary.get("anchor"))))
 
 
+def dry_run(plan: Mapping[str, Any]) -> None:
+    lab = plan["lab"]
+    print(f"net bench plan (nothing changed): namespaces {lab['prefill_ns']} (prefill, {lab['prefill_addr']}) and "
+          f"{lab['decode_ns']} (decode, {lab['decode_addr']}), veth {lab['prefill_if']} <-> {lab['decode_if']}; "
+          "the run draws its own 4-hex tag in place of 0000")
+    cfg = plan["config"]
+    print(f"bottleneck: {plan['qdisc']} root on {lab['prefill_if']} at {cfg['rate_mbit']:g} Mbit/s")
+    for c in plan.get("htb_classes") or []:
+        print(f"  class 1:{c['minor']:x}  rate {c['rate_mbit']:g} Mbit/s  ceil {c['ceil_mbit']:g}  prio {c['prio']}")
+    print(f"{plan['reps']} repetitions per variant, in this order: "
+          + ", ".join(f"{v}#{r}" for r, v in plan["order"]))
+    for name, v in plan["variants"].items():
+        print(f"variant {name}: socket options {v['sockopt']}")
+        for line in v["commands"]:
+            print(f"  {line}")
+    if plan.get("anchor"):
+        print("anchor:")
+        for line in plan["anchor"]:
+            print(f"  {line}")
+
+
 def cdf_png(summary: Mapping[str, Any], path: Path, samples: Mapping[str, list[Any]]) -> None:
     """Fetch latency CDF per variant (log x), pooled over repetitions."""
     import matplotlib

@@ -9,6 +9,7 @@ from typing import Any
 from harness.results import StoredSummary
 
 BENCH_SCHEMA = "kvds.net-bench/1"
+DRY_RUN_SCHEMA = "kvds.net-bench-plan/1"
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,17 @@ class NetBenchSummary(StoredSummary):
     anchor: dict[str, Any] | None        # sockperf / iperf3 beside kvds in the same run, with the 10% verdict
     commands: list[str]                  # every command kvds ran underneath, in order
     ebpf_note: str                       # where the kernel-side figures come from
+
+
+@dataclass(frozen=True)
+class NetBenchPlan(StoredSummary):
+    """`kvds net bench --dry-run`: what a run would create and start (nothing is changed)."""
+    schema: str                          # "kvds.net-bench-plan/1"
+    config: dict[str, Any]               # the NetConfig the run would use
+    lab: dict[str, Any]                  # namespace, interface and address names (the run draws its own 4-hex tag)
+    qdisc: str                           # htb or tbf on the prefill side's interface
+    htb_classes: list[dict[str, Any]] | None  # minor, rate_mbit, ceil_mbit, prio per HTB leaf (None for tbf)
+    variants: dict[str, dict[str, Any]]  # per variant: socket options per role, the endpoint commands of repetition 0
+    anchor: list[str] | None             # the standard tools' command lines (None with --no-anchor)
+    reps: int                            # repetitions per variant
+    order: list[list[Any]]               # [[rep, variant], ...]: the alternating order the run follows

@@ -1,0 +1,54 @@
+"""`kvds net bench --dry-run`: what a run would create and start, without root and without changing anything: the
+lab's names, the bottleneck and its classes, each variant's socket options and the endpoint and tool command lines
+of its first repetition (built by the same functions the run uses)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.net import lab as labmod, tools
+from harness.net.anchor import BULK_S, PINGPONG_S
+from harness.net.bench import rep_endpoints
+from harness.net.bench_run import mappings_of
+from harness.net.classes import htb_plan, roles_of
+from harness.net.config import UNLOADED, NetConfig
+from harness.net.lab import IPERF_PORT, SOCKPERF_PORT
+from harness.net.procs import endpoint_argv
+from harness.net.summary import DRY_RUN_SCHEMA, NetBenchPlan
+
+WORK = Path("/tmp/kvds-net-XXXX")  # the run's temporary directory (named when it starts)
+
+
+def plan(cfg: NetConfig) -> NetBenchPlan:
+    cfg.check()
+    mappings = mappings_of(cfg)
+    lab = labmod.names("0000")
+    priorities = {rc.net_priority for m in mappings.values() for rc in roles_of(m).values()
+                  if rc.net_priority is not None}
+    classes = [p.__dict__ for p in htb_plan(cfg.rate_mbit, priorities | {0})] if cfg.qdisc == "htb" else None
+    variants = {}
+    for name in cfg.variants:
+        roles = roles_of(mappings.get(name))
+        ep = rep_endpoints(cfg, lab, roles, 0, WORK / "fetch-0.npz", WORK / "bulk-0.npz")
+        order = ["fetch-server", "bulk-receiver", "bulk-sender", "fetcher"] if name != UNLOADED else \
+            ["fetch-server", "fetcher"]
+        variants[name] = {"sockopt": {r: rc.sockopt(cfg.qdisc, cfg.bulk_streams if r == "bulk" else 1)
+                                      for r, rc in roles.items()},
+                          "commands": [" ".join(endpoint_argv(ep[r][0], r, ep[r][1], cfg.fetch_rt)) for r in order]}
+    anchor = None
+    if cfg.anchor:
+        anchor = [" ".join(["ip", "netns", "exec", lab.prefill_ns, *tools.sockperf_server(lab.prefill_ip,
+                                                                                           SOCKPERF_PORT)]),
+                  " ".join(["ip", "netns", "exec", lab.decode_ns,
+                            *tools.sockperf_pingpong(lab.prefill_ip, SOCKPERF_PORT, cfg.anchor_size, PINGPONG_S)]),
+                  " ".join(["ip", "netns", "exec", lab.decode_ns, *tools.iperf3_server(lab.decode_ip, IPERF_PORT)]),
+                  " ".join(["ip", "netns", "exec", lab.prefill_ns,
+                            *tools.iperf3_client(lab.decode_ip, IPERF_PORT, cfg.bulk_streams, BULK_S)])]
+    return NetBenchPlan(DRY_RUN_SCHEMA, cfg.as_dict(), lab.as_dict(), cfg.qdisc, classes, variants, anchor,
+                        reps=cfg.reps, order=[[r, v] for r, v in _order(cfg)])
+
+
+def _order(cfg: NetConfig) -> list[tuple[int, str]]:
+    from harness.stats import alternating_order
+
+    return alternating_order(list(cfg.variants), cfg.reps)
