@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -114,6 +116,9 @@ def test_classes_land_where_the_mapping_says_and_the_lab_is_gone_after(kvds_env,
     assert {str(0x10010), str(0x1000a)} <= prios
     assert any("harness.net.endpoint fetcher" in c for c in s["commands"])
     assert _kvds_namespaces() == [] and _links() == []
+    tag = s["config"]["lab"]["tag"]
+    assert f"/kvds-net-{tag}/fetch-" in " ".join(s["commands"])  # the endpoints' files live in the lab's scratch dir
+    assert not (Path(tempfile.gettempdir()) / f"kvds-net-{tag}").exists()  # ... which is gone after the run
     # the report's delivery section reads the run back through its typed summary, with the CDF figure
     rep = subprocess.run([*KVDS, "report", doc["run"], "--out", str(tmp_path / "report")], cwd=REPO, env=kvds_env,
                          capture_output=True, text=True, timeout=300)

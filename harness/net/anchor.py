@@ -11,7 +11,6 @@ the same lab, next to kvds's own figure for the same traffic.
 from __future__ import annotations
 
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from harness.knobs import workers
-from harness.net import tools
+from harness.net import lab as labmod, tools
 from harness.net.bench import BULK_INTERVAL_MS, bulk_mbit
-from harness.net.config import NetConfig
+from harness.net.config import SOCKPERF_MAX, NetConfig
 from harness.net.figures import anchor_ratio
 from harness.net.lab import BULK_PORT, IPERF_PORT, PINGPONG_PORT, SOCKPERF_PORT, Lab
 from harness.net.procs import Commands, EndpointFailed, finish, start, stop
@@ -117,15 +116,14 @@ def _kvds_bulk(cfg: NetConfig, lab: Lab, work: Path, cmds: Commands) -> float | 
 
 
 def run(cfg: NetConfig, lab: Lab, cmds: Commands) -> dict[str, Any]:
-    sizes = sorted({cfg.anchor_size, min(cfg.sizes)} & set(range(64, 65001))) or [cfg.anchor_size]
+    smallest = min(cfg.sizes)  # the anchor's size, and the smallest fetch's if sockperf can send it
+    sizes = sorted({cfg.anchor_size} | ({smallest} if smallest <= SOCKPERF_MAX else set()))
     out: dict[str, Any] = {"reps": ANCHOR_REPS, "pingpong": {}, "unit": "us, half round trip"}
-    with tempfile.TemporaryDirectory(prefix="kvds-net-anchor-") as tmp:
-        work = Path(tmp)
+    with labmod.scratch(lab) as work:
         for size in sizes:
             kv, sp, docs = [], [], []
             for r in range(ANCHOR_REPS):  # alternating: kvds first on even repetitions
-                pair = [("kvds", None), ("sockperf", None)]
-                for who, _ in (pair if r % 2 == 0 else pair[::-1]):
+                for who in (("kvds", "sockperf") if r % 2 == 0 else ("sockperf", "kvds")):
                     if who == "kvds":
                         kv.append(_kvds_pingpong(lab, size, work, cmds))
                     else:

@@ -4,7 +4,6 @@ bottleneck. Kernel-side counters (qdisc classes, optional eBPF) are read around 
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -130,13 +129,12 @@ def run_variants(cfg: NetConfig, lab: Lab, mappings: dict[str, Any], cmds: Comma
     """Every variant `reps` times in alternating (ABBA) order; per variant its repetitions in order."""
     order = stats.alternating_order(list(cfg.variants), cfg.reps)
     out: dict[str, list[RepSamples]] = {v: [] for v in cfg.variants}
-    with tempfile.TemporaryDirectory(prefix="kvds-net-") as tmp, \
-            progress("net bench", total=len(order)) as bar:
+    with labmod.scratch(lab) as work, progress("net bench", total=len(order)) as bar:
         for rep, name in order:
             roles = roles_of(mappings.get(name))
             loaded = name != UNLOADED
             trace = make_trace() if make_trace is not None else None
-            out[name].append(run_rep(cfg, lab, roles, loaded, rep, Path(tmp), cmds, trace))
+            out[name].append(run_rep(cfg, lab, roles, loaded, rep, work, cmds, trace))
             bar.advance(1)
     return out, order
 

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from harness import doctor
-from harness.errors import Unavailable, UserError
+from harness.errors import UserError
 from harness.mapping import Mapping, load_mapping
 from harness.net import anchor as anchormod, bench, lab as labmod
 from harness.net.classes import has_net_fields, htb_plan, roles_of
@@ -53,19 +53,10 @@ def needed_capabilities(cfg: NetConfig, mappings: dict[str, Mapping]) -> list[st
     return list(dict.fromkeys(caps))
 
 
-def require(names: list[str]) -> None:
-    for name in names:
-        c = doctor.capability(name)
-        if c.is_error:
-            raise RuntimeError(f"kvds error while probing {name}: {c.reason}")
-        if not c.ok:
-            raise Unavailable(f"{name}: {c.reason}")
-
-
 def run(cfg: NetConfig, echo: Any = None) -> Filed[NetBenchSummary]:
     cfg.check()
     mappings = mappings_of(cfg)
-    require(needed_capabilities(cfg, mappings))
+    doctor.require(*needed_capabilities(cfg, mappings))
     priorities = {rc.net_priority for m in mappings.values() for rc in roles_of(m).values()
                   if rc.net_priority is not None}
     plan = htb_plan(cfg.rate_mbit, priorities | {0})

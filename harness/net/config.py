@@ -14,6 +14,7 @@ QDISCS = ("htb", "tbf")
 KiB = 1024
 MIN_FETCH, MAX_FETCH = 64, 64 * 1024 * 1024
 MAX_RATE_MBIT = 100_000.0
+SOCKPERF_MAX = 65000  # sockperf's largest TCP message: the anchor's sizes stay at or below it
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,8 @@ class NetConfig:
             raise UserError("--bulk-streams must be at least 1")
         if not self.variants or len(set(self.variants)) != len(self.variants):
             raise UserError("--variants must name each variant once")
-        if not MIN_FETCH <= self.anchor_size <= 65000:
-            raise UserError(f"--anchor-size must be {MIN_FETCH}-65000 bytes (sockperf's largest TCP message)")
+        if not MIN_FETCH <= self.anchor_size <= SOCKPERF_MAX:
+            raise UserError(f"--anchor-size must be {MIN_FETCH}-{SOCKPERF_MAX} bytes (sockperf's largest TCP message)")
 
 
 def parse_size(text: str) -> int:

@@ -4,8 +4,6 @@ of its first repetition (built by the same functions the run uses)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from harness.net import lab as labmod, tools
 from harness.net.anchor import BULK_S, PINGPONG_S
 from harness.net.bench import rep_endpoints
@@ -15,9 +13,6 @@ from harness.net.config import UNLOADED, NetConfig
 from harness.net.lab import IPERF_PORT, SOCKPERF_PORT
 from harness.net.procs import endpoint_argv
 from harness.net.summary import DRY_RUN_SCHEMA, NetBenchPlan
-
-WORK = Path("/tmp/kvds-net-XXXX")  # the run's temporary directory (named when it starts)
-
 
 def plan(cfg: NetConfig) -> NetBenchPlan:
     cfg.check()
@@ -29,7 +24,7 @@ def plan(cfg: NetConfig) -> NetBenchPlan:
     variants = {}
     for name in cfg.variants:
         roles = roles_of(mappings.get(name))
-        ep = rep_endpoints(cfg, lab, roles, 0, WORK / "fetch-0.npz", WORK / "bulk-0.npz")
+        ep = rep_endpoints(cfg, lab, roles, 0, lab.work_dir / "fetch-0.npz", lab.work_dir / "bulk-0.npz")
         order = ["fetch-server", "bulk-receiver", "bulk-sender", "fetcher"] if name != UNLOADED else \
             ["fetch-server", "fetcher"]
         variants[name] = {"sockopt": {r: rc.sockopt(cfg.qdisc, cfg.bulk_streams if r == "bulk" else 1)

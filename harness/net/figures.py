@@ -31,11 +31,11 @@ class RepSamples:
     ebpf: dict[str, Any] | None = None
 
 
-def _est(e: stats.Estimate, scale: float = 1.0) -> dict[str, Any]:
+def _est(e: stats.Estimate) -> dict[str, Any]:
+    """An Estimate as stored: a missing value or bound is None (null), never NaN."""
     d = e.as_dict()
     for k in ("value", "lo", "hi"):
-        v = d[k]
-        d[k] = v * scale if isinstance(v, float) and math.isfinite(v) else (None if not math.isfinite(v) else v)
+        d[k] = d[k] if math.isfinite(d[k]) else None
     return d
 
 

@@ -5,8 +5,12 @@ a normal exit, an error, a signal and `kvds restore` after SIGKILL all remove it
 from __future__ import annotations
 
 import secrets
+import shutil
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 from harness.net.classes import BASE_MINOR, HtbPlan
 
@@ -33,8 +37,23 @@ class Lab:
     def decode_ip(self) -> str:
         return self.decode_addr.split("/")[0]
 
+    @property
+    def work_dir(self) -> Path:
+        """The endpoints' result files (fetch and bulk .npz): one scratch directory per lab, named by its tag."""
+        return Path(tempfile.gettempdir()) / f"kvds-net-{self.tag}"
+
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@contextmanager
+def scratch(lab: Lab) -> Iterator[Path]:
+    """lab.work_dir, created for the run and removed after it, however it ends."""
+    lab.work_dir.mkdir(mode=0o700, exist_ok=True)
+    try:
+        yield lab.work_dir
+    finally:
+        shutil.rmtree(lab.work_dir, ignore_errors=True)
 
 
 def names(tag: str | None = None) -> Lab:
