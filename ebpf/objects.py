@@ -29,6 +29,7 @@ from typing import Any
 from harness.errors import Unavailable
 
 SOURCE = Path(__file__).resolve().parent / "bpf_src" / "kvds.bpf.c"
+HEADERS = SOURCE.parent  # kvds's own BPF headers (kvds_helpers.h), on the include path of every object
 VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 BPF_HEADERS = Path("/usr/include/bpf/bpf_helpers.h")  # Debian's libbpf-dev
 CFLAGS = ("-target", "bpf", "-D__TARGET_ARCH_x86", "-O2", "-g", "-Wall", "-Wno-unused-function")
@@ -51,6 +52,8 @@ def kernel_key() -> str:
 
 def object_key(source: Path = SOURCE) -> str:
     h = hashlib.sha256(source.read_bytes())
+    for header in sorted(HEADERS.glob("*.h")):  # kvds's own headers (kvds_helpers.h): an edit rebuilds
+        h.update(header.read_bytes())
     h.update(" ".join(CFLAGS).encode())
     h.update(kernel_key().encode())
     return h.hexdigest()[:20]
@@ -96,7 +99,7 @@ def commands(source: Path, obj: Path, include_dir: Path, vmlinux_h: Path, *, bpf
     """The commands that build `obj` from `source`, as {"argv", "stdout" (a file, or absent)}: bpftool dumps the
     kernel's BTF as C into vmlinux_h (include_dir/vmlinux.h links to it), then clang compiles for the BPF target."""
     return [{"argv": [bpftool, "btf", "dump", "file", str(VMLINUX_BTF), "format", "c"], "stdout": str(vmlinux_h)},
-            {"argv": [clang, *CFLAGS, "-I", str(include_dir), "-c", str(source), "-o", str(obj)]}]
+            {"argv": [clang, *CFLAGS, "-I", str(include_dir), "-I", str(HEADERS), "-c", str(source), "-o", str(obj)]}]
 
 
 def shell_line(cmd: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
+#include "kvds_helpers.h"  /* kvds_log2l (bcc's bpf_log2l), kvds_increment */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -47,28 +48,6 @@ const volatile struct net_cfg cfg = {};
     struct { __uint(type, BPF_MAP_TYPE_PERCPU_HASH); __uint(max_entries, n); __type(key, k); \
              __type(value, v); } name SEC(".maps")
 
-/* bcc's bpf_log2l (kvds.bpf.c's kvds_log2l): floor(log2(v)) + 1, and 1 for v = 0. */
-static __always_inline __u32 log2_slot(__u64 v) {
-    __u32 r = 1;
-    if (v >> 32) { v >>= 32; r += 32; }
-    if (v >> 16) { v >>= 16; r += 16; }
-    if (v >> 8) { v >>= 8; r += 8; }
-    if (v >> 4) { v >>= 4; r += 4; }
-    if (v >> 2) { v >>= 2; r += 2; }
-    if (v >> 1) { r += 1; }
-    return r;
-}
-
-static __always_inline void increment(void *map, const void *key) {
-    __u64 zero = 0, *v = bpf_map_lookup_elem(map, key);
-    if (!v) {
-        bpf_map_update_elem(map, key, &zero, BPF_NOEXIST);
-        v = bpf_map_lookup_elem(map, key);
-    }
-    if (v)
-        __sync_fetch_and_add(v, 1);
-}
-
 /* ---- qdisc queueing delay ------------------------------------------------------------------------------- */
 struct nq_val { __u64 ts; __u32 prio; __u32 len; };
 struct nq_hkey { __u32 prio; __u32 slot; };
@@ -88,7 +67,7 @@ HASH(nq_acct, struct nq_akey, __u64, 4096);
 
 static __always_inline void nq_account(__u32 prio, __u32 what) {
     struct nq_akey k = {.prio = prio, .what = what};
-    increment(&nq_acct, &k);
+    kvds_increment(&nq_acct, &k);
 }
 
 static __always_inline int nq_queue(__u64 skb, __u32 prio, __u32 len) {
@@ -111,8 +90,8 @@ static __always_inline int nq_xmit(__u64 skb, __u32 prio_now) {
     __u64 delta = bpf_ktime_get_ns() - v->ts;
     __u32 prio = v->prio, len = v->len;
     bpf_map_delete_elem(&nq_inflight, &skb);
-    struct nq_hkey hk = {.prio = prio, .slot = log2_slot(delta)};
-    increment(&nq_hist, &hk);
+    struct nq_hkey hk = {.prio = prio, .slot = kvds_log2l(delta)};
+    kvds_increment(&nq_hist, &hk);
     struct nq_stat zero = {}, *s = bpf_map_lookup_elem(&nq_stats, &prio);
     if (!s) {
         bpf_map_update_elem(&nq_stats, &prio, &zero, BPF_NOEXIST);
@@ -193,7 +172,7 @@ static __always_inline int rtx_count(__u32 netns, __u32 prio, __u16 sport, __u16
     if (!tcp_wanted(netns, sport, dport))
         return 0;
     struct rtx_key k = {.netns = netns, .prio = prio, .sport = sport, .dport = dport, .err = err};
-    increment(&rtx_counts, &k);
+    kvds_increment(&rtx_counts, &k);
     return 0;
 }
 
@@ -248,8 +227,8 @@ static __always_inline int probe_sample(__u32 netns, __u32 prio, __u16 sport, __
     v->srtt_last_us = srtt_us;
     v->cwnd_last = cwnd;
     v->prio = prio;
-    struct probe_hkey hk = {.prio = prio, .slot = log2_slot(srtt_us)};
-    increment(&probe_srtt_hist, &hk);
+    struct probe_hkey hk = {.prio = prio, .slot = kvds_log2l(srtt_us)};
+    kvds_increment(&probe_srtt_hist, &hk);
     return 0;
 }
 
