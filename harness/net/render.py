@@ -42,7 +42,8 @@ def variants_table(summary: Mapping[str, Any]) -> str:
     for name, v in summary["variants"].items():
         lat = v["latency_us"]
         rows.append([name, f"{v['fetches']:,}", str(v["late_fetches"]), est(lat.get("p50")), est(lat.get("p99")),
-                     est(v.get("interference_p50"), 2), est(v.get("interference_p99"), 2), est(v.get("bulk_mbit")), est(v.get("bulk_share"), 3),
+                     est(v.get("interference_p50"), 2), est(v.get("interference_p99"), 2), est(v.get("bulk_mbit")),
+                     est(v.get("bulk_share"), 3),
                      est(v.get("bulk_kept"), 3)])
     return table(head, rows)
 
@@ -73,7 +74,8 @@ def anchor_lines(a: Mapping[str, Any] | None) -> list[str]:
     out = [f"anchor (same lab, same run; {a['reps']} alternating repetitions; {a['unit']}):"]
     for size, d in a["pingpong"].items():
         kv, sp = d["kvds_mean_us"], d["sockperf_avg_us"]
-        out.append(f"  ping-pong {int(size):,} B: kvds {sum(kv) / len(kv):,.1f} us, sockperf {sum(sp) / len(sp):,.1f} us;"
+        out.append(f"  ping-pong {int(size):,} B: kvds {sum(kv) / len(kv):,.1f} us, "
+                   f"sockperf {sum(sp) / len(sp):,.1f} us;"
                    f" {d['text']}")
     b = a.get("bulk")
     if b:
@@ -83,7 +85,8 @@ def anchor_lines(a: Mapping[str, Any] | None) -> list[str]:
     ld = a.get("loaded")
     if ld:
         sp = ld["sockperf"]
-        out.append(f"  loaded (one class): sockperf {ld['size']:,} B under iperf3 ({ld['iperf3']['received_mbit']:,.0f} "
+        out.append(f"  loaded (one class): sockperf {ld['size']:,} B under iperf3 "
+                   f"({ld['iperf3']['received_mbit']:,.0f} "
                    f"Mbit/s): avg {sp['avg_us']:,.1f} us, p99 {sp['percentiles_us'].get('p99', float('nan')):,.1f} us")
     return out
 
@@ -92,7 +95,8 @@ def bench(summary: Mapping[str, Any], run_id: str | None = None) -> None:
     cfg = summary["config"]
     print(f"net bench{f' {run_id}' if run_id else ''}: {cfg['qdisc']} bottleneck {cfg['rate_mbit']:g} Mbit/s on "
           f"{cfg['lab']['prefill_if']} ({cfg['lab']['prefill_ns']} -> {cfg['lab']['decode_ns']}); fetches "
-          f"{', '.join(f'{s // 1024}K' for s in cfg['sizes'])} every {cfg['step_ms']:g} ms for {cfg['duration_s']:g} s, "
+          f"{', '.join(f'{s // 1024}K' for s in cfg['sizes'])} every {cfg['step_ms']:g} ms "
+          f"for {cfg['duration_s']:g} s, "
           f"{cfg['bulk_streams']} bulk streams; {cfg['reps']} repetitions per variant, alternating")
     print("fetch latency from the intended issue time (us); p99 / unloaded paired by repetition; bulk while fetching")
     print(variants_table(summary))

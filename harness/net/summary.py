@@ -16,7 +16,7 @@ DRY_RUN_SCHEMA = "kvds.net-bench-plan/1"
 class NetVariantFigures(StoredSummary):
     """One variant (summary.json `variants.<name>`)."""
     mapping: str | None                  # the mapping applied (None: unloaded or baseline, every socket in class 1:10)
-    classes: dict[str, Any]              # per role (fetch, bulk): the mapping's network fields and the socket options set
+    classes: dict[str, Any]              # per role (fetch, bulk): the mapping's network fields, the socket options set
     reps: int                            # repetitions run
     fetches: int                         # fetches measured over all repetitions (warm-up excluded)
     late_fetches: int                    # fetches issued more than one step after their intended time
