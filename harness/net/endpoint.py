@@ -18,7 +18,7 @@ Roles (`--help` on each):
   (counting the warm-up ones) is intended at t0 + i * step; the fetcher sleeps until `--spin-us` before it, then
   spins on the clock (a late wake-up would be charged to the network), and issues at once when already late (behind
   a slow predecessor). It records intended, issue (just before the request is sent) and done (the answer's last byte
-  received) times and the size (drawn uniformly from --sizes with numpy's default_rng(--seed)). Latency = done -
+  received) times and the size (drawn uniformly from --sizes with Python's random.Random(--seed).choices). Latency = done -
   intended (includes the wait behind a late predecessor), service = done - issue.
   Warm-up: the first --warmup (default 20) fetches run on the same schedule (the connection's congestion window, the
   server thread and the caches get going) and are kept in the file, but excluded from the summary; `--count` /
@@ -68,10 +68,12 @@ from __future__ import annotations
 
 import argparse
 import array
+import dataclasses
 import fcntl
-import io
 import ipaddress
+import json
 import os
+import random
 import selectors
 import signal
 import socket
@@ -82,15 +84,12 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
-import numpy as np
+from typing import Any, Callable, Iterator, Sequence
 
 from harness import atomic
 from harness.errors import UserError
-from harness.net import sockopts
+from harness.net import npz, sockopts
 from harness.net.sockopts import SocketClass, SockoptError
-from harness.results import dumps
 
 PROG = "harness.net.endpoint"
 HDR = struct.Struct(">Q")
@@ -165,28 +164,44 @@ def _say(line: str, stream: Any = None) -> None:
         pass
 
 
-def _write_npz(path: Path, **arrays: Any) -> None:
-    bio = io.BytesIO()
-    np.savez(bio, **arrays)
-    atomic.write_bytes(path, bio.getvalue())
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if hasattr(obj, "as_dict") and callable(obj.as_dict):
+        return obj.as_dict()
+    return str(obj)  # paths
+
+
+def dumps(obj: Any, indent: int | None = None) -> str:
+    """Strict JSON without harness.results (which imports NumPy: see harness/net/npz.py for why not here)."""
+    return json.dumps(obj, indent=indent, default=_plain, allow_nan=False)
 
 
 def _write_json(path: Path, obj: Any) -> None:
     atomic.write_text(path, dumps(obj, indent=2) + "\n")
 
 
-def _meta(args: argparse.Namespace, **extra: Any) -> np.ndarray:
+def _meta(args: argparse.Namespace, **extra: Any) -> str:
     d = {"role": args.role, "args": {k: v for k, v in vars(args).items() if k != "role"}, **extra}
-    return np.array(dumps(d, indent=None))
+    return dumps(d, indent=None)
 
 
-def _us_stats(ns: np.ndarray) -> dict[str, float] | None:
-    if ns.size == 0:
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-th percentile by linear interpolation between closest ranks (numpy.percentile's default method)."""
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def _us_stats(ns: Sequence[int], scale: float = 1.0) -> dict[str, float] | None:
+    """The client's end-of-run line: microseconds (x scale) of `ns` (only a glance: the bench reads the files)."""
+    if not ns:
         return None
-    us = ns.astype(np.float64) / 1e3
-    p = np.percentile(us, [50, 90, 99, 99.9])
-    return {"n": int(us.size), "mean": float(us.mean()), "p50": float(p[0]), "p90": float(p[1]),
-            "p99": float(p[2]), "p999": float(p[3]), "max": float(us.max()), "min": float(us.min())}
+    us = sorted(v * scale / 1e3 for v in ns)
+    p50, p90, p99, p999 = (percentile(us, q) for q in (50, 90, 99, 99.9))
+    return {"n": len(us), "mean": sum(us) / len(us), "p50": p50, "p90": p90, "p99": p99, "p999": p999,
+            "max": us[-1], "min": us[0]}
 
 
 # --- argument types ----------------------------------------------------------------------------------------
@@ -587,9 +602,7 @@ def fetcher(args: argparse.Namespace) -> int:
     total = args.warmup + measured
     if total > MAX_RECORDS:
         raise UserError(f"{total} fetches (warm-up included) is more than {MAX_RECORDS} (shorten --duration/--count)")
-    rng = np.random.default_rng(args.seed)
-    sizes = rng.choice(np.asarray(args.sizes, dtype=np.int64), size=total)
-    size_list = array.array("q", sizes.tobytes())
+    size_list = array.array("q", random.Random(args.seed).choices(args.sizes, k=total))
     requests = {v: HDR.pack(v) for v in args.sizes}
     intended = array.array("q", bytes(8 * total))
     issue = array.array("q", bytes(8 * total))
@@ -642,18 +655,17 @@ def fetcher(args: argparse.Namespace) -> int:
     finally:
         if sock is not None:
             sock.close()
-    a = {k: np.frombuffer(v, dtype=np.int64)[:n].copy() for k, v in
-         (("intended_ns", intended), ("issue_ns", issue), ("done_ns", done))}
-    a["size"] = sizes[:n].copy()
-    _write_npz(args.out, **a, warmup=np.int64(args.warmup), step_ns=np.int64(step_ns), seed=np.int64(args.seed),
-               meta=_meta(args, sockopt_held=held, stopped=stopped, error=error, t0_ns=t0, planned=total))
+    del intended[n:], issue[n:], done[n:], size_list[n:]
+    npz.write(args.out, intended_ns=npz.int64s(intended), issue_ns=npz.int64s(issue), done_ns=npz.int64s(done),
+              size=npz.int64s(size_list), warmup=args.warmup, step_ns=step_ns, seed=args.seed,
+              meta=_meta(args, sockopt_held=held, stopped=stopped, error=error, t0_ns=t0, planned=total))
     w = min(args.warmup, n)
-    lat = a["done_ns"][w:] - a["intended_ns"][w:]
-    svc = a["done_ns"][w:] - a["issue_ns"][w:]
-    lag = a["issue_ns"][w:] - a["intended_ns"][w:]
+    lat = [d - t for d, t in zip(done[w:], intended[w:])]
+    svc = [d - t for d, t in zip(done[w:], issue[w:])]
+    lag = [t - d for t, d in zip(issue[w:], intended[w:])]
     _say(dumps({"role": "fetcher", "out": str(args.out), "stopped": stopped, "error": error, "fetches": n,
-                "planned": total, "warmup": w, "measured": int(lat.size), "step_ms": args.step_ms,
-                "bytes": int(a["size"].sum()), "sockopt": held, "latency_us": _us_stats(lat),
+                "planned": total, "warmup": w, "measured": len(lat), "step_ms": args.step_ms,
+                "bytes": sum(size_list), "sockopt": held, "latency_us": _us_stats(lat),
                 "service_us": _us_stats(svc), "issue_lag_us": _us_stats(lag)}, indent=None))
     if error is not None:
         raise EndpointError(error)
@@ -799,22 +811,19 @@ def pingpong(args: argparse.Namespace) -> int:
     finally:
         if sock is not None:
             sock.close()
-    parts_st, parts_rt = [], []
+    st_all, rt_all = array.array("q"), array.array("q")
     for st, rt in blocks:  # a block cut short by a signal or an error: keep its complete iterations (rtt > 0)
-        r = np.frombuffer(rt, dtype=np.int64) if len(rt) else np.zeros(0, np.int64)
-        k = int(np.argmin(r > 0)) if r.size and not (r > 0).all() else r.size
-        parts_st.append(np.frombuffer(st, dtype=np.int64)[:k] if k else np.zeros(0, np.int64))
-        parts_rt.append(r[:k])
-    st_all = np.concatenate(parts_st) if parts_st else np.zeros(0, np.int64)
-    rt_all = np.concatenate(parts_rt) if parts_rt else np.zeros(0, np.int64)
-    n = int(rt_all.size)
-    _write_npz(args.out, start_ns=st_all, rtt_ns=rt_all, size=np.int64(size), warmup=np.int64(args.warmup),
-               meta=_meta(args, sockopt_held=held, stopped=stopped, error=error))
+        k = next((i for i, v in enumerate(rt) if v <= 0), len(rt))
+        st_all.extend(st[:k])
+        rt_all.extend(rt[:k])
+    n = len(rt_all)
+    npz.write(args.out, start_ns=npz.int64s(st_all), rtt_ns=npz.int64s(rt_all), size=size, warmup=args.warmup,
+              meta=_meta(args, sockopt_held=held, stopped=stopped, error=error))
     w = min(args.warmup, n)
     m = rt_all[w:]
     _say(dumps({"role": "pingpong", "out": str(args.out), "stopped": stopped, "error": error, "size": size,
-                "iterations": n, "warmup": w, "measured": int(m.size), "poll": args.poll, "sockopt": held,
-                "rtt_us": _us_stats(m), "half_rtt_us": _us_stats(m / 2) if m.size else None}, indent=None))
+                "iterations": n, "warmup": w, "measured": len(m), "poll": args.poll, "sockopt": held,
+                "rtt_us": _us_stats(m), "half_rtt_us": _us_stats(m, 0.5)}, indent=None))
     if error is not None:
         raise EndpointError(error)
     return 0
@@ -897,14 +906,10 @@ def bulk_receiver(args: argparse.Namespace) -> int:
                     pass
         lst.close()
         nb = max((len(st.bins) for st in streams), default=0)
-        mat = np.zeros((len(streams), nb), dtype=np.int64)
-        for s_i, st in enumerate(streams):
-            mat[s_i, :len(st.bins)] = np.frombuffer(st.bins, dtype=np.int64) if len(st.bins) else 0
-        per = {k: np.array([getattr(st, k) for st in streams], dtype=np.int64)
-               for k in ("total", "first_ns", "last_ns", "closed_ns")}
+        mat = npz.int64_matrix([st.bins for st in streams], nb)
+        per = {k: npz.int64s([getattr(st, k) for st in streams]) for k in ("total", "first_ns", "last_ns", "closed_ns")}
         errors = [st.error for st in streams]
-        _write_npz(args.out, bytes=mat, t0_ns=np.int64(t0), interval_ns=np.int64(interval_ns),
-                   end_ns=np.int64(end_ns), **per,
+        npz.write(args.out, bytes=mat, t0_ns=t0, interval_ns=interval_ns, end_ns=end_ns, **per,
                    meta=_meta(args, stopped=stopped, peers=[st.peer for st in streams], errors=errors))
     return 0
 
