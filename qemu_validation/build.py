@@ -34,6 +34,9 @@ RECIPE = 2  # bump when the build steps change, so old builds are not reused (2:
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 BASE_FRAGMENT = CONFIG_DIR / "base.config"
 DEBUG_FRAGMENT = CONFIG_DIR / "debug.config"
+NET_FRAGMENT = CONFIG_DIR / "net.config"
+"""The delivery track's guest lab: IPv4, netns + veth, HTB/TBF/netem/fq (`kvds qemu build --fragment` it, or let
+`kvds net bench --target guest` name it: qemu_validation/lab.py)."""
 CC = "ccache gcc"
 DEFAULT_SOURCE = "debian-6.12"
 DEFAULT_PATCHES = ("mm_intent",)
@@ -140,8 +143,8 @@ def label_of(spec: BuildSpec) -> str:
     parts = [spec.source.rsplit("/", 1)[-1], *(Path(n).name for n in spec.patches or ("vanilla",))]
     if spec.kasan:
         parts.append("kasan")
-    if spec.fragments:
-        parts.append("custom")
+    # kvds's own fragments by name (debian-6.12+mm_intent+net), anyone else's as "custom"
+    parts += sorted({f.stem if f.resolve().parent == CONFIG_DIR.resolve() else "custom" for f in spec.fragments})
     return "+".join(parts)
 
 

@@ -1,17 +1,45 @@
 """What `--target guest` (harness/remote/guest.py) needs of the lab, registered as the `kvds.guest_lab` entry
-point so that the core reaches the lab without importing qemu_validation."""
+point so that the core reaches the lab without importing qemu_validation.
+
+A track names the lab kernel its command needs (`set_defaults(guest_lab=...)` on its parser; the core's
+dispatcher passes the name on): `debug`, the default (the mm_intent KASAN + lockdep kernel the memory tracks and
+the validator use), or `net` (the base kernel + configs/net.config: IPv4, netns, veth, HTB/TBF/netem/fq, for the
+delivery track). kvds never builds a lab kernel as a side effect of --target guest; `build_command` says how."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from harness.errors import UserError
 from qemu_validation import build
 from qemu_validation.guest_run import DEFAULT_SPEC, KERNEL_FAILURE_STATUS, TIMEOUT_STATUS, run_guest
 
-__all__ = ["KERNEL_FAILURE_STATUS", "TIMEOUT_STATUS", "default_kernel", "find_kernel", "run_guest"]
+__all__ = ["KERNEL_FAILURE_STATUS", "LABS", "TIMEOUT_STATUS", "find_kernel", "lab_kernel", "run_guest"]
 
 
-def default_kernel() -> tuple[build.KernelBuild | None, str]:
-    """The default debug guest kernel from the build cache (None when not built), and its label."""
-    return build.cached(DEFAULT_SPEC), build.label_of(DEFAULT_SPEC)
+@dataclass(frozen=True)
+class LabKernel:
+    spec: build.BuildSpec
+    cpus: int  # vCPUs the guest gets
+    build_command: str  # what builds it
+    build_minutes: int  # a cold build on 2 cores, for the message that asks for one
+
+
+LABS = {
+    "debug": LabKernel(DEFAULT_SPEC, 1, "kvds qemu build --kasan", 8),
+    # two vCPUs: the endpoints of a bench (fetcher, server, bulk sender and receiver) run at once
+    "net": LabKernel(build.BuildSpec(fragments=(build.NET_FRAGMENT,)), 2,
+                     "kvds qemu build --fragment qemu_validation/configs/net.config", 6),
+}
+
+
+def lab_kernel(name: str = "debug") -> tuple[LabKernel, build.KernelBuild | None, str]:
+    """The lab kernel `name`: its recipe, its build from the cache (None when not built) and its label."""
+    try:
+        lab = LABS[name]
+    except KeyError:
+        raise UserError(f"no guest lab kernel {name!r} (known: {', '.join(LABS)})") from None
+    return lab, build.cached(lab.spec), build.label_of(lab.spec)
 
 
 def find_kernel(name: str) -> build.KernelBuild:

@@ -13,6 +13,7 @@ from harness.emit import emit
 from harness.errors import UserError
 from harness.remote.args import (SshOptions, check_resolvable, only_local, resolve_targets, ssh_options,
                                  strip_target_argv)
+from harness.remote.guest import DEFAULT_LAB
 from harness.remote.targets import Target
 from harness.results import ResultStore
 
@@ -32,11 +33,14 @@ def bind(argv: Sequence[str], args: argparse.Namespace) -> Handler:
     opts = ssh_options(args)
     json_out = bool(getattr(args, "json", False))
     json_flag = hasattr(args, "json")
-    return lambda _args: run_on_targets(host_argv, targets, opts, json_out=json_out, json_flag=json_flag)
+    lab = getattr(args, "guest_lab", DEFAULT_LAB)  # a track's parser names the lab kernel its command needs
+    return lambda _args: run_on_targets(host_argv, targets, opts, json_out=json_out, json_flag=json_flag,
+                                        guest_lab=lab)
 
 
 def run_on_targets(host_argv: Sequence[str], targets: Sequence[Target], opts: SshOptions, *, json_out: bool,
-                   json_flag: bool = True, all_caps: bool = False, title: str | None = None) -> int:
+                   json_flag: bool = True, all_caps: bool = False, title: str | None = None,
+                   guest_lab: str = DEFAULT_LAB) -> int:
     """Run `kvds host_argv` on every target in parallel; print the side-by-side summary; exit status 0 when
     every target succeeded, 3 when the only problems are unavailable targets, else 1."""
     from harness.remote.execute import Executor
@@ -46,7 +50,7 @@ def run_on_targets(host_argv: Sequence[str], targets: Sequence[Target], opts: Ss
     store = ResultStore()
     record = store.new_run("remote", {"argv": list(host_argv), "targets": [t.describe() for t in targets]},
                            host=socket.gethostname())
-    outcomes = Executor(host_argv, targets, opts, store, record, json_flag=json_flag).run()
+    outcomes = Executor(host_argv, targets, opts, store, record, json_flag=json_flag, guest_lab=guest_lab).run()
     if json_out:
         emit(record, as_json(outcomes, str(record.path)), True)
     else:

@@ -130,8 +130,9 @@ def _import_run(store: ResultStore, src: Callable[[Path], int], run_name: str, o
 
 class Executor:
     def __init__(self, argv: Sequence[str], targets: Sequence[Target], opts: SshOptions, store: ResultStore,
-                 record: Run, with_doctor: bool = True, json_flag: bool = True) -> None:
+                 record: Run, with_doctor: bool = True, json_flag: bool = True, guest_lab: str = "debug") -> None:
         self.argv = list(argv)
+        self.guest_lab = guest_lab  # the lab kernel the command's track asked for (harness/remote/guest.py)
         self.json_flag = json_flag
         self.targets, self.opts, self.store, self.record = list(targets), opts, store, record
         self.with_doctor = with_doctor and self.argv[:1] != ["doctor"]
@@ -238,7 +239,7 @@ class Executor:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _guest(self, out: HostOutcome) -> None:
-        runner = guest_runner()
+        runner = guest_runner(self.guest_lab)
         out.stage = "run"
         self.lines.stage(out.tag, "run", "kvds " + " ".join(self.argv) + " (in the QEMU guest)")
         result = runner(self._host_argv())

@@ -55,8 +55,12 @@ class GuestResult:
             shutil.rmtree(self.share, ignore_errors=True)
 
 
-def guest_lab_status() -> tuple[bool, str]:
-    """(ready, reason): whether `--target guest` can run here, and why not.
+DEFAULT_LAB = "debug"
+
+
+def guest_lab_status(lab_name: str = DEFAULT_LAB) -> tuple[bool, str]:
+    """(ready, reason): whether `--target guest` can run here with lab kernel `lab_name` (qemu_validation/lab.py:
+    the kernel the command's track asked for), and why not.
 
     Only a real absence on this host is "not ready" (no QEMU, no built guest kernel). The lab's modules are
     part of kvds (installed with it), so failing to import them is a kvds error and raises, as does a QEMU
@@ -71,11 +75,14 @@ def guest_lab_status() -> tuple[bool, str]:
     if not (tcg.ok or kvm.ok):
         return False, f"the QEMU guest lab cannot run on this host: {tcg.reason}"
     chosen = os.environ.get(GUEST_KERNEL_ENV, "").strip()
-    kb, label = (lab.find_kernel(chosen), chosen) if chosen else lab.default_kernel()  # find: UserError
+    if chosen:
+        kb = lab.find_kernel(chosen)  # UserError when there is no such build
+        return True, f"guest kernel {kb.id[:12]} ({kb.label}, {GUEST_KERNEL_ENV}) is built"
+    want, kb, label = lab.lab_kernel(lab_name)
     if kb is None:
-        return False, ("the QEMU guest lab is not built on this host: its default kernel "
-                       f"({label}) is not in the build cache; build it with the "
-                       "qemu track's build command first (about 8 min)")
+        return False, (f"the QEMU guest lab is not built on this host: its {lab_name} kernel ({label}) is not in "
+                       f"the build cache; build it with `{want.build_command}` first (about {want.build_minutes} "
+                       "min)")
     return True, f"guest kernel {kb.id[:12]} ({kb.label}) is built"
 
 
@@ -105,13 +112,16 @@ def _seed_matplotlib_cache(dest: Path) -> None:
         pass
 
 
-def guest_runner() -> Callable[[list[str]], GuestResult]:
-    """A function running `kvds argv` in the guest; raises Unavailable (with the reason) when it cannot."""
+def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResult]:
+    """A function running `kvds argv` in the guest on lab kernel `lab_name` (KVDS_GUEST_KERNEL overrides it);
+    raises Unavailable (with the reason) when it cannot."""
     shift = guest_clock()  # bad input is refused before anything boots
-    ready, why = guest_lab_status()
+    ready, why = guest_lab_status(lab_name)
     if not ready:
         raise Unavailable(why)
     lab = tracks.guest_lab()
+    want, kb, _ = lab.lab_kernel(lab_name)
+    kernel = os.environ.get(GUEST_KERNEL_ENV, "").strip() or (kb.id if kb is not None else None)
 
     def run(argv: list[str]) -> GuestResult:
         share = work_dir() / "remote-guest" / secrets.token_hex(4)
@@ -129,9 +139,8 @@ def guest_runner() -> Callable[[list[str]], GuestResult]:
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
-            res = lab.run_guest(os.environ.get(GUEST_KERNEL_ENV, "").strip() or None, ["sh", "-c", cmd], share,
-                                  host_root=True, timeout=GUEST_TIMEOUT_S, memory_mb=GUEST_MEMORY_MB, cpu=GUEST_CPU,
-                                  icount_shift=shift)
+            res = lab.run_guest(kernel, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S,
+                                memory_mb=GUEST_MEMORY_MB, cpus=want.cpus, cpu=GUEST_CPU, icount_shift=shift)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
                 lab.TIMEOUT_STATUS if res.timed_out else lab.KERNEL_FAILURE_STATUS)
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""
