@@ -54,6 +54,11 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 600) -> subproce
     (["--variants", "unloaded,unloaded"], "each variant once"),
     (["--qdisc", "tbf", "--variants", "baseline,net-htb"], "needs --qdisc htb"),
     (["--anchor-size", "1M"], "--anchor-size"),
+    (["--rtt-ms", "2000"], "--rtt-ms must be in [0, 1000]"),
+    (["--rtt-ms", "-1"], "--rtt-ms"),
+    (["--loss-pct", "60"], "--loss-pct must be in [0, 50]"),
+    (["--leaf", "sfq"], "--leaf"),
+    (["--leaf", "fq", "--loss-pct", "1"], "cannot go with --leaf fq"),
 ])
 def test_bad_input_is_one_line_and_exit_2(kvds_env, args: list[str], says: str) -> None:
     before = _kvds_namespaces()

@@ -12,6 +12,13 @@ DRR share among classes of one prio) is given for every class, proportional to i
 rate / r2q, capped at 200000 bytes with the warning "quantum of class ... is big" at Gbit rates (an extack message
 on 6.x kernels, dmesg before).
 
+Leaves: a class's (HTB) or TBF's inner queue may be replaced by a `Leaf`: `fq` (enforces each socket's pacing rate,
+SO_MAX_PACING_RATE and TCP's own, instead of TCP pacing itself) or `netem` (random loss on the path, no delay, the
+queue limit of the pfifo it replaces). A leaf is installed in the same journaled step as its root and goes with it
+(deleting a root deletes its tree).
+`install_netem` puts a netem root (delay, loss) on a link: the lab's return path, where it adds its delay to every
+round trip without touching the classified path.
+
 Class ids in `qdisc_stats` are written as tc writes them: hexadecimal minor, so minor 10 is "1:a".
 """
 
@@ -20,7 +27,7 @@ from __future__ import annotations
 import errno
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from harness.errors import KnobRefused, UserError
 from harness.journal import Journal, get_journal, undo_handler
@@ -40,6 +47,13 @@ MIN_TBF_BURST = 1_600          # one full frame
 MAX_RATE32 = (1 << 32) - 1     # bytes/s in tc_ratespec; pyroute2's tbf sends no TCA_TBF_RATE64
 COUNTERS = ("bytes", "packets", "drops", "overlimits", "requeues", "backlog_bytes", "backlog_packets")
 HTB_PARAMS = ("rate_mbit", "ceil_mbit", "prio", "quantum")
+LEAF_KINDS = ("fq", "netem")
+NETEM_LIMIT = 10_000           # packets a netem root may hold: the default (1000) overflows at 1 Gbit/s with ms delays
+DEFAULT_TXQLEN = 1000          # a veth's txqueuelen, should a link report none
+MAX_NETEM_DELAY_MS = 1000.0
+TBF_CLASS = 1                  # TBF's one class 1:1, the parent of its inner qdisc
+MAX_DSCP = 63
+ETH_P_IP = 0x0800
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,72 @@ class HtbClass:
     rate_mbit: float
     ceil_mbit: float
     prio: int
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """The queue under every leaf class (HTB) or under a TBF root, instead of the kernel's default pfifo:
+    `fq` (per-flow fair queueing that enforces socket pacing rates) or `netem` with `loss_pct` random loss."""
+
+    kind: str
+    loss_pct: float = 0.0
+
+    def check(self) -> None:
+        if self.kind not in LEAF_KINDS:
+            raise UserError(f"a leaf qdisc must be one of {', '.join(LEAF_KINDS)}, not {self.kind!r}")
+        if self.kind == "netem":
+            _loss(self.loss_pct)
+        elif self.loss_pct:
+            raise UserError(f"loss_pct is netem's: a {self.kind} leaf drops nothing at random")
+
+
+def dscp_key(dscp: int) -> str:
+    """The u32 key matching an IPv4 DSCP: the header's first word holds the TOS byte in bits 16-23, DSCP its upper
+    six bits (tc's `match ip dsfield (dscp << 2) 0xfc`)."""
+    return f"0x{(dscp << 2) << 16:08x}/0x{0xFC << 16:08x}+0"
+
+
+def _check_dscp_filters(filters: Sequence[tuple[int, int]], minors: set[int]) -> list[tuple[int, int]]:
+    out = []
+    for f in filters:
+        dscp, minor = f
+        if isinstance(dscp, bool) or not isinstance(dscp, int) or not 0 <= dscp <= MAX_DSCP:
+            raise UserError(f"a DSCP filter's dscp must be an integer 0-{MAX_DSCP}, not {dscp!r}")
+        if minor not in minors:
+            raise UserError(f"a DSCP filter's class 1:{minor} is none of the classes")
+        out.append((dscp, minor))
+    if len({d for d, _ in out}) != len(out):
+        raise UserError("a DSCP is given twice in the filters")
+    return out
+
+
+def _loss(pct: Any) -> float:
+    if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not 0 <= pct < 100:
+        raise UserError(f"loss_pct must be a number in [0, 100), not {pct!r}")
+    return float(pct)
+
+
+def _add_leaf(nsr: Any, idx: int, parent: int, handle: int, leaf: Leaf) -> None:
+    """Leaf `leaf` at handle `handle` under class `parent` (in the caller's journaled step)."""
+    if leaf.kind == "netem":
+        # the limit of the pfifo it replaces (the link's txqueuelen, as HTB and TBF give their default leaves): the
+        # leaf changes the loss only, not how deep the class's queue may grow
+        txqlen = nsr.get_links(idx)[0].get_attr("IFLA_TXQLEN") or DEFAULT_TXQLEN
+        nsr.tc("add", "netem", index=idx, handle=handle, parent=parent, loss=leaf.loss_pct, limit=txqlen)
+    else:  # fq with the kernel's defaults (pyroute2 knows no fq options; none are needed)
+        _register_bare_plugin(leaf.kind)
+        nsr.tc("add", leaf.kind, index=idx, handle=handle, parent=parent)
+
+
+def _register_bare_plugin(kind: str) -> None:
+    """pyroute2 0.9 forces the parent of a qdisc kind it has no module for to the root (requests/tc.py): a leaf fq
+    would replace the HTB root instead (seen in the guest lab). A bare module (every attribute falls back to its
+    sched_template) keeps the parent given."""
+    import types
+
+    from pyroute2.netlink.rtnl.tcmsg import plugins
+
+    plugins.setdefault(kind, types.SimpleNamespace(parent=TC_H_ROOT))
 
 
 def class_id(handle: int) -> str:
@@ -158,23 +238,32 @@ def _add_root(nsr: Any, j: Journal, seq: int, ns: str, ifname: str, kind: str, *
         raise
 
 
-def install_htb(ns: str, ifname: str, rate_mbit: float, classes: list[HtbClass], default_minor: int) -> None:
+def install_htb(ns: str, ifname: str, rate_mbit: float, classes: list[HtbClass], default_minor: int,
+                leaf: Leaf | None = None, dscp_filters: Sequence[tuple[int, int]] = ()) -> None:
     """An HTB root `1:` on ns/ifname: parent class 1:1 at rate_mbit (rate = ceil), each HtbClass a leaf 1:<minor>
-    under it; unclassified packets go to 1:<default_minor>. Journaled: restore deletes the root."""
+    under it (queue: `leaf` at handle <minor>:, else pfifo); unclassified packets go to 1:<default_minor>.
+    `dscp_filters` (dscp, minor): u32 filters on the root sending IPv4 packets with that DSCP to 1:<minor> (a
+    packet whose skb->priority names a class goes there first: htb_classify). Journaled: restore deletes the root,
+    its classes, leaves and filters with it."""
     from pyroute2 import NetNS
 
     safe_children()
     rate_mbit = _positive(rate_mbit, "rate_mbit")
     classes = list(classes)
     _check_classes(rate_mbit, classes, default_minor)
+    if leaf is not None:
+        leaf.check()
+    filters = _check_dscp_filters(dscp_filters, {c.minor for c in classes})
     check_ifname(ifname)
     require_kvds_netns(ns)
     link = _bytes_s(rate_mbit)
     r2q = max(1, math.ceil(link / PARENT_QUANTUM))
     j = get_journal()
     with NetNS(ns, flags=0) as nsr:
+        leaves = f", {leaf.kind} leaves" if leaf else ""
         idx, seq = _begin(nsr, j, ns, ifname, "htb", f"installed htb root 1: on {ns}/{ifname} at {rate_mbit:g} "
-                                                     f"Mbit ({len(classes)} classes, default 1:{default_minor:x})")
+                                                     f"Mbit ({len(classes)} classes, default 1:{default_minor:x}"
+                                                     f"{leaves})")
         _add_root(nsr, j, seq, ns, ifname, "htb", index=idx, default=default_minor, r2q=r2q)
         parent = ROOT_HANDLE | PARENT_MINOR
         nsr.tc("add-class", "htb", index=idx, handle=parent, parent=ROOT_HANDLE, rate=link, ceil=link,
@@ -183,12 +272,19 @@ def install_htb(ns: str, ifname: str, rate_mbit: float, classes: list[HtbClass],
             rate, ceil = _bytes_s(c.rate_mbit), _bytes_s(c.ceil_mbit)
             nsr.tc("add-class", "htb", index=idx, handle=ROOT_HANDLE | c.minor, parent=parent, rate=rate, ceil=ceil,
                    burst=_burst(rate), cburst=_burst(ceil), quantum=_quantum(rate, r2q), prio=c.prio)
+            if leaf is not None:
+                _add_leaf(nsr, idx, ROOT_HANDLE | c.minor, c.minor << 16, leaf)
+        for dscp, minor in filters:
+            nsr.tc("add-filter", "u32", index=idx, parent=ROOT_HANDLE, prio=1, protocol=ETH_P_IP,
+                   target=ROOT_HANDLE | minor, keys=[dscp_key(dscp)])
     j.done(seq)
 
 
-def install_tbf(ns: str, ifname: str, rate_mbit: float, burst_bytes: int, latency_ms: float) -> None:
+def install_tbf(ns: str, ifname: str, rate_mbit: float, burst_bytes: int, latency_ms: float,
+                leaf: Leaf | None = None) -> None:
     """A TBF root `1:` on ns/ifname: rate_mbit with a bucket of burst_bytes, packets waiting at most latency_ms
-    (the queue limit follows from it). Journaled: restore deletes the root."""
+    (the queue limit follows from it; with `leaf`, its queue at handle 10: instead). Journaled: restore deletes the
+    root."""
     from pyroute2 import NetNS
 
     safe_children()
@@ -201,12 +297,38 @@ def install_tbf(ns: str, ifname: str, rate_mbit: float, burst_bytes: int, latenc
     if rate > MAX_RATE32:
         raise UserError(f"rate_mbit {rate_mbit:g} is above what a tbf root takes here ({MAX_RATE32 * 8 / 1e6:.0f} "
                         "Mbit: pyroute2 sends no TCA_TBF_RATE64)")
+    if leaf is not None:
+        leaf.check()
     check_ifname(ifname)
     require_kvds_netns(ns)
     j = get_journal()
     with NetNS(ns, flags=0) as nsr:
-        idx, seq = _begin(nsr, j, ns, ifname, "tbf", f"installed tbf root 1: on {ns}/{ifname} at {rate_mbit:g} Mbit")
+        leaves = f" ({leaf.kind} inner queue)" if leaf else ""
+        idx, seq = _begin(nsr, j, ns, ifname, "tbf", f"installed tbf root 1: on {ns}/{ifname} at {rate_mbit:g} "
+                                                     f"Mbit{leaves}")
         _add_root(nsr, j, seq, ns, ifname, "tbf", index=idx, rate=rate, burst=burst_bytes, latency=latency_ms * 1000)
+        if leaf is not None:
+            _add_leaf(nsr, idx, ROOT_HANDLE | TBF_CLASS, 0x10 << 16, leaf)
+    j.done(seq)
+
+
+def install_netem(ns: str, ifname: str, delay_ms: float, loss_pct: float = 0.0) -> None:
+    """A netem root `1:` on ns/ifname: every packet held delay_ms (integer microseconds, as tc), loss_pct of
+    them dropped at random. Journaled: restore deletes the root."""
+    from pyroute2 import NetNS
+
+    safe_children()
+    if isinstance(delay_ms, bool) or not isinstance(delay_ms, (int, float)) or not 0 <= delay_ms <= MAX_NETEM_DELAY_MS:
+        raise UserError(f"delay_ms must be a number in [0, {MAX_NETEM_DELAY_MS:g}], not {delay_ms!r}")
+    loss_pct = _loss(loss_pct)
+    check_ifname(ifname)
+    require_kvds_netns(ns)
+    j = get_journal()
+    with NetNS(ns, flags=0) as nsr:
+        idx, seq = _begin(nsr, j, ns, ifname, "netem", f"installed netem root 1: on {ns}/{ifname}: delay "
+                                                       f"{delay_ms:g} ms, loss {loss_pct:g} %")
+        _add_root(nsr, j, seq, ns, ifname, "netem", index=idx, delay=round(delay_ms * 1000), loss=loss_pct,
+                  limit=NETEM_LIMIT)
     j.done(seq)
 
 
@@ -264,8 +386,10 @@ def _htb_params(msg: Any) -> dict[str, Any]:
 def qdisc_stats(ns: str, ifname: str) -> dict[str, Any]:
     """The root qdisc's and its classes' counters, read through netlink:
     {"qdisc": {kind, handle, bytes, packets, drops, overlimits, requeues, backlog_bytes, backlog_packets},
-     "classes": {"1:a": {same counters, minor, parent, rate_mbit, ceil_mbit, prio, quantum}}} -- class ids in tc's
-    (hex) notation; rate/ceil/prio/quantum (bytes) are an HTB class's parameters (None for another kind's class)."""
+     "classes": {"1:a": {same counters, minor, parent, rate_mbit, ceil_mbit, prio, quantum}},
+     "leaves": {"a:": {kind, parent, same counters}}} -- class ids in tc's (hex) notation; rate/ceil/prio/quantum
+    (bytes) are an HTB class's parameters (None for another kind's class); leaves are the qdiscs under the root's
+    classes (a netem leaf's random losses count in its `drops`, not in its class's)."""
     from pyroute2 import NetNS
 
     safe_children()
@@ -279,9 +403,13 @@ def qdisc_stats(ns: str, ifname: str) -> dict[str, Any]:
             raise RuntimeError(f"{ns}/{ifname} reports no root qdisc")
         major = root["handle"] >> 16
         out: dict[str, Any] = {"qdisc": {"kind": root.get_attr("TCA_KIND"), "handle": class_id(root["handle"]),
-                                         **_counters(root)}, "classes": {}}
+                                         **_counters(root)}, "classes": {}, "leaves": {}}
         if major == 0:
             return out  # a default root has no classes
+        for m in nsr.tc("dump", index=idx):
+            if m["index"] == idx and m["parent"] != TC_H_ROOT and m["handle"] >> 16 != major:
+                out["leaves"][class_id(m["handle"])] = {"kind": m.get_attr("TCA_KIND"),
+                                                        "parent": class_id(m["parent"]), **_counters(m)}
         for m in nsr.get_classes(index=idx):
             if m["index"] != idx or m["handle"] >> 16 != major:
                 continue

@@ -12,21 +12,21 @@ import numpy as np
 
 from harness import stats
 from harness.net import lab as labmod
-from harness.net.classes import RoleClass, roles_of
+from harness.net.classes import RoleClass, role_sockopt, roles_of
 from harness.net.config import BASELINE, UNLOADED, NetConfig
 from harness.net.figures import RepSamples
 from harness.net.lab import BULK_PORT, FETCH_PORT, Lab
-from harness.net.procs import Commands, finish, start, stop
+from harness.net.procs import READY_TIMEOUT_S, Commands, EndpointFailed, finish, start, stop
 from harness.progress import progress
 
 BULK_INTERVAL_MS = 100
 COUNTERS = ("bytes", "packets", "drops", "overlimits", "requeues")
 
 
-def sockopt_text(rc: RoleClass, qdisc: str, sockets: int = 1) -> str:
+def sockopt_text(cfg: NetConfig, role: str, rc: RoleClass) -> str:
     from harness.net.sockopts import SocketClass
 
-    return str(SocketClass(**rc.sockopt(qdisc, sockets)))
+    return str(SocketClass(**role_sockopt(cfg, role, rc)))
 
 
 def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -34,6 +34,9 @@ def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     pairs = [("root", before.get("qdisc", {}), after.get("qdisc", {}))]
     pairs += [(c, before.get("classes", {}).get(c, {}), v) for c, v in after.get("classes", {}).items()]
+    # a class's leaf queue (fq, netem) under "<class> <kind>": a netem leaf's random losses are its drops
+    pairs += [(f"{v['parent']} {v['kind']}", before.get("leaves", {}).get(h, {}), v)
+              for h, v in after.get("leaves", {}).items()]
     for name, b, a in pairs:
         out[name] = {k: a.get(k, 0) - b.get(k, 0) for k in COUNTERS if k in a}
     return out
@@ -64,24 +67,48 @@ def ebpf_brief(doc: dict[str, Any]) -> dict[str, Any]:
     return {"queue_delay_ns": q, "retransmits": r, "missed_events": doc.get("missed_events"), "hook": doc.get("hook")}
 
 
+def fetcher_timeout_s(cfg: NetConfig) -> float:
+    """How long a fetcher may take, start-up included, before the repetition is an error. Generous: open loop, a
+    fetcher behind a bloated queue issues its late fetches back to back and ends when the last is served (in the
+    TCG guest lab at 100 Mbit/s the baseline's fetches took 283 ms each at a 50 ms step)."""
+    return cfg.duration_s * 20 + 60
+
+
+def wait_bulk_flowing(lab: Lab, sender: Any, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Return once the bottleneck's byte counter grows by a full GSO skb: the bulk mover is sending (its process
+    start-up is not part of the warm-up, however long it takes)."""
+    t_end = time.monotonic() + timeout_s
+    first = labmod.stats(lab)["qdisc"]["bytes"]
+    while labmod.stats(lab)["qdisc"]["bytes"] - first < 64 * 1024:
+        if sender.poll() is not None:
+            err = (sender.stderr.read() or "").strip().splitlines() if sender.stderr else []
+            raise EndpointFailed(f"net bulk-sender exited {sender.returncode} before sending: "
+                                 f"{err[-1] if err else 'no message'}")
+        if time.monotonic() > t_end:
+            raise EndpointFailed(f"the bulk mover sent nothing through {lab.prefill_if} within {timeout_s:g} s")
+        time.sleep(0.05)
+
+
 def rep_endpoints(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], rep: int, fetch_out: Path,
                   bulk_out: Path) -> dict[str, tuple[str, list[str]]]:
     """Per endpoint role, (namespace, its arguments) for one repetition: one pure function, so `--dry-run` shows
     exactly what a run starts."""
-    total = cfg.warmup_s + cfg.duration_s + 1.0
+    # the sender is stopped (SIGTERM) as soon as the fetcher is done: its own limit only has to outlast the
+    # fetcher's start-up and window (seconds per Python process in the TCG guest lab, not 0.1 s as here)
+    total = cfg.warmup_s + fetcher_timeout_s(cfg) + 1.0
     return {
         "fetch-server": (lab.prefill_ns, ["--bind", f"{lab.prefill_ip}:{FETCH_PORT}",
-                                          "--sockopt", sockopt_text(roles["fetch"], cfg.qdisc)]),
+                                          "--sockopt", sockopt_text(cfg, "fetch", roles["fetch"])]),
         "bulk-receiver": (lab.decode_ns, ["--bind", f"{lab.decode_ip}:{BULK_PORT}", "--out", str(bulk_out),
                                           "--interval-ms", str(BULK_INTERVAL_MS)]),
         "bulk-sender": (lab.prefill_ns, ["--connect", f"{lab.decode_ip}:{BULK_PORT}",
                                          "--streams", str(cfg.bulk_streams), "--chunk", str(cfg.bulk_chunk),
                                          "--duration", f"{total:g}",
-                                         "--sockopt", sockopt_text(roles["bulk"], cfg.qdisc, cfg.bulk_streams)]),
+                                         "--sockopt", sockopt_text(cfg, "bulk", roles["bulk"])]),
         "fetcher": (lab.decode_ns, ["--connect", f"{lab.prefill_ip}:{FETCH_PORT}",
                                     "--sizes", ",".join(str(s) for s in cfg.sizes), "--step-ms", f"{cfg.step_ms:g}",
                                     "--duration", f"{cfg.duration_s:g}", "--out", str(fetch_out),
-                                    "--sockopt", sockopt_text(roles["fetch"], cfg.qdisc),
+                                    "--sockopt", sockopt_text(cfg, "fetch", roles["fetch"]),
                                     "--seed", str(cfg.seed + rep)]),
     }
 
@@ -98,13 +125,14 @@ def run_rep(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], loaded: bool,
         if loaded:
             receiver = start(ep["bulk-receiver"][0], "bulk-receiver", ep["bulk-receiver"][1], cmds, wait_ready=True)
             sender = start(ep["bulk-sender"][0], "bulk-sender", ep["bulk-sender"][1], cmds)
+            wait_bulk_flowing(lab, sender)
             time.sleep(cfg.warmup_s)
         before = labmod.stats(lab)
         if trace is not None:
             trace.start()
         t0 = time.monotonic_ns()
         fetcher = start(ep["fetcher"][0], "fetcher", ep["fetcher"][1], cmds, rt=cfg.fetch_rt)
-        finish(fetcher, "net fetcher", timeout=cfg.duration_s * 3 + 30)
+        finish(fetcher, "net fetcher", timeout=fetcher_timeout_s(cfg))
         t1 = time.monotonic_ns()
         ebpf = ebpf_brief(trace.stop()) if trace is not None else None
         after = labmod.stats(lab)

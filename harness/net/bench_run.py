@@ -11,8 +11,8 @@ from harness import doctor
 from harness.errors import UserError
 from harness.mapping import Mapping, load_mapping
 from harness.net import anchor as anchormod, bench, lab as labmod
-from harness.net.classes import has_net_fields, htb_plan, roles_of
-from harness.net.config import BASELINE, UNLOADED, NetConfig
+from harness.net.classes import dscp_filters, has_net_fields, htb_plan, role_sockopt, roles_of
+from harness.net.config import BASELINE, UNLOADED, NetConfig, path_qdiscs
 from harness.net.figures import variant_figures
 from harness.net.procs import Commands
 from harness.net.summary import BENCH_SCHEMA, NetBenchSummary
@@ -35,13 +35,13 @@ def mappings_of(cfg: NetConfig) -> dict[str, Mapping]:
             raise UserError(f"mapping {v!r} has no network fields (net_priority, dscp, pacing_mbps, congestion) for "
                             "decode-critical or cold-spillable: it would run as the baseline")
         for role, rc in roles_of(m).items():
-            rc.sockopt(cfg.qdisc)  # net_priority on a tbf root: refused here, before anything exists
+            role_sockopt(cfg, role, rc)  # net_priority on a tbf root: refused here, before anything exists
         out[v] = m
     return out
 
 
 def needed_capabilities(cfg: NetConfig, mappings: dict[str, Mapping]) -> list[str]:
-    caps = ["net.netns", "net.veth", f"net.qdisc.{cfg.qdisc}"]
+    caps = ["net.netns", "net.veth", f"net.qdisc.{cfg.qdisc}", *(f"net.qdisc.{k}" for k in path_qdiscs(cfg))]
     for m in mappings.values():
         for role in roles_of(m).values():
             if role.pacing_mbps is not None:
@@ -63,12 +63,13 @@ def run(cfg: NetConfig, echo: Any = None) -> Filed[NetBenchSummary]:
     lab = labmod.names()
     cmds = Commands(echo=echo)
     load0 = list(os.getloadavg())
-    labmod.build(lab, cfg.qdisc, cfg.rate_mbit, plan)
+    filters = dscp_filters(mappings.values()) if cfg.classify == "dscp" else []
+    labmod.build(lab, cfg, plan, filters)
     anchor = anchormod.run(cfg, lab, cmds) if cfg.anchor else None
     make_trace = _trace_factory(lab) if cfg.ebpf else None
     results, order = bench.run_variants(cfg, lab, mappings, cmds, make_trace)
     config = {**cfg.as_dict(), "lab": lab.as_dict(), "htb_plan": [p.__dict__ for p in plan] if cfg.qdisc == "htb"
-              else None, "loadavg_start": load0, "loadavg_end": list(os.getloadavg())}
+              else None, "dscp_filters": [f.__dict__ for f in filters], "loadavg_start": load0, "loadavg_end": list(os.getloadavg())}
     filed = ResultStore().new_run("net-bench", config)
     _write_samples(filed, results)
     unloaded, baseline = results.get(UNLOADED), results.get(BASELINE)
@@ -77,7 +78,7 @@ def run(cfg: NetConfig, echo: Any = None) -> Filed[NetBenchSummary]:
         m = mappings.get(name)
         roles = roles_of(m)
         classes = {r: {"mapping": rc.as_dict(),
-                       "sockopt": rc.sockopt(cfg.qdisc, cfg.bulk_streams if r == "bulk" else 1)}
+                       "sockopt": role_sockopt(cfg, r, rc)}
                    for r, rc in roles.items()}
         variants[name] = variant_figures(reps, unloaded, baseline, cfg.rate_mbit, bench.mapping_name(name), classes,
                                          cfg.step_ms).as_dict()

@@ -5,10 +5,12 @@ prefill side's root needs. Roles: the fetcher's KV is decode-critical, the bulk 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from harness.errors import UserError
 from harness.intent import IntentClass
 from harness.mapping import ClassMapping, Mapping
+from harness.net.config import NetConfig
 
 ROLES = {"fetch": IntentClass.DECODE_CRITICAL, "bulk": IntentClass.COLD_SPILLABLE}
 BASE_MINOR = 10          # class 1:(10 + net_priority); 1:10 is the default class (socket priority 0)
@@ -23,18 +25,24 @@ class RoleClass:
     pacing_mbps: float | None
     congestion: str | None
 
-    def sockopt(self, qdisc: str, sockets: int = 1) -> dict[str, object]:
+    def sockopt(self, qdisc: str, sockets: int = 1, classify: str = "priority") -> dict[str, object]:
         """The socket options (harness/net/sockopts.py SocketClass fields) of each of the role's `sockets` sockets.
         On an HTB root the socket priority is the class id 1:(10 + net_priority) (decimal minor; tc prints it in hex),
-        which sch_htb classifies without a filter. `pacing_mbps` is the class's rate: each socket is paced at its
-        share (SO_MAX_PACING_RATE is per socket)."""
+        which sch_htb classifies without a filter; with `classify` "dscp" the sockets carry only their DSCP mark and
+        the root's u32 filters (`dscp_filters`) pick the class, as a router would. `pacing_mbps` is the class's rate:
+        each socket is paced at its share (SO_MAX_PACING_RATE is per socket)."""
         from harness.knobs.qdisc import htb_priority
 
         out: dict[str, object] = {}
         if self.net_priority is not None:
             if qdisc != "htb":
                 raise UserError(f"net_priority needs --qdisc htb (a {qdisc} root has one queue)")
-            out["priority"] = htb_priority(BASE_MINOR + self.net_priority)
+            if classify == "dscp":
+                if self.dscp is None and self.net_priority:
+                    raise UserError(f"--classify dscp: a class with net_priority {self.net_priority} has no dscp "
+                                    "mark to be classified by")
+            else:
+                out["priority"] = htb_priority(BASE_MINOR + self.net_priority)
         if self.dscp is not None:
             out["tos"] = self.dscp << 2
         if self.pacing_mbps is not None:
@@ -59,6 +67,33 @@ def roles_of(mapping: Mapping | None) -> dict[str, RoleClass]:
     if mapping is None:
         return {r: NONE for r in ROLES}
     return {r: role_class(mapping.for_class(c)) for r, c in ROLES.items()}
+
+
+def role_sockopt(cfg: NetConfig, role: str, rc: RoleClass) -> dict[str, object]:
+    """One socket's options for `role` in a run of `cfg` (the bulk role's pacing is split over its streams)."""
+    return rc.sockopt(cfg.qdisc, cfg.bulk_streams if role == "bulk" else 1, cfg.classify)
+
+
+@dataclass(frozen=True)
+class DscpFilter:
+    """A u32 filter on the HTB root: packets whose DSCP is `dscp` go to class 1:<minor>."""
+    dscp: int
+    minor: int
+
+
+def dscp_filters(mappings: Iterable[Mapping]) -> list[DscpFilter]:
+    """For `--classify dscp`: one filter per DSCP mark the mappings' roles use, into the class their net_priority
+    names (the default class without one). A mark two mappings send to different classes is refused."""
+    seen: dict[int, int] = {}
+    for m in mappings:
+        for rc in roles_of(m).values():
+            if rc.dscp is None:
+                continue
+            minor = BASE_MINOR + (rc.net_priority or 0)
+            if seen.setdefault(rc.dscp, minor) != minor:
+                raise UserError(f"--classify dscp: dscp {rc.dscp} goes to class 1:{seen[rc.dscp]:x} in one mapping "
+                                f"and 1:{minor:x} in another: one filter cannot do both")
+    return [DscpFilter(d, n) for d, n in sorted(seen.items())]
 
 
 def has_net_fields(mapping: Mapping) -> bool:

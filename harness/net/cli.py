@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cli_args import add_json_flag, positive_float, positive_int, require_root
+from harness.cli_args import add_json_flag, nonneg_float, positive_float, positive_int, require_root
 from harness.emit import emit
 from harness.errors import UserError
-from harness.net.config import DEFAULT_VARIANTS, QDISCS, NetConfig, parse_size
+from harness.net.config import CLASSIFY, DEFAULT_VARIANTS, LEAVES, QDISCS, NetConfig, parse_size
 from harness.progress import say
+from harness.remote import add_target_args
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -37,6 +38,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{','.join(DEFAULT_VARIANTS)})")
     b.add_argument("--rate-mbit", type=positive_float, default=d.rate_mbit, help="bottleneck rate (default 1000)")
     b.add_argument("--qdisc", choices=QDISCS, default=d.qdisc, help="bottleneck qdisc (default htb)")
+    b.add_argument("--classify", choices=CLASSIFY, default=d.classify,
+                   help="how the HTB root finds a packet's class: its socket priority (default, SO_PRIORITY, "
+                        "this host only) or its DSCP mark (IP_TOS, u32 filters: what survives between hosts)")
+    b.add_argument("--rtt-ms", type=nonneg_float, default=d.rtt_ms,
+                   help="round-trip delay added by netem on the return path (default 0; the host needs netem: the "
+                        "guest lab's net kernel has it)")
+    b.add_argument("--loss-pct", type=nonneg_float, default=d.loss_pct,
+                   help="random loss on the data path, a netem leaf under each bottleneck class (default 0)")
+    b.add_argument("--leaf", choices=LEAVES, default=d.leaf,
+                   help="the queue under each bottleneck class: pfifo (the kernel's default) or fq, which enforces "
+                        "the sockets' pacing rates instead of TCP's own pacing")
     b.add_argument("--sizes", type=_sizes, default=d.sizes, help="fetch sizes, e.g. 16K,64K,256K (the default)")
     b.add_argument("--step-ms", type=positive_float, default=d.step_ms, help="one fetch per decode step (default 10)")
     b.add_argument("--duration-s", type=positive_float, default=d.duration_s, help="fetching per repetition (4)")
@@ -55,7 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--dry-run", action="store_true",
                    help="print the lab, the classes and every command a run would start; change nothing")
     add_json_flag(b)
-    b.set_defaults(func=cmd_bench)
+    add_target_args(b)  # --target guest / ssh://...: harness/remote runs this same command there (the whole lab)
+    b.set_defaults(func=cmd_bench, guest_lab="net")  # --target guest boots the net lab kernel (qemu_validation/lab.py)
 
 
 def parse_size_arg(text: str) -> int:
@@ -69,7 +82,8 @@ def config_from(args: argparse.Namespace) -> NetConfig:
     cfg = NetConfig(variants=args.variants, rate_mbit=args.rate_mbit, qdisc=args.qdisc, sizes=args.sizes,
                     step_ms=args.step_ms, duration_s=args.duration_s, reps=args.reps, bulk_streams=args.bulk_streams,
                     anchor=not args.no_anchor, anchor_size=args.anchor_size, ebpf=args.ebpf, seed=args.seed,
-                    fetch_rt=not args.no_fetch_rt,
+                    fetch_rt=not args.no_fetch_rt, rtt_ms=args.rtt_ms, loss_pct=args.loss_pct, leaf=args.leaf,
+                    classify=args.classify,
                     verbose=args.verbose)
     cfg.check()
     return cfg

@@ -11,6 +11,10 @@ from harness.errors import UserError
 UNLOADED, BASELINE = "unloaded", "baseline"
 DEFAULT_VARIANTS = (UNLOADED, BASELINE, "net-htb", "net-paced")
 QDISCS = ("htb", "tbf")
+CLASSIFY = ("priority", "dscp")  # how HTB finds a packet's class: its socket priority, or a u32 filter on its DSCP
+LEAVES = ("pfifo", "fq")  # the queue under each bottleneck class: the kernel's default, or fq (enforces pacing)
+MAX_RTT_MS = 1000.0
+MAX_LOSS_PCT = 50.0
 KiB = 1024
 MIN_FETCH, MAX_FETCH = 64, 64 * 1024 * 1024
 MAX_RATE_MBIT = 100_000.0
@@ -36,6 +40,10 @@ class NetConfig:
     anchor_size: int = 16 * KiB          # the ping-pong message size the anchor compares
     ebpf: bool = False                   # per-class qdisc delay and retransmits from tracepoints
     fetch_rt: bool = True                # the fetch endpoints SCHED_FIFO (harness/net/procs.py RT_ROLES)
+    rtt_ms: float = 0.0                  # netem delay on the return path: added to every round trip
+    loss_pct: float = 0.0                # netem random loss on the data path (a netem leaf under each class)
+    leaf: str = "pfifo"                  # the queue under each bottleneck class: pfifo (default) or fq
+    classify: str = "priority"           # HTB classes by socket priority (default) or by DSCP (u32 filters)
     seed: int = 0
     verbose: bool = False                # print each command kvds starts
     extra: dict[str, Any] = field(default_factory=dict)
@@ -64,8 +72,25 @@ class NetConfig:
             raise UserError("--bulk-streams must be at least 1")
         if not self.variants or len(set(self.variants)) != len(self.variants):
             raise UserError("--variants must name each variant once")
+        if not 0 <= self.rtt_ms <= MAX_RTT_MS:
+            raise UserError(f"--rtt-ms must be in [0, {MAX_RTT_MS:g}], not {self.rtt_ms:g}")
+        if not 0 <= self.loss_pct <= MAX_LOSS_PCT:
+            raise UserError(f"--loss-pct must be in [0, {MAX_LOSS_PCT:g}], not {self.loss_pct:g}")
+        if self.leaf not in LEAVES:
+            raise UserError(f"--leaf must be one of {', '.join(LEAVES)}, not {self.leaf!r}")
+        if self.classify not in CLASSIFY:
+            raise UserError(f"--classify must be one of {', '.join(CLASSIFY)}, not {self.classify!r}")
+        if self.classify == "dscp" and self.qdisc != "htb":
+            raise UserError(f"--classify dscp needs --qdisc htb (a {self.qdisc} root has one queue)")
+        if self.loss_pct and self.leaf != "pfifo":
+            raise UserError(f"--loss-pct puts a netem leaf under each class: it cannot go with --leaf {self.leaf}")
         if not MIN_FETCH <= self.anchor_size <= SOCKPERF_MAX:
             raise UserError(f"--anchor-size must be {MIN_FETCH}-{SOCKPERF_MAX} bytes (sockperf's largest TCP message)")
+
+
+def path_qdiscs(cfg: NetConfig) -> list[str]:
+    """The qdisc kinds the path needs beyond the bottleneck's own (doctor rows net.qdisc.<kind>)."""
+    return (["netem"] if cfg.rtt_ms or cfg.loss_pct else []) + (["fq"] if cfg.leaf == "fq" else [])
 
 
 def parse_size(text: str) -> int:

@@ -8,7 +8,7 @@ from harness.net import lab as labmod, tools
 from harness.net.anchor import BULK_S, PINGPONG_S
 from harness.net.bench import rep_endpoints
 from harness.net.bench_run import mappings_of
-from harness.net.classes import htb_plan, roles_of
+from harness.net.classes import dscp_filters, htb_plan, role_sockopt, roles_of
 from harness.net.config import UNLOADED, NetConfig
 from harness.net.lab import IPERF_PORT, SOCKPERF_PORT
 from harness.net.procs import endpoint_argv
@@ -27,8 +27,7 @@ def plan(cfg: NetConfig) -> NetBenchPlan:
         ep = rep_endpoints(cfg, lab, roles, 0, lab.work_dir / "fetch-0.npz", lab.work_dir / "bulk-0.npz")
         order = ["fetch-server", "bulk-receiver", "bulk-sender", "fetcher"] if name != UNLOADED else \
             ["fetch-server", "fetcher"]
-        variants[name] = {"sockopt": {r: rc.sockopt(cfg.qdisc, cfg.bulk_streams if r == "bulk" else 1)
-                                      for r, rc in roles.items()},
+        variants[name] = {"sockopt": {r: role_sockopt(cfg, r, rc) for r, rc in roles.items()},
                           "commands": [" ".join(endpoint_argv(ep[r][0], r, ep[r][1], cfg.fetch_rt)) for r in order]}
     anchor = None
     if cfg.anchor:
@@ -39,7 +38,8 @@ def plan(cfg: NetConfig) -> NetBenchPlan:
                   " ".join(["ip", "netns", "exec", lab.decode_ns, *tools.iperf3_server(lab.decode_ip, IPERF_PORT)]),
                   " ".join(["ip", "netns", "exec", lab.prefill_ns,
                             *tools.iperf3_client(lab.decode_ip, IPERF_PORT, cfg.bulk_streams, BULK_S)])]
-    return NetBenchPlan(DRY_RUN_SCHEMA, cfg.as_dict(), lab.as_dict(), cfg.qdisc, classes, variants, anchor,
+    filters = [f.__dict__ for f in dscp_filters(mappings.values())] if cfg.classify == "dscp" else []
+    return NetBenchPlan(DRY_RUN_SCHEMA, {**cfg.as_dict(), "dscp_filters": filters}, lab.as_dict(), cfg.qdisc, classes, variants, anchor,
                         reps=cfg.reps, order=[[r, v] for r, v in _order(cfg)])
 
 

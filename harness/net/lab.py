@@ -1,5 +1,7 @@
 """The two-host lab on this machine: a prefill and a decode network namespace joined by one veth pair, the
-bottleneck qdisc on the prefill side's egress. Everything is created through the knob journal (harness/knobs), so
+bottleneck qdisc on the prefill side's egress (its classes' queues: pfifo, fq, or netem for random loss), and, for
+a round-trip delay, a netem root on the decode side's egress (requests and ACKs: every round trip crosses it once,
+and the classified data path keeps its one bottleneck). Everything is created through the knob journal (harness/knobs), so
 a normal exit, an error, a signal and `kvds restore` after SIGKILL all remove it."""
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
-from harness.net.classes import BASE_MINOR, HtbPlan
+from harness.net.classes import BASE_MINOR, DscpFilter, HtbPlan
+from harness.net.config import NetConfig
 
 FETCH_PORT, BULK_PORT, PINGPONG_PORT, SOCKPERF_PORT, IPERF_PORT = 7301, 7302, 7303, 7304, 7305
 TBF_LATENCY_MS = 50.0
@@ -64,8 +67,8 @@ def names(tag: str | None = None) -> Lab:
                f"10.252.{n}.1/30", f"10.252.{n}.2/30")
 
 
-def build(lab: Lab, qdisc: str, rate_mbit: float, plan: list[HtbPlan]) -> None:
-    """Create the namespaces, the veth pair and the bottleneck (journaled, in that order)."""
+def build(lab: Lab, cfg: NetConfig, plan: list[HtbPlan], filters: Sequence[DscpFilter] = ()) -> None:
+    """Create the namespaces, the veth pair, the bottleneck and the return path's delay (journaled, in that order)."""
     from harness.knobs import create_netns
     from harness.knobs.netns import create_veth_between
 
@@ -73,18 +76,33 @@ def build(lab: Lab, qdisc: str, rate_mbit: float, plan: list[HtbPlan]) -> None:
     create_netns(lab.decode_ns)
     create_veth_between(lab.prefill_ns, lab.prefill_if, lab.prefill_addr, lab.decode_ns, lab.decode_if,
                         lab.decode_addr)
-    shape(lab, qdisc, rate_mbit, plan)
+    shape(lab, cfg, plan, filters)
+    if cfg.rtt_ms:
+        from harness.knobs.qdisc import install_netem
+
+        install_netem(lab.decode_ns, lab.decode_if, cfg.rtt_ms)
 
 
-def shape(lab: Lab, qdisc: str, rate_mbit: float, plan: list[HtbPlan]) -> None:
+def leaf_of(cfg: NetConfig) -> Any:
+    """The bottleneck classes' queue (harness.knobs.qdisc.Leaf), None for the kernel's default pfifo."""
+    from harness.knobs.qdisc import Leaf
+
+    if cfg.loss_pct:
+        return Leaf("netem", cfg.loss_pct)
+    return Leaf(cfg.leaf) if cfg.leaf != "pfifo" else None
+
+
+def shape(lab: Lab, cfg: NetConfig, plan: list[HtbPlan], filters: Sequence[DscpFilter] = ()) -> None:
     from harness.knobs import qdisc as q
 
-    if qdisc == "htb":
-        q.install_htb(lab.prefill_ns, lab.prefill_if, rate_mbit,
-                      [q.HtbClass(p.minor, p.rate_mbit, p.ceil_mbit, p.prio) for p in plan], BASE_MINOR)
+    leaf = leaf_of(cfg)
+    if cfg.qdisc == "htb":
+        q.install_htb(lab.prefill_ns, lab.prefill_if, cfg.rate_mbit,
+                      [q.HtbClass(p.minor, p.rate_mbit, p.ceil_mbit, p.prio) for p in plan], BASE_MINOR, leaf,
+                      [(f.dscp, f.minor) for f in filters])
     else:
-        burst = max(64 * 1024, int(rate_mbit * 1e6 / 8 / 250))  # 4 ms of the rate, at least 64 KiB (GSO skbs)
-        q.install_tbf(lab.prefill_ns, lab.prefill_if, rate_mbit, burst, TBF_LATENCY_MS)
+        burst = max(64 * 1024, int(cfg.rate_mbit * 1e6 / 8 / 250))  # 4 ms of the rate, at least 64 KiB (GSO skbs)
+        q.install_tbf(lab.prefill_ns, lab.prefill_if, cfg.rate_mbit, burst, TBF_LATENCY_MS, leaf)
 
 
 def stats(lab: Lab) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Callable
 
 from harness.knobs import workers
 
-READY_TIMEOUT_S = 20.0
+READY_TIMEOUT_S = 60.0  # a Python endpoint starts in 0.1 s here, in seconds in the TCG guest lab
 STOP_TIMEOUT_S = 15.0
 
 

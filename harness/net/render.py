@@ -91,6 +91,23 @@ def anchor_lines(a: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
+def path_line(cfg: Mapping[str, Any], lab: Mapping[str, Any]) -> str | None:
+    """The path beyond the bottleneck (netem delay and loss, the classes' queue), None when it is the plain veth
+    with pfifo leaves (runs from before these options have none of the keys)."""
+    parts = []
+    if cfg.get("classify") == "dscp":
+        rules = ", ".join(f"dscp {f['dscp']} -> 1:{f['minor']:x}" for f in cfg.get("dscp_filters") or [])
+        parts.append(f"HTB classes by DSCP (u32 filters on the root: {rules or 'none'}; no socket priority)")
+    if cfg.get("rtt_ms"):
+        parts.append(f"netem root on {lab['decode_if']} (the return path: requests and ACKs) delays every round trip "
+                     f"{cfg['rtt_ms']:g} ms")
+    if cfg.get("loss_pct"):
+        parts.append(f"a netem leaf under each bottleneck class drops {cfg['loss_pct']:g} % of the data at random")
+    elif cfg.get("leaf", "pfifo") != "pfifo":
+        parts.append(f"each bottleneck class queues into {cfg['leaf']}")
+    return "path: " + "; ".join(parts) if parts else None
+
+
 def bench(summary: Mapping[str, Any], run_id: str | None = None) -> None:
     cfg = summary["config"]
     print(f"net bench{f' {run_id}' if run_id else ''}: {cfg['qdisc']} bottleneck {cfg['rate_mbit']:g} Mbit/s on "
@@ -98,6 +115,8 @@ def bench(summary: Mapping[str, Any], run_id: str | None = None) -> None:
           f"{', '.join(f'{s // 1024}K' for s in cfg['sizes'])} every {cfg['step_ms']:g} ms "
           f"for {cfg['duration_s']:g} s, "
           f"{cfg['bulk_streams']} bulk streams; {cfg['reps']} repetitions per variant, alternating")
+    if path := path_line(cfg, cfg["lab"]):
+        print(path)
     print("fetch latency from the intended issue time (us); p99 / unloaded paired by repetition; bulk while fetching")
     print(variants_table(summary))
     g = goals(summary)
@@ -120,6 +139,8 @@ def dry_run(plan: Mapping[str, Any]) -> None:
     print(f"bottleneck: {plan['qdisc']} root on {lab['prefill_if']} at {cfg['rate_mbit']:g} Mbit/s")
     for c in plan.get("htb_classes") or []:
         print(f"  class 1:{c['minor']:x}  rate {c['rate_mbit']:g} Mbit/s  ceil {c['ceil_mbit']:g}  prio {c['prio']}")
+    if path := path_line(cfg, lab):
+        print(path)
     print(f"{plan['reps']} repetitions per variant, in this order: "
           + ", ".join(f"{v}#{r}" for r, v in plan["order"]))
     for name, v in plan["variants"].items():

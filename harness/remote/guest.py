@@ -68,7 +68,7 @@ def guest_lab_status(lab_name: str = DEFAULT_LAB) -> tuple[bool, str]:
     from harness import doctor
 
     lab = tracks.guest_lab()
-    tcg, kvm = doctor.capability("qemu.tcg"), doctor.capability("qemu.kvm")
+    tcg, kvm = doctor.capability("qemu.tcg", "qemu"), doctor.capability("qemu.kvm", "qemu")
     for c in (tcg, kvm):
         if c.is_error:
             raise doctor.ProbeError(f"{c.name}: {c.reason}")
