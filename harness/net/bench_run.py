@@ -11,7 +11,7 @@ from harness import doctor
 from harness.errors import UserError
 from harness.mapping import Mapping, load_mapping
 from harness.net import anchor as anchormod, bench, lab as labmod
-from harness.net.classes import dscp_filters, has_net_fields, htb_plan, role_sockopt, roles_of
+from harness.net.classes import bottleneck_plan, has_net_fields, role_sockopt, roles_of
 from harness.net.config import BASELINE, UNLOADED, NetConfig, path_qdiscs
 from harness.net.figures import variant_figures
 from harness.net.procs import Commands
@@ -57,19 +57,17 @@ def run(cfg: NetConfig, echo: Any = None) -> Filed[NetBenchSummary]:
     cfg.check()
     mappings = mappings_of(cfg)
     doctor.require(*needed_capabilities(cfg, mappings))
-    priorities = {rc.net_priority for m in mappings.values() for rc in roles_of(m).values()
-                  if rc.net_priority is not None}
-    plan = htb_plan(cfg.rate_mbit, priorities | {0})
+    plan, filters = bottleneck_plan(cfg, mappings.values())
     lab = labmod.names()
     cmds = Commands(echo=echo)
     load0 = list(os.getloadavg())
-    filters = dscp_filters(mappings.values()) if cfg.classify == "dscp" else []
     labmod.build(lab, cfg, plan, filters)
     anchor = anchormod.run(cfg, lab, cmds) if cfg.anchor else None
     make_trace = _trace_factory(lab) if cfg.ebpf else None
     results, order = bench.run_variants(cfg, lab, mappings, cmds, make_trace)
     config = {**cfg.as_dict(), "lab": lab.as_dict(), "htb_plan": [p.__dict__ for p in plan] if cfg.qdisc == "htb"
-              else None, "dscp_filters": [f.__dict__ for f in filters], "loadavg_start": load0, "loadavg_end": list(os.getloadavg())}
+              else None, "dscp_filters": [f.__dict__ for f in filters], "loadavg_start": load0,
+              "loadavg_end": list(os.getloadavg())}
     filed = ResultStore().new_run("net-bench", config)
     _write_samples(filed, results)
     unloaded, baseline = results.get(UNLOADED), results.get(BASELINE)

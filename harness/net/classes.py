@@ -96,6 +96,14 @@ def dscp_filters(mappings: Iterable[Mapping]) -> list[DscpFilter]:
     return [DscpFilter(d, n) for d, n in sorted(seen.items())]
 
 
+def bottleneck_plan(cfg: NetConfig, mappings: Iterable[Mapping]) -> tuple[list[HtbPlan], list[DscpFilter]]:
+    """The HTB classes for every net_priority the mappings use (plus the default class) and, with `--classify dscp`,
+    the filters into them: what a run installs and what `--dry-run` shows, from one function."""
+    mappings = list(mappings)
+    priorities = {rc.net_priority for m in mappings for rc in roles_of(m).values() if rc.net_priority is not None}
+    return htb_plan(cfg.rate_mbit, priorities | {0}), dscp_filters(mappings) if cfg.classify == "dscp" else []
+
+
 def has_net_fields(mapping: Mapping) -> bool:
     return any(rc != NONE for rc in roles_of(mapping).values())
 

@@ -8,7 +8,7 @@ from harness.net import lab as labmod, tools
 from harness.net.anchor import BULK_S, PINGPONG_S
 from harness.net.bench import rep_endpoints
 from harness.net.bench_run import mappings_of
-from harness.net.classes import dscp_filters, htb_plan, role_sockopt, roles_of
+from harness.net.classes import bottleneck_plan, role_sockopt, roles_of
 from harness.net.config import UNLOADED, NetConfig
 from harness.net.lab import IPERF_PORT, SOCKPERF_PORT
 from harness.net.procs import endpoint_argv
@@ -18,9 +18,8 @@ def plan(cfg: NetConfig) -> NetBenchPlan:
     cfg.check()
     mappings = mappings_of(cfg)
     lab = labmod.names("0000")
-    priorities = {rc.net_priority for m in mappings.values() for rc in roles_of(m).values()
-                  if rc.net_priority is not None}
-    classes = [p.__dict__ for p in htb_plan(cfg.rate_mbit, priorities | {0})] if cfg.qdisc == "htb" else None
+    plan, filters = bottleneck_plan(cfg, mappings.values())
+    classes = [p.__dict__ for p in plan] if cfg.qdisc == "htb" else None
     variants = {}
     for name in cfg.variants:
         roles = roles_of(mappings.get(name))
@@ -38,9 +37,8 @@ def plan(cfg: NetConfig) -> NetBenchPlan:
                   " ".join(["ip", "netns", "exec", lab.decode_ns, *tools.iperf3_server(lab.decode_ip, IPERF_PORT)]),
                   " ".join(["ip", "netns", "exec", lab.prefill_ns,
                             *tools.iperf3_client(lab.decode_ip, IPERF_PORT, cfg.bulk_streams, BULK_S)])]
-    filters = [f.__dict__ for f in dscp_filters(mappings.values())] if cfg.classify == "dscp" else []
-    return NetBenchPlan(DRY_RUN_SCHEMA, {**cfg.as_dict(), "dscp_filters": filters}, lab.as_dict(), cfg.qdisc, classes, variants, anchor,
-                        reps=cfg.reps, order=[[r, v] for r, v in _order(cfg)])
+    return NetBenchPlan(DRY_RUN_SCHEMA, {**cfg.as_dict(), "dscp_filters": [f.__dict__ for f in filters]}, lab.as_dict(),
+                        cfg.qdisc, classes, variants, anchor, reps=cfg.reps, order=[[r, v] for r, v in _order(cfg)])
 
 
 def _order(cfg: NetConfig) -> list[tuple[int, str]]:

@@ -18,8 +18,8 @@ Roles (`--help` on each):
   (counting the warm-up ones) is intended at t0 + i * step; the fetcher sleeps until `--spin-us` before it, then
   spins on the clock (a late wake-up would be charged to the network), and issues at once when already late (behind
   a slow predecessor). It records intended, issue (just before the request is sent) and done (the answer's last byte
-  received) times and the size (drawn uniformly from --sizes with Python's random.Random(--seed).choices). Latency = done -
-  intended (includes the wait behind a late predecessor), service = done - issue.
+  received) times and the size (drawn uniformly from --sizes with Python's random.Random(--seed).choices).
+  Latency = done - intended (includes the wait behind a late predecessor), service = done - issue.
   Warm-up: the first --warmup (default 20) fetches run on the same schedule (the connection's congestion window, the
   server thread and the caches get going) and are kept in the file, but excluded from the summary; `--count` /
   `--duration` count the measured fetches after them (total = warmup + count, or warmup + floor(duration / step)).

@@ -1,8 +1,8 @@
 """The two-host lab on this machine: a prefill and a decode network namespace joined by one veth pair, the
 bottleneck qdisc on the prefill side's egress (its classes' queues: pfifo, fq, or netem for random loss), and, for
 a round-trip delay, a netem root on the decode side's egress (requests and ACKs: every round trip crosses it once,
-and the classified data path keeps its one bottleneck). Everything is created through the knob journal (harness/knobs), so
-a normal exit, an error, a signal and `kvds restore` after SIGKILL all remove it."""
+and the classified data path keeps its one bottleneck). Everything is created through the knob journal
+(harness/knobs), so a normal exit, an error, a signal and `kvds restore` after SIGKILL all remove it."""
 
 from __future__ import annotations
 
