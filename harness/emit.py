@@ -13,22 +13,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from harness.results import Run, dumps
+from harness.results import Run, StoredSummary, dumps
 
 SCHEMA = 1
 
 
-def envelope(run: Run | Path | str | None, summary: Mapping[str, Any]) -> dict[str, Any]:
+def envelope(run: Run | Path | str | None, summary: Mapping[str, Any] | StoredSummary) -> dict[str, Any]:
     """The top-level JSON document of a command's result."""
+    if isinstance(summary, StoredSummary):
+        summary = summary.as_dict()
     if not isinstance(summary, Mapping):
         raise TypeError(f"a summary is an object, not {type(summary).__name__}")
     path = run.path if isinstance(run, Run) else run
     return {"schema": SCHEMA, "run": None if path is None else str(path), "summary": dict(summary)}
 
 
-def emit(run: Run | Path | str | None, summary: Mapping[str, Any], as_json: bool,
-         render: Callable[[Mapping[str, Any]], None] | None = None) -> None:
-    """Print a command's result: the envelope as strict JSON with --json, else through its text renderer."""
+def emit(run: Run | Path | str | None, summary: Any, as_json: bool,
+         render: Callable[[Any], None] | None = None) -> None:
+    """Print a command's result: the envelope as strict JSON with --json, else through its text renderer. A typed
+    summary (StoredSummary) goes to JSON through its as_dict and to the renderer as the object itself."""
     if as_json:
         print(dumps(envelope(run, summary), indent=2))
     elif render is not None:

@@ -224,7 +224,7 @@ def _parse_class(raw: Any, where: str) -> ClassMapping:
 
 
 def _parse_net(raw: dict[str, Any], where: str, kw: dict[str, Any]) -> None:
-    """The delivery track's per-class socket options (harness/net)."""
+    """The delivery track's per-class socket options (net_priority)."""
     for key, top, what in (("net_priority", NET_PRIORITY_MAX, "a Linux socket priority band"),
                            ("dscp", DSCP_MAX, "a DSCP code point")):
         if key in raw:

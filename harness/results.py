@@ -126,9 +126,10 @@ S = TypeVar("S")
 
 @dataclass
 class Filed(Generic[S]):
-    """What a track's run module returns: the run directory it filed and its typed summary (as summary.json
-    holds it)."""
-    run: Run
+    """What every verb's run returns (harness/verbs.py): the run directory it filed (None for a verb that files
+    nothing: a dry-run plan, a listing, a re-judgement of stored runs) and its typed summary (as summary.json holds
+    it)."""
+    run: Run | None
     summary: S
 
 

@@ -6,7 +6,7 @@ rep_mean_ratio): the repetitions are resampled whole, the bootstrap's standard e
 corrected for the few repetitions (k / (k - 1)) and turned into an interval with Student t at k - 1 degrees of
 freedom. A percentile interval of resampled repetitions alone covers far less than its nominal 95% with 3-5
 repetitions (it can never reach beyond the most extreme repetition); the t step restores coverage
-(tests/test_stats.py measures it). Fewer than MIN_REPS repetitions give a point estimate without an interval.
+(tests/core/test_stats.py measures it). Fewer than MIN_REPS repetitions give a point estimate without an interval.
 A single flat sample (no repetitions) keeps the plain i.i.d. percentile bootstrap.
 """
 

@@ -10,7 +10,7 @@ is refused with that advice, never run with a track silently missing):
     kvds.guest_lab        NAME = module          the QEMU guest behind `--target guest` (harness/remote/guest.py)
     kvds.summaries        TRACK.VERB = module:Cls a typed summary dataclass, documented in docs/results.md
 
-harness/policy is a track living under harness/ (its commands, its report section); it registers like the others.
+kv_policy is a track living under harness/ (its commands, its report section); it registers like the others.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* kvds delivery track (harness/net): a kernel-side view of one interface's traffic per socket priority, for the
+/* kvds delivery track (net_priority): a kernel-side view of one interface's traffic per socket priority, for the
  * libbpf backend (compiled once by ebpf/objects.build against the running kernel's vmlinux.h; loaded by
  * ebpf/net_trace.py). Separate from kvds.bpf.c so the block/reclaim/fault object is not rebuilt for it.
  *

@@ -12,8 +12,8 @@ from harness.knobs.loop import loop_attach, loop_detach
 from harness.knobs.swap import swapfile, swapon, zram_device, zram_swap
 from harness.knobs.cgroups import Cgroup, create_cgroup, hierarchy_for
 from harness.knobs.mounts import ensure_debugfs, ensure_tracefs, is_mounted, mount
-from harness.knobs.netns import create_netns, create_veth, create_veth_between  # harness/remote, harness/net
-from harness.knobs.qdisc import HtbClass, htb_priority, install_htb, install_tbf, qdisc_stats  # harness/net
+from harness.knobs.netns import create_netns, create_veth, create_veth_between  # harness/remote, net_priority
+from harness.knobs.qdisc import HtbClass, htb_priority, install_htb, install_tbf, qdisc_stats  # net_priority
 from harness.knobs import workers  # worker processes: die with kvds, ended first by restore
 
 __all__ = [

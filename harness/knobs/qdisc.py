@@ -1,4 +1,4 @@
-"""Journaled traffic control inside kvds's network namespaces (the delivery track's bottleneck, harness/net).
+"""Journaled traffic control inside kvds's network namespaces (the delivery track's bottleneck, net_priority).
 
 Everything goes through netlink (pyroute2), never the `tc` binary. A root qdisc is installed only on a link of a
 kvds namespace (`kvds-*`) whose root is still the link's default (handle 0: noqueue, pfifo_fast, mq); restore

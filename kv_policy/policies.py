@@ -1,0 +1,141 @@
+"""Eviction and prefetch policies. Each one turns what it knows about a block into a heap key.
+
+The simulator keeps resident blocks in a min-heap of keys (lazy deletion), so every policy
+costs O(log live blocks) per event. Smaller key = evicted first. A key is computed when
+a block is allocated, accessed, or (for hint-aware policies) re-classified, and stays
+fixed until the next such event: that is what keeps the cost n log n.
+"""
+from __future__ import annotations
+
+from kv_policy import codes
+from kv_policy.trace import Trace
+
+
+class Policy:
+    """Base: LRU behaviour; subclasses override `key` and flags.
+
+    Online policies learn only from the events seen so far (never the trace length or a later event);
+    `reference` policies (offline bounds such as MIN) may read the whole trace.
+    """
+
+    name = "base"
+    reference = False         # an offline bound, reported apart from the contenders
+    uses_hints = False        # re-key blocks on HINT events
+    prefetch_on_hint = False  # prefetch a spilled block when it is announced prefetch-soon
+    predictive_prefetch = False
+    observes_events = False   # receive every event through `on_event` before the simulator handles it
+    free_target = 0.0         # background-spill toward this free fraction of the fast tier (0 = never)
+    prefetch_lookahead = False  # nominate spilled blocks of the next batch at the end of each step
+    step_keys = False         # some keys hold for one step only: `stale` names the blocks to re-key after it
+    raises_keys = False       # a block about to be evicted may be worth more than its filed key (`raise_key`)
+
+    def bind(self, trace: Trace) -> None:
+        """Receive per-block attributes before a run (sizes, priorities, deadlines)."""
+
+    def on_access(self, b: int, step: int) -> None:
+        """Update per-block history on an access (default: none)."""
+
+    def on_event(self, i: int, kind: int, b: int, step: int, critical: bool, cls: int) -> None:
+        """Observe one event (only called when `observes_events`)."""
+
+    def choose_recompute(self, b: int, read_us: float, write_us: float, recompute_us: float) -> bool:
+        """Drop a recompute-ok victim instead of spilling it? (default: always spill)."""
+        return False
+
+    def on_evicted(self, b: int) -> None:
+        """A block left the fast tier with a slow-tier copy (only called when `prefetch_lookahead`)."""
+
+    def lookahead(self, step: int, loc: bytearray) -> list[int]:
+        """Spilled blocks worth reading before the next step, best first (only when `prefetch_lookahead`)."""
+        return []
+
+    def raise_key(self, b: int) -> bool:
+        """Is the next victim `b` worth more now than its filed key? Then the simulator files it again (`key`) and
+        looks at the next one; the raised value must lapse through `stale` (only called when `raises_keys`)."""
+        return False
+
+    def stale(self) -> list[int]:
+        """Blocks whose key lapsed with the step that just ended (only called when `step_keys`)."""
+        return []
+
+    def key(self, b: int, seq: int, step: int, cls: int) -> float:
+        return seq
+
+
+# Keys that order by a category first use this stride: larger than any event index a trace can have,
+# so no policy needs the trace's length (which an online policy cannot know).
+STRIDE = float(1 << 40)
+
+
+class LRU(Policy):
+    """Evict the least recently allocated/accessed block. Ignores intent hints."""
+
+    name = "LRU"
+
+
+class HotCold(Policy):
+    """Two-queue hot/cold split from access history only: a block re-accessed within
+    `window` steps is hot; cold blocks are evicted first, LRU within each queue."""
+
+    name = "HotCold"
+
+    def __init__(self, window: int = 32) -> None:
+        self.window = window
+
+    def bind(self, trace: Trace) -> None:
+        super().bind(trace)
+        self.last = [-(1 << 60)] * trace.n_blocks
+        self.hot = bytearray(trace.n_blocks)
+
+    def on_access(self, b: int, step: int) -> None:
+        self.hot[b] = 1 if step - self.last[b] <= self.window else 0
+        self.last[b] = step
+
+    def key(self, b: int, seq: int, step: int, cls: int) -> float:
+        return self.hot[b] * STRIDE + seq
+
+
+class PredictiveHotness(Policy):
+    """Predict each block's next access as last access + EMA of its inter-access gap; evict
+    the block predicted furthest away, and prefetch spilled blocks predicted within `horizon` steps."""
+
+    name = "PredictiveHotness"
+    predictive_prefetch = True
+
+    def __init__(self, alpha: float = 0.5, horizon: int = 1) -> None:
+        self.alpha = alpha
+        self.horizon = horizon
+
+    def bind(self, trace: Trace) -> None:
+        super().bind(trace)
+        self.last = [-1] * trace.n_blocks
+        self.gap = [0.0] * trace.n_blocks
+        self.global_gap = 16.0
+
+    def on_access(self, b: int, step: int) -> None:
+        last = self.last[b]
+        if last >= 0:
+            g = step - last
+            self.gap[b] = g if self.gap[b] == 0.0 else self.alpha * g + (1 - self.alpha) * self.gap[b]
+            self.global_gap = 0.999 * self.global_gap + 0.001 * g
+        self.last[b] = step
+
+    def predicted(self, b: int, step: int) -> float:
+        """Predicted step of the next access (blocks without history use the global mean gap)."""
+        base = self.last[b] if self.last[b] >= 0 else step
+        return base + (self.gap[b] or self.global_gap)
+
+    def key(self, b: int, seq: int, step: int, cls: int) -> float:
+        return -self.predicted(b, step)
+
+
+class IntentAware(Policy):
+    """Evict by intent class (done < recompute-ok < cold < warm < prefetch-soon < decode-critical),
+    LRU within a class; prefetch blocks announced prefetch-soon if a lower-class victim exists."""
+
+    name = "IntentAware"
+    uses_hints = True
+    prefetch_on_hint = True
+
+    def key(self, b: int, seq: int, step: int, cls: int) -> float:
+        return (codes.DONE - cls) * STRIDE + seq

@@ -1,0 +1,41 @@
+"""Every policy by name, in one module of its own: the policies import their base class from policies.py, and
+the registry imports every policy, so keeping it beside the base class made an import cycle."""
+from __future__ import annotations
+
+from harness.errors import UserError
+from kv_policy.expected_next_use import DeadlineAware, ExpectedNextUse
+from kv_policy.offline import MIN, PrioMIN
+from kv_policy.policies import LRU, HotCold, IntentAware, Policy, PredictiveHotness
+
+
+def _registry() -> dict[str, type[Policy]]:
+    """Every policy by name: the online contenders, then the offline references."""
+    return {p.name: p for p in (LRU, HotCold, PredictiveHotness, IntentAware, DeadlineAware, ExpectedNextUse,
+                                MIN, PrioMIN)}
+
+
+def make_policy(name: str, **params: float) -> Policy:
+    """A fresh policy instance by (case-insensitive) name; `params` go to its constructor (e.g. priority_weight)."""
+    for key, cls in _registry().items():
+        if key.lower() == name.lower():
+            return cls(**params)
+    raise UserError(f"unknown policy {name!r} (known: {', '.join(_registry())})")
+
+
+def is_reference(name: str) -> bool:
+    """An offline bound (MIN, PrioMIN): shown as a reference row, never as a contender."""
+    return bool(getattr(_registry().get(name), "reference", False))
+
+
+def parse_policies(text: str) -> list[str]:
+    """A comma list of 'all' and policy specs ('Name' or 'Name:param=value[:param=value]') -> canonical specs,
+    contenders first, offline references last."""
+    specs: list[str] = []
+    for part in text.split(","):
+        name, sep, rest = part.strip().partition(":")
+        if name.lower() == "all" and not sep:
+            specs += [n for n in _registry() if n not in specs]
+        elif name:
+            specs.append(make_policy(name).name + (sep + rest if sep else ""))
+    ref = lambda s: is_reference(s.split(":")[0])  # noqa: E731
+    return [s for s in specs if not ref(s)] + [s for s in specs if ref(s)]

@@ -1,0 +1,52 @@
+"""A variant's figures and the goal's verdict from made-up repetitions (pure: no lab)."""
+
+import numpy as np
+
+from net_priority.figures import RepSamples, anchor_ratio, judge_goal, variant_figures
+
+
+def _reps(scale_us: float, bulk: float | None, k: int = 5, n: int = 1200, seed: int = 0) -> list[RepSamples]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(k):
+        lat = (rng.exponential(scale_us, n) + scale_us) * 1000
+        out.append(RepSamples(lat.astype(np.int64), (lat * 0.9).astype(np.int64), rng.choice([16384, 65536], n),
+                              late=0, bulk_mbit=None if bulk is None else bulk * rng.uniform(0.99, 1.01),
+                              qdisc={"1:10": {"bytes": 100, "drops": 1}}))
+    return out
+
+
+def test_interference_and_bulk_share_decide_the_goal() -> None:
+    unloaded, base, good = _reps(100, None), _reps(1000, 940, seed=1), _reps(110, 900, seed=2)
+    f_base = variant_figures(base, unloaded, base, 1000.0, None, {}, 5.0)
+    f_good = variant_figures(good, unloaded, base, 1000.0, "net-htb", {}, 5.0)
+    assert f_base.interference_p99["lo"] > 5
+    assert f_base.goal["status"] == "missed"
+    assert f_good.interference_p99["hi"] < 1.5 and f_good.bulk_share["lo"] > 0.8
+    assert f_good.goal["status"] == "met"
+    assert 0.9 < f_good.bulk_kept["value"] < 1.0
+    assert f_good.fetches == 6000 and f_good.qdisc["1:10"] == {"bytes": 500, "drops": 5}
+    assert set(f_good.per_size_p99_us) == {"16384", "65536"}
+
+
+def test_the_unloaded_reference_has_no_interference_and_no_goal() -> None:
+    unloaded = _reps(100, None)
+    f = variant_figures(unloaded, unloaded, None, 1000.0, None, {}, 5.0)
+    assert f.interference_p99 is None and f.goal is None and f.bulk_mbit is None
+
+
+def test_too_few_fetches_give_no_p99() -> None:
+    few = _reps(100, None, k=3, n=100)
+    f = variant_figures(few, None, None, 1000.0, None, {}, 5.0)
+    assert f.latency_us["p99"]["value"] is None and "n too small" in f.latency_us["p99"]["reason"]
+    assert f.per_rep_p99_us == [None, None, None]
+
+
+def test_a_wide_interval_is_inconclusive() -> None:
+    g = judge_goal({"value": 1.4, "lo": 1.1, "hi": 1.9}, {"value": 0.9, "lo": 0.85, "hi": 0.95})
+    assert g["status"] == "inconclusive" and "[1.1, 1.9]" in g["text"]
+
+
+def test_anchor_within_ten_percent() -> None:
+    assert anchor_ratio([100.0, 102.0, 101.0], [99.0, 100.0, 101.0])["verdict"]["status"] == "met"
+    assert anchor_ratio([150.0, 152.0, 151.0], [99.0, 100.0, 101.0])["verdict"]["status"] == "missed"

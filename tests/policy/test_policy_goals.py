@@ -1,0 +1,56 @@
+"""`kvds policy goals`: the verdict rule applied to issue 14's figures (synthetic per-seed metrics)."""
+from __future__ import annotations
+
+from kv_policy import goals as g
+
+HI_MISS = next(x for x in g.GOALS if x.what == "hi_miss")
+
+
+def _per(hi_miss: list[float]) -> dict[str, list[dict]]:
+    return {g.WITH_KNOB: [{"hi_miss_ratio": x} for x in hi_miss],
+            g.BASELINE: [{"hi_miss_ratio": 0.1} for _ in hi_miss]}
+
+
+def test_a_high_priority_miss_interval_never_goes_below_zero() -> None:
+    """Five seeds, one of them an outlier: a plain t interval reaches below 0, which no miss ratio can."""
+    v = g.judge(HI_MISS, _per([0.0, 0.0, 0.0, 0.0, 0.004]))
+    assert v.estimate.lo == 0.0 and v.estimate.value == 0.0008
+    assert v.status == "met"                                   # the whole [0, 0.003] lies below 0.005
+
+
+def test_the_floor_does_not_decide_the_upper_end() -> None:
+    v = g.judge(HI_MISS, _per([0.0, 0.0, 0.0, 0.0, 0.01]))
+    assert v.estimate.lo == 0.0 and v.estimate.hi > HI_MISS.limit
+    assert v.status == "inconclusive"
+
+
+def test_priomin_feasibility_is_judged_like_a_goal() -> None:
+    """PrioMIN has the fewest high-priority misses any demand-fetch schedule can have: its own verdict against
+    0.005 says whether the knob goal is reachable on those traces (above on every seed: missed)."""
+    bound = [x for x in g.GOALS if x.policy == g.PRIO_BOUND]
+    assert {x.profile for x in bound} == {x.profile for x in g.GOALS if x.what == "hi_miss" and x.policy == g.WITH_KNOB}
+    per = {g.PRIO_BOUND: [{"hi_miss_ratio": x} for x in (0.008, 0.009, 0.0085, 0.0079, 0.0081)],
+           g.BASELINE: [{"hi_miss_ratio": 0.1}] * 5}
+    assert g.judge(bound[0], per).status == "missed"
+
+
+def test_seed_lists_take_ranges() -> None:
+    import pytest
+
+    from harness.errors import UserError
+    from kv_policy.options import seeds_from_args
+
+    assert seeds_from_args("5") == [0, 1, 2, 3, 4]
+    assert seeds_from_args("200-204") == [200, 201, 202, 203, 204]
+    assert seeds_from_args("0-1,9") == [0, 1, 9]
+    for bad in ("x", "0", "4-2", "1,1"):
+        with pytest.raises(UserError):
+            seeds_from_args(bad)
+
+
+def test_each_profile_judges_the_knob_setting_the_operator_runs_there() -> None:
+    knob_slo = {x.profile: x.policy for x in g.GOALS if x.what == "slo_high_gain" and x.policy != g.CONTENDER}
+    assert knob_slo == {p: g.knob(p) for p in g.PROFILES}
+    assert knob_slo["deadline_pressure"] == g.KNOB_DEADLINE != g.WITH_KNOB
+    assert {x.policy for x in g.GOALS if x.what == "hi_miss" and x.policy != g.PRIO_BOUND} == {g.WITH_KNOB}
+    assert set(knob_slo.values()) <= set(g.POLICIES)

@@ -1,0 +1,73 @@
+"""The policy track's typed summaries: `--json` prints their fields, summary.json keeps the layout earlier runs
+have, and `from_json` reads that layout back (the report reads every policy run through it)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from kv_policy.compare_run import CompareSummary, PolicyFigures, VersusFigures
+from kv_policy.goals_run import GoalsSummary
+from kv_policy.replay_run import ReplaySummary
+from kv_policy.sweep_run import SweepSummary
+from kv_policy.trace_run import TraceSummary
+from tests.conftest import run_kvds
+
+FAST = ["--profile", "balanced", "--set", "n_requests=6", "--set", "gen_tokens=16:64", "--seeds", "5"]
+EST = {"value": 0.1, "lo": 0.05, "hi": 0.15, "conf": 0.95}
+
+
+def _fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def test_compare_json_has_the_fields_and_summary_json_the_earlier_layout(kvds_env: dict) -> None:
+    p = run_kvds(["policy", "compare", *FAST, "--policies", "LRU,ExpectedNextUse,MIN", "--json"], kvds_env)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert list(doc["summary"]) == _fields(CompareSummary)
+    stored = json.loads((Path(doc["run"]) / "summary.json").read_text())
+    assert set(stored) == {"LRU", "ExpectedNextUse", "MIN", "_versus_lru"}  # as every earlier run stored it
+    back = CompareSummary.from_json(stored)
+    assert back.as_dict() == doc["summary"] and back.stored() == stored
+    # the nested rows are typed: every stored key is a field, and reads back as stored
+    for name in ("LRU", "ExpectedNextUse", "MIN"):
+        assert set(stored[name]) == set(_fields(PolicyFigures))
+        assert PolicyFigures.from_json(stored[name]).as_dict() == stored[name]
+    versus = stored["_versus_lru"]["ExpectedNextUse"]
+    assert set(versus) == set(_fields(VersusFigures))  # MIN ran: the gap closed is there
+    assert VersusFigures.from_json(versus).as_dict() == versus
+
+
+def test_sweep_json_has_the_fields_and_summary_json_the_fractions(kvds_env: dict) -> None:
+    p = run_kvds(["policy", "sweep", *FAST, "--fractions", "0.3,0.6", "--policies", "LRU,MIN", "--json"], kvds_env)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert list(doc["summary"]) == _fields(SweepSummary)
+    stored = json.loads((Path(doc["run"]) / "summary.json").read_text())
+    assert set(stored) == {"0.3", "0.6"}
+    assert SweepSummary.from_json(stored, doc["summary"]["metric"], doc["summary"]["png"]).as_dict() == doc["summary"]
+
+
+def test_summaries_whose_fields_are_the_stored_keys_round_trip() -> None:
+    goals = GoalsSummary([{"profile": "balanced", "policy": "LRU", "status": "met", **EST}], {"balanced": {}})
+    replay = ReplaySummary({"LRU": {"dc_misses": 3}}, {"limit_bytes": 1 << 20}, {}, {"LRU": {"50.0": EST}})
+    for s in (goals, replay):
+        assert list(s.as_dict()) == _fields(type(s))
+        assert type(s).from_json(json.loads(json.dumps(s.as_dict()))) == s
+    assert list(TraceSummary("t.npz", {"alloc": 1}, 4096).as_dict()) == _fields(TraceSummary)
+
+
+def test_replay_rows_are_typed_key_by_key() -> None:
+    """replay.summary_row's figures pass through ReplayRow when the run is written: a figure the dataclass does
+    not name fails there; a row stored before a figure existed reads it as None."""
+    import pytest
+
+    from kv_policy.replay_run import ReplayRow
+
+    full = {f: 1.0 for f in _fields(ReplayRow)}
+    assert ReplayRow.of(full).as_dict() == full
+    with pytest.raises(TypeError):
+        ReplayRow.of({**full, "real_p999_us": 2.0})
+    old = ReplayRow.from_json({"dc_misses": 3, "real_p99_us": 812.0})
+    assert old.dc_misses == 3 and old.real_p99_us == 812.0 and old.real_stall_p99_us is None
