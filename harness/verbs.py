@@ -13,7 +13,8 @@ every command parses, runs, renders and emits the same way. `--dry-run`, where a
 (`dry_run`, `render_dry_run`) with the same shape: it returns the plan (a StoredSummary), changes nothing, and files
 nothing. tests/core/test_verb_template.py walks every registered command and fails on a deviation from the names
 above (module `<package>.<verb>_run`, function `run`, classes `<Verb>Config` / `<Verb>Summary`, renderer
-`<package>.render.<verb>`).
+`<package>.render.<verb>`). A verb whose summary can record a failure (a probe that broke, a stage that failed)
+names `exit_status(summary) -> int`; without it a verb that returns exits 0.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Verb(Generic[C, S]):
     dry_run: Callable[[C], Filed[Any]] | None = None         # --dry-run: the plan, nothing changed
     render_dry_run: Callable[[Any], None] | None = None
     results_line: bool = True                                # say "results in <run dir>" after a filed run
+    exit_status: Callable[[S], int] | None = None             # a non-zero exit for a summary that records a failure
 
     @property
     def ident(self) -> str:
@@ -73,4 +75,4 @@ def execute(verb: Verb[Any, Any], args: argparse.Namespace) -> int:
     emit(out.run, out.summary, as_json, verb.render)
     if out.run is not None and verb.results_line:
         say(f"results in {out.run.path}")
-    return 0
+    return 0 if verb.exit_status is None else verb.exit_status(out.summary)

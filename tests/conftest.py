@@ -1,5 +1,11 @@
-"""Shared fixtures: isolated results/scratch directories per test, journals where `kvds restore` finds them, and a
-way to run the real `kvds` CLI."""
+"""Shared fixtures: isolated results/scratch directories per test, journals where `kvds restore` finds them, a
+way to run the real `kvds` CLI, and the debug guest kernel, built once per session before the first test that
+needs it. Each tests/<track>/conftest.py holds the fixtures its own files share.
+
+Markers: `slow` (hand-set: outside `make test`), `guest` (set here, never by hand: the test boots a QEMU guest or
+needs its kernel, known by the fixtures it uses or the `qemu.guest` capability it names; `make test-fast` leaves
+these out).
+"""
 
 from __future__ import annotations
 
@@ -75,8 +81,61 @@ def needs_tool(path_or_name: str, why: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(not present and not doctor.in_ci(), reason=f"{path_or_name} is not installed: {why}")
 
 
+# A test that takes one of these fixtures, or names this capability, boots a guest (or needs the guest kernel).
+GUEST_FIXTURES = frozenset({"debug_kernel", "kernel", "guest_lab"})
+GUEST_CAPABILITY = "qemu.guest"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{doctor.MARK}(*names): capabilities the test needs (doctor.skip_unless)")
+    config.addinivalue_line("markers", "guest: boots a QEMU guest or needs its kernel (set by tests/conftest.py)")
+
+
+def boots_guest(item: pytest.Item) -> bool:
+    """Whether a test needs the guest: by the fixtures it takes and the capabilities it names, never a list."""
+    if GUEST_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    return any(GUEST_CAPABILITY in mark.args for mark in item.iter_markers(doctor.MARK))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if boots_guest(item):
+            item.add_marker(pytest.mark.guest)
+
+
+@pytest.fixture(scope="session")
+def debug_kernel():
+    """The default debug guest kernel (`kvds qemu build --kasan`: 6.12 + mm_intent + KASAN), built on first use
+    (about an hour on 2 cores; answered from ~/.cache/kvds/qemu once built), so that no test finds it missing
+    because the test that used to build it runs later. Gated like a test that names `qemu.guest`."""
+    from qemu_validation import build, guest_run
+
+    action, why = doctor.gate(GUEST_CAPABILITY)
+    if action == "fail":
+        pytest.fail(why, pytrace=False)
+    if action == "skip":
+        pytest.skip(why)
+
+    return build.ensure_built(guest_run.DEFAULT_SPEC)
+
+
+@pytest.fixture(scope="session")
+def guest_lab():
+    """For a test of a command that boots the guest where the host can (the suite's qemu stage): the debug kernel
+    built first where the doctor says a guest boots here, else None (the command then skips with that reason)."""
+    if not doctor.capability(GUEST_CAPABILITY).ok:
+        return None
+    from qemu_validation import build, guest_run
+
+    return build.ensure_built(guest_run.DEFAULT_SPEC)
+
+
+@pytest.fixture(autouse=True)
+def _guest_kernel_first(request: pytest.FixtureRequest) -> None:
+    """Every `guest` test gets the debug kernel built before it runs (after the doctor's gate has let it run)."""
+    if request.node.get_closest_marker("guest") is not None:
+        request.getfixturevalue("debug_kernel")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -7,26 +7,23 @@ Exit status 0 when every probe ran (whatever the host lacks); 1 when kvds itself
 from __future__ import annotations
 
 import argparse
-import sys
-
-from rich.console import Console
-from rich.table import Table
 
 from harness import doctor
 from harness.capability import Capability
-from harness.cli_args import add_json_flag
-from harness.emit import emit
+from harness.commands import render
+from harness.commands.doctor_run import DoctorConfig, run
+from harness.commands.summary import DoctorSummary
 from harness.errors import UserError
+from harness.verbs import Verb, add
 
-STYLE = {"available": "green", "unavailable": "red", "needs-root": "yellow", "error": "bold magenta"}
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="probe which kernel mechanisms work on this host")
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", metavar="NAME", help="only these capabilities (default: all)")
     p.add_argument("--area", action="append", help="only these probe areas (repeatable)")
-    add_json_flag(p)
-    p.set_defaults(func=run)
+
+
+def config(args: argparse.Namespace) -> DoctorConfig:
+    return DoctorConfig(tuple(_select(args)))
 
 
 def _select(args: argparse.Namespace) -> list[Capability]:
@@ -48,22 +45,9 @@ def _select(args: argparse.Namespace) -> list[Capability]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    caps = _select(args)
-    errors = [c for c in caps if c.is_error]
-    for c in errors:
-        print(f"kvds doctor: kvds error probing {c.name}:\n{c.traceback}", file=sys.stderr)
-    if args.json:
-        emit(None, {"capabilities": [c.as_dict() for c in caps]}, True)
-        return 1 if errors else 0
-    table = Table(title="kvds doctor", show_lines=False)
-    for col in ("area", "capability", "status", "reason"):
-        table.add_column(col, overflow="fold")
-    for c in caps:
-        table.add_row(c.area, c.name, f"[{STYLE[c.status]}]{c.status}[/]", c.reason)
-    Console(width=160).print(table)
-    n_ok = sum(c.ok for c in caps)
-    print(f"{n_ok} of {len(caps)} capabilities available"
-          + (f"; {len(errors)} kvds error(s): {', '.join(c.name for c in errors)} (tracebacks on stderr)"
-             if errors else ""))
-    return 1 if errors else 0
+VERB = Verb("doctor", "probe which kernel mechanisms work on this host", arguments, config, run, render.doctor,
+            DoctorSummary, exit_status=lambda s: 1 if s.errors() else 0)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    add(sub, VERB)

@@ -20,12 +20,6 @@ from harness.emit import SCHEMA
 from tests.conftest import run_kvds
 
 
-def _cached_debug_kernel() -> str | None:
-    """Why `kvds qemu build --kasan` would build instead of answering from the cache (None: it is cached)."""
-    from qemu_validation import build, guest_run
-    return None if build.cached(guest_run.DEFAULT_SPEC) else "the debug guest kernel is not built (make test builds it)"
-
-
 # name: (argv, the doctor capabilities it needs, whether it files a run)
 COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "doctor": (["doctor", "--json"], (), False),
@@ -41,7 +35,6 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "qemu-run-dry-run": (["qemu", "run", "--dry-run", "--json", "--", "true"], ("qemu.tcg",), False),
     "qemu-build-list": (["qemu", "build", "--list", "--json"], (), False),
     "qemu-build-prune-dry-run": (["qemu", "build", "--prune", "--dry-run", "--json"], (), False),
-    "qemu-build-cached": (["qemu", "build", "--kasan", "--json"], (), False),
     # the smallest bench (8 MiB, one repetition of none and intent, ~20 s); its swap and cgroups are journaled
     "vm": (["vm", "bench", "--arena-mb", "8", "--reps", "1", "--no-damos", "--mglru", "keep", "--json"],
            ("root", "memcg", "pagemap", "swap.zram"), True),
@@ -55,8 +48,6 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
 }
 # Not here: qemu validate, exit-bench, reclaim-bench and rebuild-time have no path that boots nothing (their bad input
 # exits 2 before any JSON); they print through the same emit call, and their guest tests read the envelope.
-# The quick path only: a build that is not cached would take minutes, so the command is run only when it is cached.
-SKIP_WHEN = {"qemu-build-cached": _cached_debug_kernel}
 
 # Tracks whose --json is not yet the one shape, each with the command that will join COMMANDS (quick, changes
 # nothing) once the track's template work lands (issue 17).
@@ -87,12 +78,19 @@ def test_each_main_command_prints_the_one_strict_shape(name: str, kvds_env: dict
     missing = [c for c in needs if not doctor.capability(c).ok]
     if missing:
         pytest.skip(f"{', '.join(missing)}: {doctor.capability(missing[0]).reason}")
-    why = SKIP_WHEN.get(name, lambda: None)()
-    if why:
-        pytest.skip(why)
     r = run_kvds(argv, kvds_env, timeout=300)
     assert r.returncode == 0, (argv, r.stderr)
     check_shape(strict_loads(r.stdout), files_run)
+
+
+def test_a_cached_build_prints_the_one_strict_shape(debug_kernel, kvds_env: dict[str, str]) -> None:
+    """`kvds qemu build --kasan` answers from the cache: the debug_kernel fixture (tests/conftest.py) built it before
+    this test, whatever the order the tests run in."""
+    r = run_kvds(["qemu", "build", "--kasan", "--json"], kvds_env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = strict_loads(r.stdout)
+    check_shape(doc, files_run=False)
+    assert doc["summary"]["id"] == debug_kernel.id and doc["summary"]["cached"] is True, doc
 
 
 def test_every_track_is_checked_or_listed_to_join() -> None:

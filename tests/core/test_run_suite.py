@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness import doctor
-from harness.commands.run import stages
+from harness.commands.run_run import stages
 from harness.results import ResultStore
 from harness.suite import Stage, run_stage
 from tests.conftest import needs_root, run_kvds
@@ -164,7 +164,7 @@ def test_a_stage_that_did_not_run_is_failed_unless_the_doctor_says_why(kvds_env,
 
 @needs_root
 @pytest.mark.timeout(1800)
-def test_kvds_run_quick_stages_match_the_doctor_and_report_their_figures(kvds_env) -> None:
+def test_kvds_run_quick_stages_match_the_doctor_and_report_their_figures(kvds_env, guest_lab) -> None:
     plan = stages(Path("."))
     expect: dict[str, tuple[str, str]] = {}
     for st in plan:

@@ -12,12 +12,10 @@ from harness import doctor, journal
 from harness.mapping import load_mapping
 from io_priority import bench, device
 from io_priority.workload import Workload
+from tests.io.conftest import SMALL
 
 pytestmark = [doctor.skip_unless("loop", "ioprio", "ioprio.rt", "ioprio.idle", "io_uring"),
               doctor.skip_unless("root")]
-
-SMALL = device.Layout(32 << 20, 64 << 20)
-
 
 @pytest.mark.parametrize("engine", ["psync", "io_uring"])
 def test_mapping_classes_reach_block_layer(engine: str) -> None:

@@ -14,6 +14,7 @@ import pytest
 from harness import doctor, journal
 from io_priority import bench, clocks, device, stalls
 from io_priority.workload import RepResult, Workload
+from tests.io.conftest import SMALL
 
 MS = 1_000_000
 
@@ -103,9 +104,6 @@ def test_summary_reports_stall_free_apart_and_keeps_every_read() -> None:
     assert m["reads"] == 3 * n  # nothing dropped from the counts or the all-reads figures
     assert m["latency_us"]["p99"]["value"] > 1000  # all reads: the stall shows
     assert m["stall_free"]["end_to_end_us"]["p99"]["value"] == pytest.approx(1000)
-
-
-SMALL = device.Layout(32 << 20, 64 << 20)
 
 
 @pytest.mark.parametrize("wait", ["sleep", "spin"])

@@ -15,8 +15,7 @@ from harness.errors import UserError
 from harness.mapping import load_mapping, parse_mapping
 from io_priority import bench, device
 from io_priority.workload import Workload
-
-SMALL = device.Layout(32 << 20, 64 << 20)
+from tests.io.conftest import SMALL
 
 
 def test_wbt_lat_usec_is_validated() -> None:

@@ -13,6 +13,7 @@ from kv_policy.registry import make_policy
 from kv_policy.simulator import simulate
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel, for_trace
 from kv_policy.trace import Trace
+from tests.policy.conftest import small_trace
 
 SZ = 4096
 ALLOC, ACCESS, HINT, FREE = codes.ALLOC, codes.ACCESS, codes.HINT, codes.FREE
@@ -115,10 +116,7 @@ def test_costs_derive_from_the_model_shape() -> None:
 
 
 def test_generated_traces_have_non_critical_reads() -> None:
-    from kv_policy.generator import generate
-    from kv_policy.profiles import get_profile
-
-    t = generate(get_profile("balanced", n_requests=6, gen_tokens=(16, 48)), 0)
+    t = small_trace("balanced", 0, 6, (16, 48))
     reads = t.kind == ACCESS
     assert 0 < int((reads & t.critical).sum()) < int(reads.sum())
     m = run_metrics(simulate(t, make_policy("LRU"), for_trace(t, DEFAULT_FAST, DEFAULT_SLOW,

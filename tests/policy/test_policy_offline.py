@@ -11,6 +11,7 @@ from kv_policy.registry import make_policy
 from kv_policy.simulator import simulate
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel
 from kv_policy.trace import Trace
+from tests.policy.conftest import small_trace
 
 SZ = 4096
 
@@ -114,11 +115,9 @@ def test_textbook_reference_string(name: str, faults: int) -> None:
 
 
 def test_min_is_a_lower_bound_for_every_online_policy_on_a_generated_trace() -> None:
-    from kv_policy.generator import generate
     from kv_policy.registry import is_reference, parse_policies
-    from kv_policy.profiles import get_profile
 
-    t = generate(get_profile("balanced", n_requests=10, gen_tokens=(32, 96)), 2)
+    t = small_trace("balanced", 2, 10, (32, 96))
     tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, t.peak_live_bytes() // 2)  # unlimited budget, no prefetch cost
     floor = simulate(t, make_policy("MIN"), tiers).misses
     for name in parse_policies("all"):

@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kv_policy.generator import generate
 from kv_policy.policies import Policy
 from kv_policy.registry import is_reference, make_policy, parse_policies
-from kv_policy.profiles import get_profile
 from kv_policy.simulator import simulate
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
 from kv_policy.trace import Trace
+from tests.policy.conftest import small_trace
 
 ONLINE = [p for p in parse_policies("all") if not is_reference(p)]
 
@@ -29,7 +28,7 @@ def _log(trace: Trace, name: str, cap: int) -> list[tuple[int, int, int, int]]:
 
 @pytest.fixture(scope="module")
 def trace() -> Trace:
-    return generate(get_profile("rag_mixed_priority", n_requests=14, gen_tokens=(24, 80)), 3)
+    return small_trace("rag_mixed_priority", 3, 14, (24, 80))
 
 
 @pytest.mark.parametrize("name", ONLINE)

@@ -11,17 +11,16 @@ import pytest
 from kv_policy import replay
 from kv_policy import simulator as sim
 from kv_policy.compare import Capacity
-from kv_policy.generator import generate
-from kv_policy.profiles import get_profile
 from kv_policy.replay_exec import IoClasses, execute
 from kv_policy.replay_io import Background, SlotIO, fast_tier
 from kernel_vm.arena import Arena
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
+from tests.policy.conftest import small_trace
 
 
 @pytest.fixture(scope="module")
 def trace():
-    return generate(get_profile("deadline_pressure", n_requests=8, gen_tokens=(16, 48), model="tinyllama-1.1b"), 2)
+    return small_trace("deadline_pressure", 2, 8, (16, 48), model="tinyllama-1.1b")
 
 
 @contextmanager

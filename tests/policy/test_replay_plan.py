@@ -8,19 +8,18 @@ import numpy as np
 import pytest
 
 from kv_policy import simulator as sim
-from kv_policy.generator import generate
 from kv_policy.registry import make_policy
-from kv_policy.profiles import get_profile
 from kv_policy.replay_exec import IoClasses, execute
 from kv_policy.replay_io import Background, SlotIO, fast_tier
 from kv_policy.replay_plan import make_plan
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
+from tests.policy.conftest import small_trace
 
 POLICIES = ["LRU", "PredictiveHotness", "DeadlineAware", "ExpectedNextUse", "MIN"]
 
 
 def _trace():
-    return generate(get_profile("balanced", n_requests=6, gen_tokens=(16, 48), model="tinyllama-1.1b"), 1)
+    return small_trace("balanced", 1, 6, (16, 48), model="tinyllama-1.1b")
 
 
 def _plan(name: str):

@@ -22,11 +22,6 @@ pytestmark = [skip_unless("qemu.guest"), pytest.mark.timeout(3600)]
 KVDS = [sys.executable, "-m", "harness.cli"]
 
 
-@pytest.fixture(scope="module")
-def kernel() -> build.KernelBuild:
-    return build.ensure_built(guest_run.DEFAULT_SPEC)
-
-
 def test_exit_status_and_share(kernel: build.KernelBuild, tmp_path: Path) -> None:
     res = guest_run.run_guest(kernel.id, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/lru; "
                                       "ls /sys/kernel/debug/mm_intent > /share/files; exit 3"], tmp_path, timeout=300)

@@ -1,0 +1,91 @@
+"""`kvds run`'s work: the suite's stages in order (each a real kvds command line, harness/suite.py runs it), then
+the report. A stage whose mechanism this host lacks (by `kvds doctor`) is skipped with the doctor's reason; every
+other stage that did not run is a failure.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import progress
+from harness.commands.summary import RunSummary
+from harness.report.build import build_report, verdict_lines
+from harness.report.context import load_suites
+from harness.results import Filed, ResultStore, Run
+from harness.suite import Stage, StageOutcome, run_stage
+
+IO_NEEDS = ("root", "loop", "ioprio", "blk.schedulers", "io.ioload")  # what `kvds io` requires (io_priority/cli.py)
+
+
+def stages(suite_dir: Path) -> list[Stage]:
+    """The suite, in order. Quick sizes keep `make demo` within about 10 minutes on 2 cores."""
+    trace = suite_dir / "replay-trace.npz"
+    return [
+        Stage("doctor", "probe this host's kernel mechanisms", ("doctor", "--json"), ("doctor", "--json"),
+              files_run=False),
+        Stage("io", "decode-critical reads under spill pressure, with eBPF block-layer histograms",
+              ("io", "bench", "--duration", "3", "--reps", "2", "--ebpf", "--json"),
+              ("io", "bench", "--duration", "8", "--reps", "5", "--ebpf", "--json"),
+              needs=IO_NEEDS + ("ebpf.probe.blk",)),
+        Stage("io-sweep", "scheduler x mapping sweep (Pareto plot)",
+              ("io", "sweep", "--quick", "--json"), ("io", "sweep", "--json"), needs=IO_NEEDS),
+        Stage("vm", "KV arena under memory pressure, baseline vs intent",
+              ("vm", "bench", "--arena-mb", "128", "--reps", "2", "--json"),
+              ("vm", "bench", "--arena-mb", "512", "--reps", "5", "--json"),
+              needs=("root", "memcg", "pagemap", "swap.zram")),
+        Stage("qemu", "build (cached) and boot the mm_intent kernel, validate it",
+              ("qemu", "validate", "--json"), ("qemu", "validate", "--json"), needs=("qemu.guest",),
+              timeout_s=3600),
+        Stage("policy", "policy simulator: ExpectedNextUse vs LRU, MIN as the floor, over 5 seeds",
+              ("policy", "compare", "--profile", "deadline_pressure", "--seeds", "5", "--set", "n_requests=32", "--json"),
+              ("policy", "compare", "--profile", "deadline_pressure", "--seeds", "10", "--json")),
+        Stage("replay-trace", "generate the trace the replay executes",
+              ("policy", "generate", "--profile", "deadline_pressure", "--seed", "1", "--set", "n_requests=24",
+               "--set", "gen_tokens=32:128", "--set", "prompt_tokens=128:1024", "--out", str(trace), "--json"),
+              ("policy", "generate", "--profile", "deadline_pressure", "--seed", "1", "--out", str(trace), "--json"),
+              files_run=False),
+        Stage("replay", "the policies' decisions executed on this kernel",
+              ("replay", "--trace", str(trace), "--policy", "all", "--reps", "1", "--max-steps", "80", "--json"),
+              ("replay", "--trace", str(trace), "--policy", "all", "--reps", "3", "--json"),
+              needs=("root", "loop", "memcg")),
+    ]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    quick: bool = True  # small sizes (`make demo`); False: full sizes and more repetitions
+    skip: frozenset[str] = frozenset()  # stage names (and "report") not to run
+
+
+def run(cfg: RunConfig) -> Filed[RunSummary]:
+    store = ResultStore()
+    suite = store.new_run("suite", {"quick": cfg.quick, "skip": sorted(cfg.skip)})
+    plan = stages(suite.path.resolve())
+    outcomes: list[StageOutcome] = []
+    t0 = time.monotonic()
+    with progress.progress("kvds run", total=len(plan)) as bar:
+        for i, st in enumerate(plan, 1):
+            bar.update(description=f"[{i}/{len(plan)}] {st.name}: {st.title}")
+            if st.name in cfg.skip:
+                out = StageOutcome(st.name, "skipped", "skipped on request (--skip)")
+            else:
+                out = run_stage(st, cfg.quick, suite, store)
+            outcomes.append(out)
+            _record(suite, outcomes, time.monotonic() - t0)
+            progress.say(f"{st.name:12s} {out.status:8s} {out.seconds:7.1f} s  {out.reason}")
+            bar.advance()
+    report_paths = {}
+    if "report" not in cfg.skip:
+        report_paths = build_report(load_suites([str(suite.path)], store), suite.path / "report")
+    verdicts = verdict_lines(report_paths["json"]) if report_paths else []  # the report's own verdict lines
+    summary = RunSummary(suite=suite.run_id, path=str(suite.path), seconds=time.monotonic() - t0,
+                         stages=[o.as_dict() for o in outcomes], report={k: str(v) for k, v in report_paths.items()},
+                         verdicts=verdicts)
+    suite.write_summary(summary.as_dict())
+    return Filed(suite, summary)
+
+
+def _record(suite: Run, outcomes: list[StageOutcome], seconds: float) -> None:
+    suite.write_json("stages", {"stages": [o.as_dict() for o in outcomes], "seconds": seconds})
