@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from harness.report import figures
+from harness.report import plots
 from harness.report.context import ReportContext, Suite
 
 from ebpf.overhead import OverheadSummary, summary_verdict
@@ -63,7 +63,7 @@ def _io_bench(ctx: ReportContext, suite: Suite) -> bool:
         return False
     rows = []
     for variant, series in per_variant.items():
-        path = figures.log2_histogram(series, ctx.fig(f"ebpf-blk-{run.run_id}-{variant}.png"),
+        path = plots.log2_histogram(series, ctx.fig(f"ebpf-blk-{run.run_id}-{variant}.png"),
                                       f"Block-layer issue-to-complete latency by priority class ({variant})")
         ctx.doc.figure(path, f"I/O bench mode {variant}: block-layer latency per priority class and operation "
                              "(block:block_rq_issue -> block_rq_complete, all repetitions)")
@@ -84,7 +84,7 @@ def _records(ctx: ReportContext, suite: Suite) -> bool:
         for prefix, name, title, what in RECORD_FIGURES:
             series = _series(res, prefix)
             if series:
-                path = figures.log2_histogram(series, ctx.fig(f"ebpf-rec-{name}-{run.run_id}.png"), title)
+                path = plots.log2_histogram(series, ctx.fig(f"ebpf-rec-{name}-{run.run_id}.png"), title)
                 ctx.doc.figure(path, f"kvds ebpf record {run.run_id}: {what}")
                 shown = True
         seen = s.requests()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.report import figures, fmt
+from harness.report import fmt, plots
 from harness.report.context import ReportContext, Suite
 from harness.results import Run
 from harness.stats import MIN_REPS, rep_ratio
@@ -57,7 +57,7 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
                    "spill MB/s", "priorities seen at the block layer"], rows)
     _clock_table(ctx, modes)
     if series:
-        path = figures.latency_cdf(series, ctx.fig(f"io-cdf-{run.run_id}.png"),
+        path = plots.latency_cdf(series, ctx.fig(f"io-cdf-{run.run_id}.png"),
                                    f"Critical-read latency, {cfg.get('scheduler')}, {cfg.get('engine')}")
         ctx.doc.figure(path, f"Critical-read latency CDF per mode ({suite.label})")
     ctx.summary.setdefault("io", {})[suite.label] = {
@@ -130,7 +130,7 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     plotted = [(f"{p.scheduler}/{p.variant}", fmt.value(p.spill_mb_s), fmt.value(p.p99_us)) for p in typed]
     plotted = [t for t in plotted if t[1] is not None and t[2]]
     if plotted:
-        path = figures.pareto_scatter(plotted, ctx.fig(f"io-pareto-{run.run_id}.png"),
+        path = plots.pareto_scatter(plotted, ctx.fig(f"io-pareto-{run.run_id}.png"),
                                       "Spill throughput vs critical-read p99 (scheduler/mapping)")
         ctx.doc.figure(path, "Pareto plot: spill MB/s against critical-read p99; the frontier is dashed")
     else:

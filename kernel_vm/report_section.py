@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from harness.intent import IntentClass
-from harness.report import figures, fmt
+from harness.report import fmt, plots
 from harness.report.context import ReportContext, Suite
 from harness.stats import verdict_from_dict
 from kernel_vm.render import clock_words
@@ -61,13 +61,13 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
         cd = s.variants[v].classes.get(c)
         return 100.0 * _num(fmt.value(cd.swapped_out_pages, "mean", "value")) / cd.pages if cd and cd.pages else NAN
 
-    path = figures.grouped_bars(CLASSES, {v: [p99(v, c, "value") for c in CLASSES] for v in variants},
+    path = plots.grouped_bars(CLASSES, {v: [p99(v, c, "value") for c in CLASSES] for v in variants},
                                 ctx.fig(f"vm-p99-{run.run_id}.png"),
                                 "Re-access latency per page, p99, by intent class", "p99 latency (us, log scale)",
                                 errors={v: ([p99(v, c, "lo") for c in CLASSES], [p99(v, c, "hi") for c in CLASSES])
                                         for v in variants}, log=True)
     ctx.doc.figure(path, f"Per-class re-access p99 with 95% CIs ({suite.label}); 'n/a': no p99 for that class")
-    path = figures.grouped_bars(CLASSES, {v: [swapped_pct(v, c) for c in CLASSES] for v in variants},
+    path = plots.grouped_bars(CLASSES, {v: [swapped_pct(v, c) for c in CLASSES] for v in variants},
                                 ctx.fig(f"vm-swapped-{run.run_id}.png"),
                                 "Pages swapped out after the squeeze, by intent class", "% of the class's pages")
     ctx.doc.figure(path, f"Per-class share of pages swapped out ({suite.label}); 'n/a': not measured")

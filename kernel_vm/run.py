@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness import doctor, environment, figures, journal, progress, stats
+from harness import deferred_figures, doctor, environment, journal, progress, stats
 from harness.errors import Unavailable, UserError
 from harness.mapping import Mapping, load_mapping
 from harness.results import ResultStore, Run
@@ -222,7 +222,7 @@ def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run
                               unavailable.get(cfg.reference, "") if cfg.reference and ref is None else None))
     doc = summary.as_dict()
     run.write_summary(doc)
-    figures.draw(run, "vm-bench.png", "kernel_vm.plot:plot_summary", doc)
+    deferred_figures.draw(run, "vm-bench.png", "kernel_vm.plot:plot_summary", doc)
     return run, summary
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kv_policy.registry import is_reference
-from harness.report.figures import _save, plt
+from harness.report.plots import _save, plt
 from harness.stats import Estimate
 
 

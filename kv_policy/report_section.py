@@ -14,7 +14,7 @@ from kv_policy.compare_run import CompareSummary, PolicyFigures, VersusFigures
 from kv_policy.goals_run import GoalsSummary
 from kv_policy.replay_run import ReplayRow, ReplaySummary
 from kv_policy.sweep_run import SweepSummary
-from harness.report import figures, fmt
+from harness.report import fmt, plots
 from harness.report.context import ReportContext, Suite
 from harness.results import Run
 from harness.stats import Estimate, Verdict
@@ -160,7 +160,7 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
         if name in run.sample_names():
             series[p] = run.samples(name)
     if series:
-        path = figures.latency_cdf(series, ctx.fig(f"replay-cdf-{run.run_id}.png"),
+        path = plots.latency_cdf(series, ctx.fig(f"replay-cdf-{run.run_id}.png"),
                                    "Replayed decode-step latency per policy (real kernel)", what="decode steps")
         ctx.doc.figure(path, "Decode-step latency CDF per policy, replayed on this kernel")
     ctx.summary.setdefault("replay", {})[suite.label] = {

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from rich.markup import escape
 
-from harness import figures, progress
+from harness import deferred_figures, progress
 from harness.errors import Unavailable
 from harness.paths import work_dir
 from harness.remote.args import SshOptions, with_json
@@ -120,7 +120,7 @@ def _import_run(store: ResultStore, src: Callable[[Path], int], run_name: str, o
             run.update_meta(remote=origin)
         except (json.JSONDecodeError, OSError):
             origin["meta_unreadable"] = True
-    drawn = figures.draw_owed(Run(part))
+    drawn = deferred_figures.draw_owed(Run(part))
     if drawn:
         origin["figures_drawn_on_filing"] = drawn
     Run(part).write_json("remote.json", origin)

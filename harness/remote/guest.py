@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import figures, tracks
+from harness import deferred_figures, tracks
 from harness.environment import icount_shift
 from harness.errors import Unavailable, UserError
 from harness.paths import work_dir
@@ -134,8 +134,8 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
         # the journal lives in the guest's own tmpfs: what it records dies with the guest anyway, and each
         # record's sync over 9p (cache=none) under TCG made a DAMON set-up take minutes
         env += f" KVDS_STATE_DIR={GUEST_STATE_DIR} MPLCONFIGDIR={q(str(share / 'matplotlib'))}"
-        # figures are drawn by the host when it files the runs (harness/figures.py): minutes under TCG + KASAN
-        env += f" {figures.DEFER_ENV}=1"
+        # figures are drawn by the host when it files the runs (harness/deferred_figures.py): minutes under TCG + KASAN
+        env += f" {deferred_figures.DEFER_ENV}=1"
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:

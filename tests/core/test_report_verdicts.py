@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.report import figures
+from harness.report import plots
 from harness.report.build import build_report, verdict_lines
 from harness.report.context import load_suites
 from harness.results import ResultStore
@@ -110,8 +110,8 @@ def test_no_zero_height_bar_for_missing_data(tmp_path: Path, monkeypatch: pytest
         drawn["ax"] = fig.axes[0]
         return path
 
-    monkeypatch.setattr(figures, "_save", keep)
-    figures.grouped_bars(["a", "b", "c"], {"x": [1.0, math.nan, 3.0], "y": [2.0, 2.5, math.nan]},
+    monkeypatch.setattr(plots, "_save", keep)
+    plots.grouped_bars(["a", "b", "c"], {"x": [1.0, math.nan, 3.0], "y": [2.0, 2.5, math.nan]},
                          tmp_path / "f.png", "t", "y", errors={"x": ([0.5, math.nan, 2.0], [1.5, math.nan, 4.0])})
     ax = drawn["ax"]
     heights = sorted(p.get_height() for p in ax.patches)

@@ -22,7 +22,7 @@ import pytest
 from harness import doctor, journal
 from harness.knobs.netns import _link_exists, namespaces
 from harness.paths import cache_dir, repo_root
-from harness.remote.lab import SSHD, NetnsLab
+from harness.remote.netns_hosts import SSHD, NetnsLab
 from tests.conftest import needs_tool
 
 pytestmark = [doctor.skip_unless("root"),

@@ -1,4 +1,4 @@
-"""Figures owed by runs made in the guest lab are drawn by the host that files them (harness/figures.py)."""
+"""Figures owed by runs made in the guest lab are drawn by the host that files them (harness/deferred_figures.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import figures
+from harness import deferred_figures
 from harness.results import ResultStore
 
 
@@ -22,23 +22,23 @@ def render_broken(summary: dict, path: Path) -> None:
 def test_deferred_then_drawn_on_filing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = ResultStore(tmp_path).new_run("x", {})
     run.write_summary({"a": 1})
-    monkeypatch.setenv(figures.DEFER_ENV, "1")
-    assert figures.draw(run, "a.png", "tests.core.test_figures:render", {"a": 1}) == "deferred"
-    assert figures.draw(run, "b.png", "tests.core.test_figures:render_broken", {"a": 1}) == "deferred"
+    monkeypatch.setenv(deferred_figures.DEFER_ENV, "1")
+    assert deferred_figures.draw(run, "a.png", "tests.core.test_deferred_figures:render", {"a": 1}) == "deferred"
+    assert deferred_figures.draw(run, "b.png", "tests.core.test_deferred_figures:render_broken", {"a": 1}) == "deferred"
     assert not (run.path / "a.png").exists()
-    assert run.read_json("figures-owed") == {"a.png": "tests.core.test_figures:render",
-                                             "b.png": "tests.core.test_figures:render_broken"}
-    done = figures.draw_owed(run)
+    assert run.read_json("figures-owed") == {"a.png": "tests.core.test_deferred_figures:render",
+                                             "b.png": "tests.core.test_deferred_figures:render_broken"}
+    done = deferred_figures.draw_owed(run)
     assert done == {"a.png": "drawn", "b.png": "ValueError: no axes for this summary"}
     assert json.loads((run.path / "a.png").read_text()) == {"a": 1}
-    assert run.read_json("figures-owed") == {"b.png": "tests.core.test_figures:render_broken"}  # still owed, says why
+    assert run.read_json("figures-owed") == {"b.png": "tests.core.test_deferred_figures:render_broken"}  # still owed, says why
 
 
 def test_drawn_at_once_without_the_guest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(figures.DEFER_ENV, raising=False)
+    monkeypatch.delenv(deferred_figures.DEFER_ENV, raising=False)
     run = ResultStore(tmp_path).new_run("x", {})
-    assert figures.draw(run, "a.png", "tests.core.test_figures:render", {"b": 2}) == "drawn"
-    assert (run.path / "a.png").exists() and figures.draw_owed(run) == {}
+    assert deferred_figures.draw(run, "a.png", "tests.core.test_deferred_figures:render", {"b": 2}) == "drawn"
+    assert (run.path / "a.png").exists() and deferred_figures.draw_owed(run) == {}
 
 
 def test_vm_plot_from_strict_json_with_missing_p99(tmp_path: Path) -> None:
