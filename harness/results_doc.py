@@ -91,15 +91,25 @@ def document(summaries: Iterable[tuple[str, type]], untyped: Iterable[str]) -> s
         out += [f"## {track}", ""]
         out += [section(name, cls) for name, cls in items]
     out += ["## Tracks whose summaries are still untyped dicts", "",
-            "Their summary.json keys are written and read by string, with no dataclass to document them from "
-            "(issue 17):", ""]
+            "Their summary.json keys are written and read by string, with no dataclass to document them from:", ""]
     out += [f"- `{t}`" for t in sorted(untyped)]
     return "\n".join(out) + "\n"
 
 
+def core_summaries() -> list[tuple[str, type]]:
+    """The core's own commands' summaries (harness/commands/summary.py), named like the tracks' entry points."""
+    from harness.commands import summary
+
+    names = {"doctor": summary.DoctorSummary, "map": summary.MapSummary, "report": summary.ReportSummary,
+             "restore": summary.RestoreSummary, "results.list": summary.ResultsListSummary,
+             "results.show": summary.ResultsShowSummary, "run": summary.RunSummary,
+             "trace.stats": summary.TraceStatsSummary}
+    return [(f"core.{name}", cls) for name, cls in names.items()]
+
+
 def registered() -> tuple[list[tuple[str, type]], list[str]]:
-    """The summaries the tracks register, and the command tracks that register none."""
-    summaries = [(ep.name, ep.load()) for ep in tracks.registered(GROUP)]
+    """The summaries the core and the tracks register, and the command tracks that register none."""
+    summaries = core_summaries() + [(ep.name, ep.load()) for ep in tracks.registered(GROUP)]
     typed = {name.split(".")[0] for name, _ in summaries}
     return summaries, [ep.name for ep in tracks.commands() if ep.name not in typed]
 

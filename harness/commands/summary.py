@@ -23,8 +23,8 @@ class MapSummary(StoredSummary):
     """`kvds map`: one mapping with the host's status of each capability it needs, or (--list) every mapping."""
     OMIT_WHEN_NONE = ("mappings", "name", "description", "classes", "capabilities", "capability_status")
     mappings: dict[str, str] | None = None  # --list: mapping name -> description
-    name: str | None = None
-    description: str | None = None
+    name: str | None = None  # the mapping's name (a TOML file's stem for a path)
+    description: str | None = None  # what the mapping does, from its TOML
     classes: dict[str, dict[str, Any]] | None = None  # intent class -> its mechanisms
     capabilities: dict[str, list[str]] | None = None  # capability -> the intent classes that need it
     capability_status: dict[str, dict[str, str]] | None = None  # capability -> kvds doctor's row
@@ -54,7 +54,7 @@ class ResultsListSummary(StoredSummary):
 @dataclass
 class ResultsShowSummary(StoredSummary):
     """`kvds results show`: one stored run."""
-    run_id: str = ""
+    run_id: str = ""  # the run's directory name
     meta: dict[str, Any] = field(default_factory=dict)  # the run's meta.json
     summary: dict[str, Any] = field(default_factory=dict)  # the run's summary.json
     samples: list[str] = field(default_factory=list)  # names of its samples/*.npy
@@ -64,11 +64,11 @@ class ResultsShowSummary(StoredSummary):
 class RunSummary(StoredSummary):
     """`kvds run`: the suite's stages, its report and the report's verdicts."""
     suite: str = ""  # the suite's run id
-    path: str = ""
-    seconds: float = 0.0
+    path: str = ""  # the suite's run directory
+    seconds: float = 0.0  # wall time of the whole suite
     stages: list[dict[str, Any]] = field(default_factory=list)  # harness/suite.py StageOutcome, one per stage
     report: dict[str, str] = field(default_factory=dict)  # markdown, html, json -> path ({} with --skip report)
-    verdicts: list[str] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)  # the report's goal verdicts, one line each
 
     def failed(self) -> list[dict[str, Any]]:
         return [s for s in self.stages if s["status"] == "failed"]
@@ -77,10 +77,10 @@ class RunSummary(StoredSummary):
 @dataclass
 class TraceStatsSummary(StoredSummary):
     """`kvds trace stats`: a trace's size and its events per type and per intent class."""
-    file: str = ""
-    events: int = 0
-    requests: int = 0
-    unique_blocks: int = 0
-    last_step: int = 0
-    event_types: dict[str, int] = field(default_factory=dict)
+    file: str = ""  # the trace read
+    events: int = 0  # events in it
+    requests: int = 0  # distinct request ids
+    unique_blocks: int = 0  # distinct KV blocks
+    last_step: int = 0  # the highest decode step
+    event_types: dict[str, int] = field(default_factory=dict)  # event type -> count
     intent_classes: dict[str, int] = field(default_factory=dict)  # every intent class, in IntentClass order
