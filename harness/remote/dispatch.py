@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import socket
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from harness.emit import emit
 from harness.errors import UserError
@@ -15,7 +15,10 @@ from harness.remote.args import (SshOptions, check_resolvable, only_local, resol
                                  strip_target_argv)
 from harness.remote.guest import DEFAULT_LAB
 from harness.remote.targets import Target
-from harness.results import ResultStore
+from harness.results import ResultStore, Run
+
+if TYPE_CHECKING:
+    from harness.remote.execute import HostOutcome
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -39,25 +42,38 @@ def bind(argv: Sequence[str], args: argparse.Namespace) -> Handler:
 
 
 def run_on_targets(host_argv: Sequence[str], targets: Sequence[Target], opts: SshOptions, *, json_out: bool,
-                   json_flag: bool = True, all_caps: bool = False, title: str | None = None,
-                   guest_lab: str = DEFAULT_LAB) -> int:
-    """Run `kvds host_argv` on every target in parallel; print the side-by-side summary; exit status 0 when
-    every target succeeded, 3 when the only problems are unavailable targets, else 1."""
-    from harness.remote.execute import Executor
+                   json_flag: bool = True, guest_lab: str = DEFAULT_LAB) -> int:
+    """`kvds <command> --target ...`: run `kvds host_argv` on every target in parallel, print the side-by-side
+    summary (or the --json envelope); the exit status of `exit_status`."""
     from harness.remote.summary import as_json, print_summary
+
+    record, outcomes = dispatch(host_argv, targets, opts, json_flag=json_flag, guest_lab=guest_lab)
+    store = ResultStore()
+    if json_out:
+        emit(record, as_json(outcomes, str(record.path)), True)
+    else:
+        print_summary(outcomes, store, str(record.path), f"kvds {' '.join(host_argv)}")
+    return exit_status(o.status for o in outcomes)
+
+
+def dispatch(host_argv: Sequence[str], targets: Sequence[Target], opts: SshOptions, *, json_flag: bool = True,
+             guest_lab: str = DEFAULT_LAB) -> tuple[Run, list[HostOutcome]]:
+    """Run `kvds host_argv` on every target in parallel: the invocation record (a run) and each host's outcome."""
+    from harness.remote.execute import Executor
 
     check_resolvable(targets)  # a host name that does not exist is bad input: refused before the record is made
     store = ResultStore()
     record = store.new_run("remote", {"argv": list(host_argv), "targets": [t.describe() for t in targets]},
                            host=socket.gethostname())
     outcomes = Executor(host_argv, targets, opts, store, record, json_flag=json_flag, guest_lab=guest_lab).run()
-    if json_out:
-        emit(record, as_json(outcomes, str(record.path)), True)
-    else:
-        print_summary(outcomes, store, str(record.path), title or f"kvds {' '.join(host_argv)}", all_caps=all_caps)
-    statuses = {o.status for o in outcomes}
-    if statuses == {"ok"}:
+    return record, list(outcomes)
+
+
+def exit_status(statuses: Iterable[str]) -> int:
+    """0 when every target succeeded, 3 when the only problems are unavailable targets, else 1."""
+    seen = set(statuses)
+    if seen == {"ok"}:
         return 0
-    if "failed" not in statuses:
+    if "failed" not in seen:
         return 3
     return 1
