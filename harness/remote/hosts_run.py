@@ -56,8 +56,8 @@ def _check(t: Target, opts: SshOptions) -> dict[str, object]:
     try:
         host.connect()
         py = host.find_python()
-        return {"status": "ok", "detail": f"reachable; Python {py['version']} at {py['python']}, kernel {py['kernel']}, "
-                                          f"kvds root {host.root}", "events": host.events}
+        return {"status": "ok", "detail": f"reachable; Python {py['version']} at {py['python']}, "
+                                          f"kernel {py['kernel']}, kvds root {host.root}", "events": host.events}
     except Exception as exc:  # each host's problem is reported on its line, not raised
         return {"status": "failed", "detail": scrub(str(exc) or type(exc).__name__), "events": host.events}
     finally:

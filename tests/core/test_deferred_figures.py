@@ -31,7 +31,8 @@ def test_deferred_then_drawn_on_filing(tmp_path: Path, monkeypatch: pytest.Monke
     done = deferred_figures.draw_owed(run)
     assert done == {"a.png": "drawn", "b.png": "ValueError: no axes for this summary"}
     assert json.loads((run.path / "a.png").read_text()) == {"a": 1}
-    assert run.read_json("figures-owed") == {"b.png": "tests.core.test_deferred_figures:render_broken"}  # still owed, says why
+    # still owed, says why
+    assert run.read_json("figures-owed") == {"b.png": "tests.core.test_deferred_figures:render_broken"}
 
 
 def test_drawn_at_once_without_the_guest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,10 @@ from harness.verbs import Verb
 CORE_PACKAGE = "harness.commands"
 
 
-def leaves(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+Leaf = tuple[tuple[str, ...], argparse.ArgumentParser]
+
+
+def leaves(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> list[Leaf]:
     """(command words, parser) for every subcommand that has no subcommands of its own."""
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subs:
