@@ -11,13 +11,13 @@ import pytest
 
 from harness.doctor import skip_unless
 from harness.results import ResultStore
-from qemu_validation import build, exit_bench, guest_run
+from qemu_validation import build, exit_bench
 
 pytestmark = [skip_unless("qemu.guest"), pytest.mark.timeout(3600)]
 
 
-def test_exit_bench_on_the_cached_debug_kernel(tmp_path: Path) -> None:
-    kb = build.ensure_built(guest_run.DEFAULT_SPEC)
+def test_exit_bench_on_the_cached_debug_kernel(kernel: build.KernelBuild, tmp_path: Path) -> None:
+    kb = kernel
     out, run = exit_bench.bench(exit_bench.ExitBenchConfig(kernels=(kb.id,), iterations=20, reps=1),
                                 store=ResultStore(tmp_path))
     assert out.ok, out.failure
