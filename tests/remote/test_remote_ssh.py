@@ -24,14 +24,10 @@ from harness.knobs.netns import _link_exists, namespaces
 from harness.paths import cache_dir, repo_root
 from harness.remote.netns_hosts import SSHD, NetnsLab
 from tests.conftest import needs_tool
+from tests.remote.conftest import kvds
 
 pytestmark = [doctor.skip_unless("root"),
               needs_tool(SSHD, "the lab runs openssh-server in a network namespace")]
-
-
-def kvds(*args: str, store: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=repo_root(),
-                          env={**os.environ, "KVDS_RESULTS_DIR": str(store), "KVDS_NO_PROGRESS": "1"}, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,7 @@ from harness.remote.args import strip_target_argv, with_json
 from harness.remote.guest import guest_lab_status
 from harness.remote.scrub import scrub, scrub_obj
 from harness.remote.targets import GuestTarget, LocalTarget, SshTarget, check_unique, parse_hosts_file, parse_target
-
-
-def kvds(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                          cwd=repo_root(), env={**os.environ, "KVDS_NO_PROGRESS": "1", **(env or {})}, timeout=300)
+from tests.remote.conftest import kvds
 
 
 def test_target_forms() -> None:
