@@ -11,6 +11,7 @@ from harness.progress import say
 from harness.stats import Estimate
 
 if TYPE_CHECKING:
+    from kv_policy.crosscheck_run import CrosscheckSummary
     from kv_policy.speed import SpeedSummary
     from kv_policy.compare_run import Comparison
     from kv_policy.goals_run import GoalsOutcome
@@ -126,3 +127,16 @@ def _est(d: dict | None, scale: float = 1.0) -> str:
     if lo is None or hi is None or lo != lo or hi != hi:
         return f"{v:.3g} (1 rep: no CI)"
     return f"{v:.3g} [{lo * scale:.3g}, {hi * scale:.3g}]"
+
+
+def crosscheck(s: "CrosscheckSummary") -> None:
+    """`kvds policy crosscheck`: one row per algorithm and capacity, kvds beside libCacheSim."""
+    print(f"{s.source}: {s.requests} requests, {s.unique_blocks} unique blocks; hit ratio per request, "
+          f"capacity as a share of the unique blocks; libcachesim {s.libcachesim_version}")
+    rows = [[r["algorithm"], f"{r['capacity_share']:g}", str(r["capacity_blocks"]), f"{r['kvds_hit_ratio']:.6f}",
+             f"{r['libcachesim_hit_ratio']:.6f}", f"{r['difference']:.6f}",
+             f"{r['kvds_requests_per_s']:,.0f}", f"{r['libcachesim_requests_per_s']:,.0f}"] for r in s.rows]
+    print(grid(["algorithm", "capacity", "blocks", "kvds", "libCacheSim", "|diff|", "kvds req/s", "lcs req/s"],
+               rows))
+    print(f"{'agree' if s.agree else 'DISAGREE'}: every difference "
+          f"{'within' if s.agree else 'not within'} {s.tolerance:g}")
