@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.errors import UserError
-from kv_policy import codes
+from kv_policy import codes, simulator_fast
 from kv_policy.policies import Policy
 from kv_policy.tiers import TierModel
 from kv_policy.trace import Trace
@@ -120,8 +120,12 @@ class SimResult:
         return self.step_latency_us[self.rs_step] <= self.rs_deadline_us
 
 
-def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False) -> SimResult:
-    """Run `policy` over `trace`; with `record`, also return the operation log replay executes."""
+def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False, fast: bool = True) -> SimResult:
+    """Run `policy` over `trace`; with `record`, also return the operation log replay executes. A policy whose keys
+    are fixed by the event alone runs in the compiled loop (simulator_fast.py) unless `fast` is False; both make
+    the same decisions."""
+    if fast and simulator_fast.eligible(policy):
+        return simulator_fast.simulate_fast(trace, policy, tiers, record)
     policy.bind(trace)
     res = SimResult(policy.name)
     steps, kinds = trace.step.tolist(), trace.kind.tolist()

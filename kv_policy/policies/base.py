@@ -7,6 +7,8 @@ fixed until the next such event: that is what keeps the cost n log n.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from kv_policy.trace import Trace
 
 
@@ -59,6 +61,12 @@ class Policy:
 
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         return seq
+
+    def event_keys(self, trace: Trace) -> "np.ndarray | None":
+        """Per event, the key `key` files its block under, when that depends on the event alone (after `bind`).
+        A policy that overrides this, and uses none of the hooks above, runs in the simulator's compiled loop
+        (kv_policy/simulator_fast.py); the default (None) keeps the Python loop."""
+        return None
 
 
 # Keys that order by a category first use this stride: larger than any event index a trace can have,

@@ -1,0 +1,66 @@
+"""The simulator's compiled loop (kv_policy/simulator_fast.py) makes the reference loop's decisions: every count,
+every step latency and SLO record, and the whole recorded operation log, on generated traces of every profile."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.errors import UserError
+from kv_policy import simulator_fast
+from kv_policy.generator import generate
+from kv_policy.profiles import PROFILES, get_profile
+from kv_policy.registry import make_policy, parse_policies
+from kv_policy.simulator import SimResult, simulate
+from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel, for_trace
+from kv_policy.trace import Trace
+
+COUNTS = ("dc_accesses", "dc_misses", "band_accesses", "band_misses", "accesses", "misses", "spills", "spill_bytes",
+          "clean_evictions", "drops", "recomputes", "prefetches", "background_wait_us")
+ARRAYS = ("step_latency_us", "rs_step", "rs_deadline_us", "rs_band")
+
+
+def same(a: SimResult, b: SimResult) -> None:
+    for f in COUNTS:
+        assert getattr(a, f) == getattr(b, f), f
+    for f in ARRAYS:
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and np.array_equal(x, y), f
+    assert a.ops is not None and b.ops is not None
+    for k in a.ops:
+        assert a.ops[k].dtype == b.ops[k].dtype and np.array_equal(a.ops[k], b.ops[k]), k
+
+
+def tiers(t: Trace, fraction: float, slow_fraction: float) -> TierModel:
+    return for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, max(int(t.block_size.max()), int(t.peak_live_bytes() * fraction)),
+                     int(t.peak_live_bytes() * slow_fraction))
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+@pytest.mark.parametrize("policy", ["LRU", "MIN", "PrioMIN"])
+def test_fast_path_decides_as_the_reference_loop(profile: str, policy: str) -> None:
+    t = generate(get_profile(profile), 3, 40_000)
+    for fraction, slow_fraction in ((0.3, 0.0), (0.5, 0.6)):   # unbounded slow tier, and one that must release
+        tm = tiers(t, fraction, slow_fraction)
+        fast = simulate(t, make_policy(policy), tm, record=True)
+        ref = simulate(t, make_policy(policy), tm, record=True, fast=False)
+        assert fast.misses > 0 and fast.spills > 0
+        same(fast, ref)
+
+
+def test_only_event_keyed_policies_take_the_fast_path() -> None:
+    fast = {p for p in parse_policies("all,engines") if simulator_fast.eligible(make_policy(p))}
+    assert fast == {"LRU", "MIN", "PrioMIN"}
+
+
+def test_fast_path_refuses_as_the_reference_loop() -> None:
+    t = generate(get_profile("balanced"), 0, 5_000)
+    size = int(t.block_size.max())
+    small = TierModel(DEFAULT_FAST, DEFAULT_SLOW, size // 2)
+    full = TierModel(DEFAULT_FAST, DEFAULT_SLOW, size * 4, slow_capacity=size)
+    for tm in (small, full):
+        msgs = []
+        for fast in (True, False):
+            with pytest.raises(UserError) as e:
+                simulate(t, make_policy("LRU"), tm, fast=fast)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]
