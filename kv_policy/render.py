@@ -70,6 +70,7 @@ def speed(out: "SpeedSummary") -> None:
     print("cost per event against peak live blocks (CPU time):")
     for row in out.scaling:
         print(f"  ~{row['peak_live_blocks']:>6} live blocks: {row['ns_per_event']:.0f} ns/event")
+    speed_side_by_side(out)
 
 
 def trace(t: "TraceSummary") -> None:
@@ -140,3 +141,16 @@ def crosscheck(s: "CrosscheckSummary") -> None:
                rows))
     print(f"{'agree' if s.agree else 'DISAGREE'}: every difference "
           f"{'within' if s.agree else 'not within'} {s.tolerance:g}")
+
+
+def speed_side_by_side(out: "SpeedSummary") -> None:
+    """`kvds policy speed`'s second table: kvds's policies on the trace beside libCacheSim on its block sequence."""
+    if not out.side_by_side:
+        return
+    print(f"same trace, per CPU second: kvds events/s per policy; libCacheSim {out.libcachesim_version} requests/s "
+          f"on its {out.sequence_requests} accessed blocks in order, cache {out.sequence_capacity_blocks} blocks")
+    rows = [[r["policy"] + (" (compiled)" if r["compiled"] else ""), f"{r['events_per_s']:,.0f}",
+             f"{r['target']:,}", "met" if r["meets_target"] else "MISSED"] for r in out.side_by_side]
+    rows += [[f"libCacheSim {r['algorithm']}", f"{r['requests_per_s']:,.0f}", "-", f"hit ratio {r['hit_ratio']:.4f}"]
+             for r in (out.libcachesim or [])]
+    print(grid(["row", "per CPU s", "target", ""], rows))

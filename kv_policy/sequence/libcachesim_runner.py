@@ -18,7 +18,8 @@ ORACLE_GENERAL = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("ne
 @dataclass(frozen=True)
 class Outcome:
     hit_ratio: float
-    requests_per_s: float   # libCacheSim's own loop (process_trace), wall clock
+    requests_per_s: float      # libCacheSim's own loop (process_trace), wall clock
+    requests_per_cpu_s: float  # the same, per CPU second of this process (its loop runs in this thread)
 
 
 def _classes() -> dict[str, type]:
@@ -63,7 +64,8 @@ class OracleTrace:
         # a hash table sized to the sequence (libcachesim's default, 2^24 slots, costs more to allocate than a
         # short sequence takes to run, which would understate its requests/s)
         cache = _classes()[algorithm](capacity, hashpower=max(16, int(self.unique * 2).bit_length()))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         miss_ratio, _ = cache.process_trace(reader)
-        wall = time.perf_counter() - t0
-        return Outcome(1.0 - miss_ratio, len(self.blocks) / wall if wall > 0 else float("inf"))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        n = len(self.blocks)
+        return Outcome(1.0 - miss_ratio, n / wall if wall > 0 else float("inf"), n / cpu if cpu > 0 else float("inf"))

@@ -64,3 +64,19 @@ def test_fast_path_refuses_as_the_reference_loop() -> None:
                 simulate(t, make_policy("LRU"), tm, fast=fast)
             msgs.append(str(e.value))
         assert msgs[0] == msgs[1]
+
+
+def test_speed_puts_policies_beside_libcachesim_on_the_same_sequence(kvds_env: dict) -> None:
+    """Figures only: every side-by-side row and libCacheSim algorithm is there, on the trace's accessed blocks."""
+    from kv_policy import codes
+    from kv_policy.speed import LCS_ALGORITHMS, SpeedConfig, speed
+
+    cfg = SpeedConfig(events=20_000, policy="LRU", repeat=1, side_by_side=("LRU", "vLLM-prefix"))
+    out = speed(cfg)
+    t = generate(get_profile("balanced"), 0, 20_000)
+    assert out.sequence_requests == int((t.kind == codes.ACCESS).sum())
+    assert [r["policy"] for r in out.side_by_side] == ["LRU", "vLLM-prefix"]
+    assert [r["compiled"] for r in out.side_by_side] == [True, False]
+    assert [r["algorithm"] for r in out.libcachesim] == list(LCS_ALGORITHMS)
+    assert all(r["requests_per_s"] > 0 and 0.0 <= r["hit_ratio"] <= 1.0 for r in out.libcachesim)
+    assert all(r["events_per_s"] > 0 and r["target"] == 1_000_000 for r in out.side_by_side)
