@@ -105,7 +105,7 @@ class SpeedSummary(StoredSummary):
     sequence_capacity_blocks: int | None = None   # the fast tier in blocks (libCacheSim's cache size)
     libcachesim: list[dict[str, Any]] | None = None  # per algorithm: requests_per_s (CPU), requests_per_wall_s,
     #                                 hit_ratio, on that sequence
-    libcachesim_version: str | None = None
+    libcachesim_version: str | None = None         # the `libcachesim` package the rows above ran
 
     OMIT_WHEN_NONE = ("side_by_side", "sequence_requests", "sequence_capacity_blocks", "libcachesim",
                       "libcachesim_version")
