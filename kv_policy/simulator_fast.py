@@ -1,8 +1,10 @@
 """The simulator's compiled loop (numba) for policies whose key is fixed by the event alone.
 
 A policy qualifies when it files each block under a key that depends only on the event that pushed it
-(`Policy.event_keys`: LRU's event index, MIN's and PrioMIN's next use) and uses none of the simulator's hooks
-(hints, prefetch, look-ahead, background spills, recompute choices, per-step or raised keys, event observers).
+(`Policy.event_keys`: LRU's event index, MIN's and PrioMIN's next use, the engine rows' release order and
+priorities; a key may have two parts) and uses none of the simulator's other hooks (prefetch, look-ahead,
+background spills, recompute choices, per-step or raised keys; a hint re-files a resident block under the hint's
+key when the policy uses hints, and an event observer may only feed the keys).
 For those the simulator's work is bookkeeping and a heap, which this module runs as one compiled function over the
 trace's columns: the same steps in the same order as `simulator.simulate` (each statement below mirrors one
 there), the same min-heap order ((key, push id) is a total order, so any correct heap pops the same victims),
@@ -36,42 +38,47 @@ def eligible(policy: Policy) -> bool:
     cls = type(policy)
     return (cls.on_access is Policy.on_access and cls.choose_recompute is Policy.choose_recompute
             and cls.event_keys is not Policy.event_keys
-            and not (policy.uses_hints or policy.prefetch_on_hint or policy.predictive_prefetch
-                     or policy.observes_events or policy.free_target > 0 or policy.prefetch_lookahead
-                     or policy.step_keys or policy.raises_keys))
+            and not (policy.prefetch_on_hint or policy.predictive_prefetch or policy.free_target > 0
+                     or policy.prefetch_lookahead or policy.step_keys or policy.raises_keys))
 
 
 @njit(cache=True)
-def _heap_push(hk, hp, hb, n, key, pid, b):
+def _before(k1, k2, p, m1, m2, q):
+    """(k1, k2, p) < (m1, m2, q): the heap's order, a key's two parts then the push id."""
+    return k1 < m1 or (k1 == m1 and (k2 < m2 or (k2 == m2 and p < q)))
+
+
+@njit(cache=True)
+def _heap_push(hk, hk2, hp, hb, n, key, key2, pid, b):
     i = n
     while i > 0:
         parent = (i - 1) >> 1
-        if hk[parent] < key or (hk[parent] == key and hp[parent] < pid):
+        if _before(hk[parent], hk2[parent], hp[parent], key, key2, pid):
             break
-        hk[i], hp[i], hb[i] = hk[parent], hp[parent], hb[parent]
+        hk[i], hk2[i], hp[i], hb[i] = hk[parent], hk2[parent], hp[parent], hb[parent]
         i = parent
-    hk[i], hp[i], hb[i] = key, pid, b
+    hk[i], hk2[i], hp[i], hb[i] = key, key2, pid, b
     return n + 1
 
 
 @njit(cache=True)
-def _heap_pop(hk, hp, hb, n):
+def _heap_pop(hk, hk2, hp, hb, n):
     n -= 1
-    key, pid, b = hk[n], hp[n], hb[n]
+    key, key2, pid, b = hk[n], hk2[n], hp[n], hb[n]
     i = 0
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and (hk[c + 1] < hk[c] or (hk[c + 1] == hk[c] and hp[c + 1] < hp[c])):
+        if c + 1 < n and _before(hk[c + 1], hk2[c + 1], hp[c + 1], hk[c], hk2[c], hp[c]):
             c += 1
-        if hk[c] < key or (hk[c] == key and hp[c] < pid):
-            hk[i], hp[i], hb[i] = hk[c], hp[c], hb[c]
+        if _before(hk[c], hk2[c], hp[c], key, key2, pid):
+            hk[i], hk2[i], hp[i], hb[i] = hk[c], hk2[c], hp[c], hb[c]
             i = c
         else:
             break
     if n > 0:
-        hk[i], hp[i], hb[i] = key, pid, b
+        hk[i], hk2[i], hp[i], hb[i] = key, key2, pid, b
     return n
 
 
@@ -86,7 +93,7 @@ def _op(ops_step, ops_op, ops_block, ops_charge, st, step, code, b, charge):
 
 
 @njit(cache=True)
-def _evict_for(need, sync, st, cap, slow_cap, hk, hp, hb, loc, cur_seq, size, copy, kept, tail, reqi,
+def _evict_for(need, sync, st, cap, slow_cap, hk, hk2, hp, hb, loc, cur_seq, size, copy, kept, tail, reqi,
                slow_wl, slow_wg, record, cur_step, ops_step, ops_op, ops_block, ops_charge):
     """simulator.evict_for with guard None, no raise_key, no recompute drops, no on_evicted."""
     cost = 0.0
@@ -96,12 +103,12 @@ def _evict_for(need, sync, st, cap, slow_cap, hk, hp, hb, loc, cur_seq, size, co
             v = hb[0]
             if loc[v] == FAST_LOC and cur_seq[v] == hp[0]:
                 break
-            st[HEAP_N] = _heap_pop(hk, hp, hb, st[HEAP_N])
+            st[HEAP_N] = _heap_pop(hk, hk2, hp, hb, st[HEAP_N])
             v = -1
         if st[HEAP_N] == 0:
             st[ERR], st[ERR_ARG] = ERR_FAST_FULL, need
             return cost
-        st[HEAP_N] = _heap_pop(hk, hp, hb, st[HEAP_N])
+        st[HEAP_N] = _heap_pop(hk, hk2, hp, hb, st[HEAP_N])
         sz = size[v]
         st[USED] -= sz
         if copy[v]:
@@ -134,7 +141,7 @@ def _evict_for(need, sync, st, cap, slow_cap, hk, hp, hb, loc, cur_seq, size, co
 
 
 @njit(cache=True)
-def _run(steps, kinds, blocks, crits, keys, size, band, reqi, n_req, deadline, cap, slow_cap,
+def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, n_req, deadline, cap, slow_cap,
          fast_rl, fast_rg, slow_rl, slow_rg, slow_wl, slow_wg, step_us, record):
     n = steps.shape[0]
     nb = size.shape[0]
@@ -145,6 +152,7 @@ def _run(steps, kinds, blocks, crits, keys, size, band, reqi, n_req, deadline, c
     tail = np.full(n_req, -1, dtype=np.int64)
     kept = np.zeros(n + 1, dtype=np.int64)
     hk = np.zeros(n + 1, dtype=np.float64)
+    hk2 = np.zeros(n + 1, dtype=np.float64)
     hp = np.zeros(n + 1, dtype=np.int64)
     hb = np.zeros(n + 1, dtype=np.int64)
     n_ops = 2 * n + 1 if record else 1
@@ -211,7 +219,7 @@ def _run(steps, kinds, blocks, crits, keys, size, band, reqi, n_req, deadline, c
                             st[KEPT_N] += 1
                     else:
                         st[SLOW_USED] -= sz
-                spill = _evict_for(sz, True, st, cap, slow_cap, hk, hp, hb, loc, cur_seq, size, copy, kept, tail,
+                spill = _evict_for(sz, True, st, cap, slow_cap, hk, hk2, hp, hb, loc, cur_seq, size, copy, kept, tail,
                                    reqi, slow_wl, slow_wg, record, cur_step, ops_step, ops_op, ops_block, ops_charge)
                 if st[ERR]:
                     break
@@ -248,9 +256,12 @@ def _run(steps, kinds, blocks, crits, keys, size, band, reqi, n_req, deadline, c
                 req_block[r] = b
             st[PUSH_ID] += 1
             cur_seq[b] = st[PUSH_ID]
-            st[HEAP_N] = _heap_push(hk, hp, hb, st[HEAP_N], keys[i], st[PUSH_ID], b)
+            st[HEAP_N] = _heap_push(hk, hk2, hp, hb, st[HEAP_N], keys[i], keys2[i], st[PUSH_ID], b)
         elif k == HINT:
-            pass
+            if hint_push and loc[b] == FAST_LOC:   # uses_hints: a resident block is re-filed under the hint's key
+                st[PUSH_ID] += 1
+                cur_seq[b] = st[PUSH_ID]
+                st[HEAP_N] = _heap_push(hk, hk2, hp, hb, st[HEAP_N], keys[i], keys2[i], st[PUSH_ID], b)
         elif k == ALLOC:
             tail[reqi[b]] = b
             if copy[b]:
@@ -260,7 +271,7 @@ def _run(steps, kinds, blocks, crits, keys, size, band, reqi, n_req, deadline, c
             if loc[b] != FAST_LOC:
                 if loc[b] == SLOW_LOC:
                     st[SLOW_USED] -= size[b]
-                spill = _evict_for(size[b], True, st, cap, slow_cap, hk, hp, hb, loc, cur_seq, size, copy, kept,
+                spill = _evict_for(size[b], True, st, cap, slow_cap, hk, hk2, hp, hb, loc, cur_seq, size, copy, kept,
                                    tail, reqi, slow_wl, slow_wg, record, cur_step, ops_step, ops_op, ops_block,
                                    ops_charge)
                 if st[ERR]:
@@ -280,7 +291,7 @@ def _run(steps, kinds, blocks, crits, keys, size, band, reqi, n_req, deadline, c
                 _op(ops_step, ops_op, ops_block, ops_charge, st, cur_step, OP_ALLOC, b, 0)
             st[PUSH_ID] += 1
             cur_seq[b] = st[PUSH_ID]
-            st[HEAP_N] = _heap_push(hk, hp, hb, st[HEAP_N], keys[i], st[PUSH_ID], b)
+            st[HEAP_N] = _heap_push(hk, hk2, hp, hb, st[HEAP_N], keys[i], keys2[i], st[PUSH_ID], b)
         else:
             if loc[b] == FAST_LOC:
                 st[USED] -= size[b]
@@ -311,14 +322,16 @@ def simulate_fast(trace: Trace, policy: Policy, tiers: TierModel, record: bool =
     from kv_policy.simulator import SimResult, band_of
 
     policy.bind(trace)
-    keys = np.ascontiguousarray(policy.event_keys(trace), dtype=np.float64)
+    keys = np.asarray(policy.event_keys(trace), dtype=np.float64)
+    keys, keys2 = (keys[0], keys[1]) if keys.ndim == 2 else (keys, np.zeros_like(keys))
     req = trace.block_request.astype(np.int64)
     lo = int(req.min()) if req.size else 0
     reqi = req - lo
     n_req = int(reqi.max()) + 1 if req.size else 1
     fast, slow = tiers.fast, tiers.slow
     out = _run(trace.step.astype(np.int64), trace.kind.astype(np.uint8), trace.block.astype(np.int64),
-               trace.critical.astype(np.bool_), keys, trace.block_size.astype(np.int64),
+               trace.critical.astype(np.bool_), np.ascontiguousarray(keys), np.ascontiguousarray(keys2),
+               bool(policy.uses_hints), trace.block_size.astype(np.int64),
                band_of(trace.block_priority), reqi, n_req, trace.block_deadline_us.astype(np.float64),
                int(tiers.fast_capacity), int(tiers.slow_capacity), float(fast.read_latency_us),
                float(fast.read_gbps), float(slow.read_latency_us), float(slow.read_gbps),

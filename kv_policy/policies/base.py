@@ -63,9 +63,11 @@ class Policy:
         return seq
 
     def event_keys(self, trace: Trace) -> "np.ndarray | None":
-        """Per event, the key `key` files its block under, when that depends on the event alone (after `bind`).
-        A policy that overrides this, and uses none of the hooks above, runs in the simulator's compiled loop
-        (kv_policy/simulator_fast.py); the default (None) keeps the Python loop."""
+        """Per event, the key `key` files its block under, when that depends on the events alone (after `bind`):
+        shape (events,), or (2, events) for a key of two parts compared in order. A policy that overrides this,
+        whose `on_event` only feeds its keys, and that uses no prefetch, background spill, recompute choice,
+        per-step or raised key, runs in the simulator's compiled loop (kv_policy/simulator_fast.py); the default
+        (None) keeps the Python loop."""
         return None
 
 

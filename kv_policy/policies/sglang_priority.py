@@ -11,7 +11,10 @@ the owner of the blocks allocated just before the read), starting from its own.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from kv_policy import codes
+from kv_policy.policies import engine_keys
 from kv_policy.policies.sglang_radix import SglangRadixLRU
 from kv_policy.trace import Trace
 
@@ -36,3 +39,6 @@ class SglangPriority(SglangRadixLRU):
 
     def released_key(self, b: int) -> tuple[float, ...]:
         return (float(self.node_priority[b]), float(self.touch_group[b]), float(-self.touch_rank[b]))
+
+    def event_keys(self, trace: Trace) -> np.ndarray:
+        return engine_keys.event_keys(trace, engine_keys.NODE_PRIORITY)

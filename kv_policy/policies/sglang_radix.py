@@ -12,7 +12,11 @@ evictable the deepest goes first (tail first within the run of reads or releases
 """
 from __future__ import annotations
 
+import numpy as np
+
+from kv_policy.policies import engine_keys
 from kv_policy.policies.engine_release import EngineRelease
+from kv_policy.trace import Trace
 
 
 class SglangRadixLRU(EngineRelease):
@@ -23,3 +27,7 @@ class SglangRadixLRU(EngineRelease):
 
     def released_key(self, b: int) -> tuple[float, ...]:
         return (0.0, float(self.touch_group[b]), float(-self.touch_rank[b]))
+
+    def event_keys(self, trace: Trace) -> np.ndarray:
+        """A block's last touch is its release whenever it is unreferenced: the same keys as vLLM's order."""
+        return engine_keys.event_keys(trace, engine_keys.RELEASE_ORDER)

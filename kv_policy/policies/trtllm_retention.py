@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import heapq
 
+import numpy as np
+
+from kv_policy.policies import engine_keys
 from kv_policy.policies.engine_release import EngineRelease
 from kv_policy.trace import Trace
 
@@ -27,10 +30,9 @@ class TrtllmRetention(EngineRelease):
 
     name = "TRTLLM-retention"
     engine = "TensorRT-LLM"
-    step_keys = True
-
     def __init__(self, duration_steps: float = 0.0) -> None:
         self.duration = int(duration_steps)
+        self.step_keys = self.duration > 0   # expiries re-key blocks between steps
 
     def bind(self, trace: Trace) -> None:
         super().bind(trace)
@@ -60,3 +62,8 @@ class TrtllmRetention(EngineRelease):
 
     def released_key(self, b: int) -> tuple[float, ...]:
         return (float(self.retention[b]), float(self.release_group[b]), float(-self.release_rank[b]))
+
+    def event_keys(self, trace: Trace) -> np.ndarray:
+        """Without a duration the retention is the request's priority for good (with one, `step_keys` keeps the
+        Python loop)."""
+        return engine_keys.event_keys(trace, engine_keys.RETENTION)

@@ -11,7 +11,11 @@ Blocks still referenced are evicted only after all of those (engine_release.py: 
 """
 from __future__ import annotations
 
+import numpy as np
+
+from kv_policy.policies import engine_keys
 from kv_policy.policies.engine_release import EngineRelease
+from kv_policy.trace import Trace
 
 
 class VllmPrefixCache(EngineRelease):
@@ -22,3 +26,6 @@ class VllmPrefixCache(EngineRelease):
 
     def released_key(self, b: int) -> tuple[float, ...]:
         return (0.0, float(self.release_group[b]), float(-self.release_rank[b]))
+
+    def event_keys(self, trace: Trace) -> np.ndarray:
+        return engine_keys.event_keys(trace, engine_keys.RELEASE_ORDER)

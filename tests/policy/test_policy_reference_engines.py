@@ -45,10 +45,11 @@ def trace() -> Trace:
     return t
 
 
-def evictions(spec: str) -> list[int]:
+def evictions(spec: str, fast: bool) -> list[int]:
     name, _, rest = spec.partition(":")
     params = {k: float(v) for k, v in (kv.split("=") for kv in rest.split(":") if kv)}
-    res = simulate(trace(), make_policy(name, **params), TierModel(DEFAULT_FAST, DEFAULT_SLOW, FAST_BLOCKS * SZ), record=True)
+    res = simulate(trace(), make_policy(name, **params), TierModel(DEFAULT_FAST, DEFAULT_SLOW, FAST_BLOCKS * SZ),
+                   record=True, fast=fast)
     assert res.ops is not None
     out = np.isin(res.ops["op"], (OP_SPILL_SYNC, OP_SPILL_BG, OP_DROP, OP_EVICT_CLEAN))
     return res.ops["block"][out].tolist()
@@ -62,8 +63,9 @@ def evictions(spec: str) -> list[int]:
     ("TRTLLM-retention", [A1, A0, B1]),               # A's retention 10 < B's 35
     ("TRTLLM-retention:duration_steps=1", [B1, B0, A1]),  # A's 10 lapses after step 3: re-filed at 35 behind B
 ])
-def test_eviction_order_worked_out_by_hand(spec: str, order: list[int]) -> None:
-    assert evictions(spec) == order
+@pytest.mark.parametrize("fast", [True, False])   # the compiled loop and the Python one
+def test_eviction_order_worked_out_by_hand(spec: str, order: list[int], fast: bool) -> None:
+    assert evictions(spec, fast) == order
 
 
 def test_a_read_references_a_released_block_again() -> None:

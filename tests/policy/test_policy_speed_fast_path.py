@@ -36,7 +36,8 @@ def tiers(t: Trace, fraction: float, slow_fraction: float) -> TierModel:
 
 
 @pytest.mark.parametrize("profile", list(PROFILES))
-@pytest.mark.parametrize("policy", ["LRU", "MIN", "PrioMIN"])
+@pytest.mark.parametrize("policy", ["LRU", "MIN", "PrioMIN", "vLLM-prefix", "SGLang-radix", "SGLang-priority",
+                                    "TRTLLM-retention"])
 def test_fast_path_decides_as_the_reference_loop(profile: str, policy: str) -> None:
     t = generate(get_profile(profile), 3, 40_000)
     for fraction, slow_fraction in ((0.3, 0.0), (0.5, 0.6)):   # unbounded slow tier, and one that must release
@@ -49,7 +50,8 @@ def test_fast_path_decides_as_the_reference_loop(profile: str, policy: str) -> N
 
 def test_only_event_keyed_policies_take_the_fast_path() -> None:
     fast = {p for p in parse_policies("all,engines") if simulator_fast.eligible(make_policy(p))}
-    assert fast == {"LRU", "MIN", "PrioMIN"}
+    assert fast == {"LRU", "MIN", "PrioMIN", "vLLM-prefix", "SGLang-radix", "SGLang-priority", "TRTLLM-retention"}
+    assert not simulator_fast.eligible(make_policy("TRTLLM-retention", duration_steps=5))  # expiries: Python loop
 
 
 def test_fast_path_refuses_as_the_reference_loop() -> None:
@@ -76,7 +78,7 @@ def test_speed_puts_policies_beside_libcachesim_on_the_same_sequence(kvds_env: d
     t = generate(get_profile("balanced"), 0, 20_000)
     assert out.sequence_requests == int((t.kind == codes.ACCESS).sum())
     assert [r["policy"] for r in out.side_by_side] == ["LRU", "vLLM-prefix"]
-    assert [r["compiled"] for r in out.side_by_side] == [True, False]
+    assert [r["compiled"] for r in out.side_by_side] == [True, True]
     assert [r["algorithm"] for r in out.libcachesim] == list(LCS_ALGORITHMS)
     assert all(r["requests_per_s"] > 0 and 0.0 <= r["hit_ratio"] <= 1.0 for r in out.libcachesim)
     assert all(r["events_per_s"] > 0 and r["target"] == 1_000_000 for r in out.side_by_side)
