@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.results import Filed, ResultStore, StoredSummary
-from kv_policy.sequence import ALGORITHMS, libcachesim_runner, source
+from kv_policy.sequence import ALGORITHMS, ENGINE_ALGORITHMS, libcachesim_runner, source
 
 SCHEMA = "kvds.policy-crosscheck/1"
 DEFAULT_CAPACITIES = (0.01, 0.05, 0.10, 0.25)
@@ -51,6 +51,10 @@ class CrosscheckSummary(StoredSummary):
     tolerance: float                     # largest difference that counts as agreement
     rows: list[dict[str, Any]]           # per algorithm and capacity, key by key in policy.crosscheck.rows
     agree: bool                          # every row's difference within the tolerance
+    engine_rows: list[dict[str, Any]] | None = None  # kvds only (no libCacheSim counterpart): per capacity,
+    #                                      algorithm, capacity_share, capacity_blocks, kvds_hit_ratio
+
+    OMIT_WHEN_NONE = ("engine_rows",)
 
 
 def run(cfg: CrosscheckConfig) -> Filed[CrosscheckSummary]:
@@ -72,9 +76,12 @@ def run(cfg: CrosscheckConfig) -> Filed[CrosscheckSummary]:
                 rows.append(CrosscheckRow(name, share, cap, ours, theirs.hit_ratio, abs(ours - theirs.hit_ratio),
                                           len(seq.blocks) / wall if wall > 0 else float("inf"),
                                           theirs.requests_per_s))
+    engine_rows = [{"algorithm": name, "capacity_share": share, "capacity_blocks": int(unique * share),
+                    "kvds_hit_ratio": hits(seq.blocks, int(unique * share)) / len(seq.blocks)}
+                   for share in cfg.capacities for name, hits in ENGINE_ALGORITHMS.items()]
     summary = CrosscheckSummary(SCHEMA, seq.source, len(seq.blocks), unique, libcachesim_runner.version(),
                                 cfg.tolerance, [r.as_dict() for r in rows],
-                                all(r.difference <= cfg.tolerance for r in rows))
+                                all(r.difference <= cfg.tolerance for r in rows), engine_rows)
     filed = ResultStore().new_run("policy-crosscheck", {"trace": cfg.trace, "capacities": list(cfg.capacities),
                                                         "tolerance": cfg.tolerance})
     stored = summary.as_dict()

@@ -141,6 +141,9 @@ def crosscheck(s: "CrosscheckSummary") -> None:
                rows))
     print(f"{'agree' if s.agree else 'DISAGREE'}: every difference "
           f"{'within' if s.agree else 'not within'} {s.tolerance:g}")
+    if s.engine_rows:
+        print("offload variants libCacheSim does not run (kvds only): " + "; ".join(
+            f"{r['algorithm']} at {r['capacity_share']:g}: {r['kvds_hit_ratio']:.6f}" for r in s.engine_rows))
 
 
 def speed_side_by_side(out: "SpeedSummary") -> None:

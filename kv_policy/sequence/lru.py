@@ -1,4 +1,8 @@
-"""LRU on a plain block sequence: a hit moves the block to the head; a miss inserts it there and evicts the tail."""
+"""LRU on a plain block sequence: a hit moves the block to the head; a miss inserts it there and evicts the tail.
+
+It is also the offload tiers' default: LMCache's `LRUCachePolicy` (lmcache/v1/storage_backend/cache_policy/lru.py,
+an OrderedDict moved to its end on a hit and evicted from its front) and vLLM's CPU offload `LRUCachePolicy`
+(vllm/v1/kv_offload/cpu/policies/lru.py) keep this order over blocks no transfer holds."""
 from __future__ import annotations
 
 from collections import OrderedDict

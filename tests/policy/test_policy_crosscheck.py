@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kv_policy import crosscheck_run
-from kv_policy.sequence import ALGORITHMS, arc, belady, lru, s3fifo, source
+from kv_policy.sequence import ALGORITHMS, arc, belady, lru, s3fifo, source, vllm_offload_arc
 from tests.conftest import REPO, run_kvds
 
 SLICE = REPO / "tests" / "data" / "mooncake_conversation_head2000.jsonl"  # origin: tests/data/README.md
@@ -38,6 +38,16 @@ def test_arc_ghost_hits_adapt_and_promote() -> None:
     for b in [1, 1, 2, 3, 2, 1]:
         c.get(b)
     assert list(c.t2) == [2, 1] and list(c.t1) == [] and list(c.b1) == [3] and list(c.b2) == [] and c.p == 0.0
+
+
+def test_vllm_offload_arc_ghost_hits_enter_t1() -> None:
+    # cap 2: 1 m (T1) | 1 h (T2) | 2 m (T1) | 3 m: |T1| = 1 >= int(target 0): T1's 2 -> B1, 3 into T1 |
+    # 2: B1 ghost hit, target 1; |T1| = 1 >= 1: T1's 3 -> B1, 2 into T1 (textbook ARC would evict T2's 1) | 1 hits
+    assert vllm_offload_arc.hits(seq([1, 1, 2, 3, 2, 1]), 2) == 2
+    c = vllm_offload_arc._OffloadArc(2)
+    for b in [1, 1, 2, 3, 2]:
+        c.get(b)
+    assert list(c.t1) == [2] and list(c.t2) == [1] and list(c.b1) == [3] and c.target == 1.0
 
 
 def test_s3fifo_small_queue_main_queue_and_ghost() -> None:
@@ -82,6 +92,8 @@ def test_hit_ratios_equal_libcachesim_on_a_mooncake_slice(kvds_env: dict) -> Non
     out = crosscheck_run.run(crosscheck_run.CrosscheckConfig(str(SLICE)))
     check(out.summary, crosscheck_run.DEFAULT_CAPACITIES)
     assert out.summary.requests == 54_559 and out.summary.unique_blocks == 38_788
+    assert [(r["algorithm"], r["capacity_share"]) for r in out.summary.engine_rows] == \
+        [("vLLM-offload-ARC", c) for c in crosscheck_run.DEFAULT_CAPACITIES]
     assert (out.run.path / "summary.json").is_file()
 
 
