@@ -141,6 +141,20 @@ def _evict_for(need, sync, st, cap, slow_cap, hk, hk2, hp, hb, loc, cur_seq, siz
 
 
 @njit(cache=True)
+def _end_step(lat, n_lat, latency, req_order, req_block, n_step_reqs, rs_step, rs_deadline, rs_band, n_rs,
+              deadline, band):
+    """simulator.end_step: the step's latency, and one SLO record per request with a decode-critical access."""
+    lat[n_lat] = latency
+    for j in range(n_step_reqs):
+        bb = req_block[req_order[j]]
+        rs_step[n_rs] = n_lat
+        rs_deadline[n_rs] = deadline[bb]
+        rs_band[n_rs] = band[bb]
+        n_rs += 1
+    return n_lat + 1, n_rs
+
+
+@njit(cache=True)
 def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, n_req, deadline, cap, slow_cap,
          fast_rl, fast_rg, slow_rl, slow_rg, slow_wl, slow_wg, step_us, record):
     n = steps.shape[0]
@@ -167,7 +181,7 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
     req_order = np.zeros(n_req, dtype=np.int64)   # requests with a decode-critical access this step, first-seen
     req_block = np.zeros(n_req, dtype=np.int64)   # ... and the last such block of each
     req_mark = np.full(n_req, -1, dtype=np.int64)
-    counts = np.zeros(9, dtype=np.int64)          # accesses, misses, dc_accesses, dc_misses, band acc x3, miss x3
+    counts = np.zeros(4, dtype=np.int64)          # accesses, misses, dc_accesses, dc_misses
     band_acc = np.zeros(3, dtype=np.int64)
     band_miss = np.zeros(3, dtype=np.int64)
     n_lat = 0
@@ -182,15 +196,9 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
     for i in range(n):
         s = steps[i]
         if s != cur_step:
-            if n_step_reqs:   # end_step
-                lat[n_lat] = step_us + step_cost
-                for j in range(n_step_reqs):
-                    bb = req_block[req_order[j]]
-                    rs_step[n_rs] = n_lat
-                    rs_deadline[n_rs] = deadline[bb]
-                    rs_band[n_rs] = band[bb]
-                    n_rs += 1
-                n_lat += 1
+            if n_step_reqs:
+                n_lat, n_rs = _end_step(lat, n_lat, step_us + step_cost, req_order, req_block, n_step_reqs,
+                                        rs_step, rs_deadline, rs_band, n_rs, deadline, band)
                 n_step_reqs = 0
                 step_mark += 1
             t0 += step_us * (s - cur_step) + step_cost
@@ -305,14 +313,8 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
             loc[b] = NONE_LOC
             cur_seq[b] = -1
     if st[ERR] == 0 and n_step_reqs:
-        lat[n_lat] = step_us + step_cost
-        for j in range(n_step_reqs):
-            bb = req_block[req_order[j]]
-            rs_step[n_rs] = n_lat
-            rs_deadline[n_rs] = deadline[bb]
-            rs_band[n_rs] = band[bb]
-            n_rs += 1
-        n_lat += 1
+        n_lat, n_rs = _end_step(lat, n_lat, step_us + step_cost, req_order, req_block, n_step_reqs,
+                                rs_step, rs_deadline, rs_band, n_rs, deadline, band)
     return (st, counts, band_acc, band_miss, bg_wait, lat[:n_lat], rs_step[:n_rs], rs_deadline[:n_rs],
             rs_band[:n_rs], ops_step[:st[NOPS]], ops_op[:st[NOPS]], ops_block[:st[NOPS]], ops_charge[:st[NOPS]])
 
