@@ -55,6 +55,7 @@ OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free"
 # Op charge flags: background work, on the step's critical path, or a decode-critical access.
 BACKGROUND, CHARGED, DC_ACCESS = 0, 1, 2
 LOC_DROPPED = 3  # evicted without a copy: the next access recomputes it
+COMPACT_MIN, COMPACT_FACTOR = 4096, 4  # the heap is rebuilt from its live entries past max(MIN, FACTOR x live)
 
 
 def band_of(priority: np.ndarray) -> np.ndarray:
@@ -145,6 +146,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     ready_at = [0.0] * nb        # simulated time (us) at which a block's prefetch read completes
     cur_seq = [-1] * nb          # push id of a block's live heap entry
     heap: list[tuple[float, int, int]] = []
+    compact_at = COMPACT_MIN     # heap size at which superseded entries are dropped (an entry never revives)
     spilled: list[tuple[float, int, int]] = []  # PredictiveHotness: (predicted step, push id, block)
     fast, slow = tiers.fast, tiers.slow
     cap, slow_cap = tiers.fast_capacity, tiers.slow_capacity
@@ -252,10 +254,14 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         return cost
 
     def push(b: int, seq: int) -> None:
-        nonlocal push_id
+        nonlocal push_id, compact_at
         push_id += 1
         cur_seq[b] = push_id
         heapq.heappush(heap, (key(b, seq, cur_step, cls[b]), push_id, b))
+        if len(heap) > compact_at:  # drop superseded entries: (key, push id) is a total order, so the min stays
+            heap[:] = [e for e in heap if loc[e[2]] == codes.LOC_FAST and cur_seq[e[2]] == e[1]]
+            heapq.heapify(heap)
+            compact_at = max(COMPACT_MIN, COMPACT_FACTOR * len(heap))
 
     def peek() -> int:
         """The next victim (-1 when no block is resident), after dropping stale heap entries."""

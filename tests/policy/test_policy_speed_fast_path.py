@@ -82,3 +82,22 @@ def test_speed_puts_policies_beside_libcachesim_on_the_same_sequence(kvds_env: d
     assert [r["algorithm"] for r in out.libcachesim] == list(LCS_ALGORITHMS)
     assert all(r["requests_per_s"] > 0 and 0.0 <= r["hit_ratio"] <= 1.0 for r in out.libcachesim)
     assert all(r["events_per_s"] > 0 and r["target"] == 1_000_000 for r in out.side_by_side)
+
+
+@pytest.mark.parametrize("profile", ["balanced", "rag_mixed_priority", "long_context_extreme"])
+@pytest.mark.parametrize("policy", ["ExpectedNextUse", "IntentAware", "PredictiveHotness",
+                                    "TRTLLM-retention:duration_steps=3"])
+def test_heap_compaction_changes_no_decision(profile: str, policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python loop drops superseded heap entries once the heap outgrows its live ones: rebuilt every few pushes
+    or never, the decisions are the same."""
+    from kv_policy import simulator
+
+    t = generate(get_profile(profile), 4, 30_000)
+    name, _, rest = policy.partition(":")
+    params = {k: float(v) for k, v in (kv.split("=") for kv in rest.split(":") if kv)}
+    runs = []
+    for compact_min in (10**12, 16):
+        monkeypatch.setattr(simulator, "COMPACT_MIN", compact_min)
+        runs.append(simulate(t, make_policy(name, **params), tiers(t, 0.3, 0.0), record=True, fast=False))
+    assert runs[0].misses > 0
+    same(runs[0], runs[1])
