@@ -37,8 +37,8 @@ def engine_of(name: str) -> str:
 
 
 def parse_policies(text: str) -> list[str]:
-    """A comma list of 'all', 'engines' and policy specs ('Name' or 'Name:param=value[:param=value]') -> canonical specs,
-    contenders first, offline references last."""
+    """A comma list of 'all', 'engines' and policy specs ('Name' or 'Name:param=value[:param=value]') -> canonical
+    specs, contenders first, offline references last."""
     specs: list[str] = []
     for part in text.split(","):
         name, sep, rest = part.strip().partition(":")

@@ -139,7 +139,8 @@ def speed(cfg: SpeedConfig) -> SpeedSummary:
         for name in cfg.side_by_side:
             wall_s, cpu_s = (sim_s, sim_cpu_s) if name == policy else _time_sim(trace, name, fraction, repeat)
             rate = len(trace) / cpu_s
-            side.append({"policy": make_policy(name).name, "events_per_s": rate, "events_per_wall_s": len(trace) / wall_s,
+            side.append({"policy": make_policy(name).name, "events_per_s": rate,
+                         "events_per_wall_s": len(trace) / wall_s,
                          "compiled": simulator_fast.eligible(make_policy(name)), "target": target_of(name),
                          "meets_target": rate >= target_of(name)})
             bar.advance(1)

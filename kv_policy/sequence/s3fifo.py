@@ -1,10 +1,11 @@
 """S3-FIFO (Yang et al., SOSP'23) on a plain block sequence, as libCacheSim implements it
 (libCacheSim/cache/eviction/S3FIFO.c of 1a1a11a/libCacheSim, the version dated 12/4/24 that the `libcachesim` 0.3.5
 wheel bundles; defaults small-size-ratio=0.10, ghost-size-ratio=0.90, move-to-main-threshold=2): a small FIFO admits
-new blocks (until the first eviction, a block arriving when the small FIFO is full goes to main instead), a block leaving it with two or more hits moves to the
-main FIFO, others leave a ghost entry; a ghost hit is admitted to main directly. Main reinserts a block with hits
-(its count capped at 3, minus one) and evicts one without. The small FIFO's size is floor(0.1 x capacity); a block
-is not admitted when that is 1 or less (S3FIFO_insert's `obj_size >= fifo->cache_size`), as in libCacheSim."""
+new blocks (until the first eviction, a block arriving when the small FIFO is full goes to main instead), a block
+leaving it with two or more hits moves to the main FIFO, others leave a ghost entry; a ghost hit is admitted to
+main directly. Main reinserts a block with hits (its count capped at 3, minus one) and evicts one without. The small
+FIFO's size is floor(0.1 x capacity); a block is not admitted when that is 1 or less (S3FIFO_insert's
+`obj_size >= fifo->cache_size`), as in libCacheSim."""
 from __future__ import annotations
 
 from collections import OrderedDict

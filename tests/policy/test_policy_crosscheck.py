@@ -118,7 +118,8 @@ def test_cli_crosscheck_json_and_bad_input(tmp_path: Path, kvds_env: dict) -> No
 
 
 @pytest.mark.parametrize("xs,cap", [([1, 1, 2, 3, 2, 1], 2), (BELADY_STRING, 3),
-                                    (list(range(20)) + [0, 0, 20, 1, 2, 0, 3], 20), (list(range(20)) + [20, 21, 22, 2], 20)])
+                                    (list(range(20)) + [0, 0, 20, 1, 2, 0, 3], 20),
+                                    (list(range(20)) + [20, 21, 22, 2], 20)])
 def test_hand_checked_sequences_agree_with_libcachesim(xs: list[int], cap: int) -> None:
     from kv_policy.sequence.libcachesim_runner import OracleTrace
 
