@@ -131,7 +131,9 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     are fixed by the event alone runs in the compiled loop (simulator_fast.py) unless `fast` is False; both make
     the same decisions."""
     if fast and simulator_fast.eligible(policy):
-        return simulator_fast.simulate_fast(trace, policy, tiers, record)
+        res = SimResult(policy.name)
+        simulator_fast.simulate_into(res, trace, policy, tiers, band_of(trace.block_priority), record)
+        return res
     policy.bind(trace)
     res = SimResult(policy.name)
     steps, kinds = trace.step.tolist(), trace.kind.tolist()

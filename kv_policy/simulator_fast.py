@@ -319,10 +319,9 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
             rs_band[:n_rs], ops_step[:st[NOPS]], ops_op[:st[NOPS]], ops_block[:st[NOPS]], ops_charge[:st[NOPS]])
 
 
-def simulate_fast(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False):  # -> SimResult
-    """`simulator.simulate` for an eligible policy (see `eligible`), compiled."""
-    from kv_policy.simulator import SimResult, band_of
-
+def simulate_into(res, trace: Trace, policy: Policy, tiers: TierModel, band: np.ndarray, record: bool) -> None:
+    """`simulator.simulate` for an eligible policy (see `eligible`), compiled: fills `res` (a SimResult; `band` is
+    the trace's per-block priority band, simulator.band_of)."""
     policy.bind(trace)
     keys = np.asarray(policy.event_keys(trace), dtype=np.float64)
     keys, keys2 = (keys[0], keys[1]) if keys.ndim == 2 else (keys, np.zeros_like(keys))
@@ -333,21 +332,20 @@ def simulate_fast(trace: Trace, policy: Policy, tiers: TierModel, record: bool =
     fast, slow = tiers.fast, tiers.slow
     out = _run(trace.step.astype(np.int64), trace.kind.astype(np.uint8), trace.block.astype(np.int64),
                trace.critical.astype(np.bool_), np.ascontiguousarray(keys), np.ascontiguousarray(keys2),
-               bool(policy.uses_hints), trace.block_size.astype(np.int64),
-               band_of(trace.block_priority), reqi, n_req, trace.block_deadline_us.astype(np.float64),
-               int(tiers.fast_capacity), int(tiers.slow_capacity), float(fast.read_latency_us),
-               float(fast.read_gbps), float(slow.read_latency_us), float(slow.read_gbps),
-               float(slow.write_latency_us), float(slow.write_gbps), float(tiers.step_us), bool(record))
+               bool(policy.uses_hints), trace.block_size.astype(np.int64), band, reqi, n_req,
+               trace.block_deadline_us.astype(np.float64), int(tiers.fast_capacity), int(tiers.slow_capacity),
+               float(fast.read_latency_us), float(fast.read_gbps), float(slow.read_latency_us),
+               float(slow.read_gbps), float(slow.write_latency_us), float(slow.write_gbps), float(tiers.step_us),
+               bool(record))
     st, counts, band_acc, band_miss, bg_wait, lat, rs_step, rs_deadline, rs_band = out[:9]
     if st[ERR] == ERR_FAST_FULL:
         raise UserError(f"fast tier ({tiers.fast_capacity} bytes) cannot hold a {int(st[ERR_ARG])}-byte block")
     if st[ERR] == ERR_SLOW_FULL:
         raise UserError(f"slow tier ({tiers.slow_capacity} bytes) is full: raise --slow-bytes")
-    res = SimResult(policy.name, dc_accesses=int(counts[2]), dc_misses=int(counts[3]),
-                    band_accesses=[int(x) for x in band_acc], band_misses=[int(x) for x in band_miss],
-                    accesses=int(counts[0]), misses=int(counts[1]), spills=int(st[SPILLS]),
-                    spill_bytes=int(st[SPILL_BYTES]), clean_evictions=int(st[CLEAN]), background_wait_us=bg_wait,
-                    step_latency_us=lat, rs_step=rs_step, rs_deadline_us=rs_deadline, rs_band=rs_band)
+    res.accesses, res.misses, res.dc_accesses, res.dc_misses = (int(x) for x in counts)
+    res.band_accesses, res.band_misses = [int(x) for x in band_acc], [int(x) for x in band_miss]
+    res.spills, res.spill_bytes, res.clean_evictions = int(st[SPILLS]), int(st[SPILL_BYTES]), int(st[CLEAN])
+    res.background_wait_us = bg_wait
+    res.step_latency_us, res.rs_step, res.rs_deadline_us, res.rs_band = lat, rs_step, rs_deadline, rs_band
     if record:
         res.ops = {"step": out[9], "op": out[10], "block": out[11].astype(np.int32), "charge": out[12]}
-    return res
