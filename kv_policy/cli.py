@@ -83,6 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.set_defaults(func=cmd_import)
 
     _register_replay(sub)
+    register_crosscheck(verbs)
 
 
 def _register_replay(sub: argparse._SubParsersAction) -> None:
@@ -187,3 +188,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
                               args.reps, args.max_steps, args.seed))
     emit(out.run, out.summary.as_dict(), args.json, lambda _: render.replay(out))
     return 0
+
+
+def register_crosscheck(verbs: argparse._SubParsersAction) -> None:
+    """`kvds policy crosscheck` in the one run shape (harness/verbs.py)."""
+    from harness.verbs import Verb, add
+    from kv_policy import crosscheck_run
+
+    def arguments(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--trace", help="Mooncake-format JSONL (every request's hash_ids in arrival order) or a kvds "
+                                       ".npz (its accessed blocks); default: a generated Zipf sequence")
+        p.add_argument("--capacities", default=",".join(f"{c:g}" for c in crosscheck_run.DEFAULT_CAPACITIES),
+                       help="cache sizes as shares of the sequence's unique blocks (comma list, each in (0, 1])")
+
+    def config(args: argparse.Namespace) -> crosscheck_run.CrosscheckConfig:
+        try:
+            caps = tuple(float(c) for c in args.capacities.split(",") if c.strip())
+        except ValueError:
+            raise UserError(f"--capacities {args.capacities!r}: expected comma-separated numbers") from None
+        if not caps or not all(0.0 < c <= 1.0 for c in caps):
+            raise UserError(f"--capacities {args.capacities!r}: each share must be in (0, 1]")
+        if args.trace is not None and not Path(args.trace).is_file():
+            raise UserError(f"--trace {args.trace}: no such file")
+        return crosscheck_run.CrosscheckConfig(args.trace, caps)
+
+    add(verbs, Verb("crosscheck", "kvds's LRU, ARC, S3-FIFO and MIN against libCacheSim's on a plain block sequence",
+                    arguments, config, crosscheck_run.run, render.crosscheck, crosscheck_run.CrosscheckSummary))

@@ -77,6 +77,9 @@ P_START = 0.5
 TIGHT_REF_US = 100_000.0  # DeadlineAware: a 100 ms TPOT scores tightness 0.5
 QUEUE_RATE = 0.05       # reads per step assumed for a shared block a waiting request will read
 RAISE_CAP = 512         # batch raises per step at most (a bound on the per-step cost; above what short contexts use)
+_ACCESS, _HINT, _ALLOC = codes.ACCESS, codes.HINT, codes.ALLOC  # bound once: read on every event
+_DECODE_CRITICAL, _PREFETCH_SOON, _WARM = codes.DECODE_CRITICAL, codes.PREFETCH_SOON, codes.WARM
+_COLD_SPILLABLE, _RECOMPUTE_OK = codes.COLD_SPILLABLE, codes.RECOMPUTE_OK
 LOOKAHEAD_PER_REQUEST = 12  # look-ahead candidates taken per next-batch request (4 cost misses, 30 = 12: seeds 50-53)
 
 
@@ -168,7 +171,7 @@ class ExpectedNextUse(Policy):
             self.cur_step = step
         r = self.req[b]
         self.unread[b] = 0
-        if kind == codes.ACCESS:
+        if kind == _ACCESS:
             if critical:
                 self.decoded.add(r)
                 self.done_now.add(r)
@@ -186,14 +189,14 @@ class ExpectedNextUse(Policy):
                 else:  # a shared (document) block joins one more request's context
                     s, x = self.score[b], self._prior(b, step)
                     self.score[b] = (s + math.log1p(math.exp(x - s))) if s > x else (x + math.log1p(math.exp(s - x)))
-        elif kind == codes.HINT:
+        elif kind == _HINT:
             if critical:
                 self.layout[b] = 1
-                if cls == codes.PREFETCH_SOON:
+                if cls == _PREFETCH_SOON:
                     self.entering.add(r)
-                elif cls == codes.WARM:
+                elif cls == _WARM:
                     self.leaving.add(r)
-            elif cls == codes.PREFETCH_SOON:  # not a batch change: a waiting request reads it when admitted
+            elif cls == _PREFETCH_SOON:  # not a batch change: a waiting request reads it when admitted
                 if self.queue_log is not None and not self.queued[b]:
                     self.queued[b] = 1
                     self.queued_docs.setdefault(r, []).append(b)
@@ -204,15 +207,15 @@ class ExpectedNextUse(Policy):
                     self._unqueue(b, r)
             elif self.queued[b]:
                 self._unqueue(b, r)
-        elif kind == codes.ALLOC:
+        elif kind == _ALLOC:
             if r >= 0:
                 self.live[r] = self.live.get(r, 0) + 1
                 if r not in self.ctx:
                     self.admitting = r
             self.live_blocks += 1
-            self.layout[b] = 1 if cls == codes.DECODE_CRITICAL else 0
+            self.layout[b] = 1 if cls == _DECODE_CRITICAL else 0
             self.fresh[b] = 1
-            if self.fresh_first and cls != codes.DECODE_CRITICAL and \
+            if self.fresh_first and cls != _DECODE_CRITICAL and \
                     (r < 0 or len(self.unread_now) < self.fresh_share * self.live_blocks):
                 self.unread[b] = 1  # allocated for a prefill, which reads it this step
                 self.unread_now.append(b)
@@ -268,10 +271,10 @@ class ExpectedNextUse(Policy):
 
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         """log(expected reads per step) + lam x step (a common offset: keys stay comparable as time passes)."""
-        if cls >= codes.COLD_SPILLABLE and cls != codes.RECOMPUTE_OK:
+        if cls >= _COLD_SPILLABLE and cls != _RECOMPUTE_OK:
             return self.lam * step + LOG_NEVER + self.logw[b]
         if self.layout[b]:
-            rate = 1.0 if cls <= codes.PREFETCH_SOON else self.p
+            rate = 1.0 if cls <= _PREFETCH_SOON else self.p
             return self.lam * step + math.log(rate * self.horizon) + LAYOUT_FIRST
         if self.unread[b]:  # allocated for a prefill that has not read it yet: read now
             return self.lam * step + math.log(self.horizon) + LAYOUT_FIRST

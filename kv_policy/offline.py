@@ -59,6 +59,10 @@ class MIN(Policy):
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         return -self.nu[seq]
 
+    def event_keys(self, trace: Trace) -> np.ndarray:
+        """`key` for every event at once."""
+        return -np.asarray(self.nu, dtype=np.float64)
+
 
 class PrioMIN(MIN):
     """High-priority blocks last, MIN order within each band (offline reference)."""
@@ -75,3 +79,9 @@ class PrioMIN(MIN):
         if nu == self.never:  # never read again: free to evict, whatever its band
             return -2.0 * self.never - 4
         return self.band[b] - nu
+
+    def event_keys(self, trace: Trace) -> np.ndarray:
+        """`key` for every event at once (the block is the event's own)."""
+        nu = np.asarray(self.nu, dtype=np.int64)
+        band = np.asarray(self.band, dtype=np.float64)[trace.block]
+        return np.where(nu == self.never, -2.0 * self.never - 4, band - nu)

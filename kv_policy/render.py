@@ -11,6 +11,7 @@ from harness.progress import say
 from harness.stats import Estimate
 
 if TYPE_CHECKING:
+    from kv_policy.crosscheck_run import CrosscheckSummary
     from kv_policy.speed import SpeedSummary
     from kv_policy.compare_run import Comparison
     from kv_policy.goals_run import GoalsOutcome
@@ -69,6 +70,7 @@ def speed(out: "SpeedSummary") -> None:
     print("cost per event against peak live blocks (CPU time):")
     for row in out.scaling:
         print(f"  ~{row['peak_live_blocks']:>6} live blocks: {row['ns_per_event']:.0f} ns/event")
+    speed_side_by_side(out)
 
 
 def trace(t: "TraceSummary") -> None:
@@ -126,3 +128,32 @@ def _est(d: dict | None, scale: float = 1.0) -> str:
     if lo is None or hi is None or lo != lo or hi != hi:
         return f"{v:.3g} (1 rep: no CI)"
     return f"{v:.3g} [{lo * scale:.3g}, {hi * scale:.3g}]"
+
+
+def crosscheck(s: "CrosscheckSummary") -> None:
+    """`kvds policy crosscheck`: one row per algorithm and capacity, kvds beside libCacheSim."""
+    print(f"{s.source}: {s.requests} requests, {s.unique_blocks} unique blocks; hit ratio per request, "
+          f"capacity as a share of the unique blocks; libcachesim {s.libcachesim_version}")
+    rows = [[r["algorithm"], f"{r['capacity_share']:g}", str(r["capacity_blocks"]), f"{r['kvds_hit_ratio']:.6f}",
+             f"{r['libcachesim_hit_ratio']:.6f}", f"{r['difference']:.6f}",
+             f"{r['kvds_requests_per_s']:,.0f}", f"{r['libcachesim_requests_per_s']:,.0f}"] for r in s.rows]
+    print(grid(["algorithm", "capacity", "blocks", "kvds", "libCacheSim", "|diff|", "kvds req/s", "lcs req/s"],
+               rows))
+    print(f"{'agree' if s.agree else 'DISAGREE'}: every difference "
+          f"{'within' if s.agree else 'not within'} {s.tolerance:g}")
+    if s.engine_rows:
+        print("offload variants libCacheSim does not run (kvds only): " + "; ".join(
+            f"{r['algorithm']} at {r['capacity_share']:g}: {r['kvds_hit_ratio']:.6f}" for r in s.engine_rows))
+
+
+def speed_side_by_side(out: "SpeedSummary") -> None:
+    """`kvds policy speed`'s second table: kvds's policies on the trace beside libCacheSim on its block sequence."""
+    if not out.side_by_side:
+        return
+    print(f"same trace, per CPU second: kvds events/s per policy; libCacheSim {out.libcachesim_version} requests/s "
+          f"on its {out.sequence_requests} accessed blocks in order, cache {out.sequence_capacity_blocks} blocks")
+    rows = [[r["policy"] + (" (compiled)" if r["compiled"] else ""), f"{r['events_per_s']:,.0f}",
+             f"{r['target']:,}", "met" if r["meets_target"] else "MISSED"] for r in out.side_by_side]
+    rows += [[f"libCacheSim {r['algorithm']}", f"{r['requests_per_s']:,.0f}", "-", f"hit ratio {r['hit_ratio']:.4f}"]
+             for r in (out.libcachesim or [])]
+    print(grid(["row", "per CPU s", "target", ""], rows))

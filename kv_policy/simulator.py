@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.errors import UserError
-from kv_policy import codes
+from kv_policy import codes, simulator_fast
 from kv_policy.policies import Policy
 from kv_policy.tiers import TierModel
 from kv_policy.trace import Trace
@@ -55,6 +55,12 @@ OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free"
 # Op charge flags: background work, on the step's critical path, or a decode-critical access.
 BACKGROUND, CHARGED, DC_ACCESS = 0, 1, 2
 LOC_DROPPED = 3  # evicted without a copy: the next access recomputes it
+COMPACT_MIN, COMPACT_FACTOR = 4096, 4  # the heap is rebuilt from its live entries past max(MIN, FACTOR x live)
+# Read on every event: bound once (a global is one lookup, `codes.X` two).
+_ACCESS, _HINT, _ALLOC = codes.ACCESS, codes.HINT, codes.ALLOC
+_LOC_FAST, _LOC_SLOW, _LOC_NONE = codes.LOC_FAST, codes.LOC_SLOW, codes.LOC_NONE
+_RECOMPUTE_OK, _PREFETCH_SOON, _DECODE_CRITICAL, _WARM = (codes.RECOMPUTE_OK, codes.PREFETCH_SOON,
+                                                          codes.DECODE_CRITICAL, codes.WARM)
 
 
 def band_of(priority: np.ndarray) -> np.ndarray:
@@ -120,8 +126,14 @@ class SimResult:
         return self.step_latency_us[self.rs_step] <= self.rs_deadline_us
 
 
-def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False) -> SimResult:
-    """Run `policy` over `trace`; with `record`, also return the operation log replay executes."""
+def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False, fast: bool = True) -> SimResult:
+    """Run `policy` over `trace`; with `record`, also return the operation log replay executes. A policy whose keys
+    are fixed by the event alone runs in the compiled loop (simulator_fast.py) unless `fast` is False; both make
+    the same decisions."""
+    if fast and simulator_fast.eligible(policy):
+        res = SimResult(policy.name)
+        simulator_fast.simulate_into(res, trace, policy, tiers, band_of(trace.block_priority), record)
+        return res
     policy.bind(trace)
     res = SimResult(policy.name)
     steps, kinds = trace.step.tolist(), trace.kind.tolist()
@@ -132,7 +144,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     deadline = trace.block_deadline_us.tolist()
     nb = trace.n_blocks
     loc = bytearray(nb)
-    cls = bytearray([codes.WARM]) * nb
+    cls = bytearray([_WARM]) * nb
     prefetched = bytearray(nb)
     copy = bytearray(nb)         # 1 = the slow tier holds a copy that stays valid after a read-back
     kept: list[int] = []         # fast-resident blocks holding such a copy (released first when the slow tier fills)
@@ -141,6 +153,8 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     ready_at = [0.0] * nb        # simulated time (us) at which a block's prefetch read completes
     cur_seq = [-1] * nb          # push id of a block's live heap entry
     heap: list[tuple[float, int, int]] = []
+    compact_at = COMPACT_MIN     # heap size at which superseded entries are dropped (an entry never revives)
+    heappush = heapq.heappush
     spilled: list[tuple[float, int, int]] = []  # PredictiveHotness: (predicted step, push id, block)
     fast, slow = tiers.fast, tiers.slow
     cap, slow_cap = tiers.fast_capacity, tiers.slow_capacity
@@ -195,7 +209,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         while used + need > cap:
             while heap:
                 k, pid, v = heap[0]
-                if loc[v] == codes.LOC_FAST and cur_seq[v] == pid:
+                if loc[v] == _LOC_FAST and cur_seq[v] == pid:
                     if raise_key is not None and raise_key(v):
                         push(v, i)  # worth more now than when it was filed: re-filed, the old entry goes stale
                         continue
@@ -210,7 +224,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             used -= sz
             prefetched[v] = 0
             if copy[v]:  # its slow-tier copy is still valid: nothing to write
-                loc[v] = codes.LOC_SLOW
+                loc[v] = _LOC_SLOW
                 res.clean_evictions += 1
                 if record:
                     op(OP_EVICT_CLEAN, v)
@@ -219,7 +233,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 if predictive:
                     heapq.heappush(spilled, (policy.predicted(v, cur_step), pid, v))
                 continue
-            if can_recompute and cls[v] == codes.RECOMPUTE_OK and \
+            if can_recompute and cls[v] == _RECOMPUTE_OK and \
                     choose_recompute(v, slow.read_us(sz), slow.write_us(sz), tiers.recompute_us(sz)):
                 loc[v] = LOC_DROPPED
                 res.drops += 1
@@ -228,12 +242,12 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 continue
             while slow_cap and slow_used + sz > slow_cap and kept:
                 x = kept.pop()  # release a read-back block's copy (it is resident: no data is lost)
-                if copy[x] and loc[x] == codes.LOC_FAST:
+                if copy[x] and loc[x] == _LOC_FAST:
                     copy[x] = 0
                     slow_used -= size[x]
             if slow_cap and slow_used + sz > slow_cap:
                 raise UserError(f"slow tier ({slow_cap} bytes) is full: raise --slow-bytes")
-            loc[v] = codes.LOC_SLOW
+            loc[v] = _LOC_SLOW
             slow_used += sz
             res.spills += 1
             res.spill_bytes += sz
@@ -251,13 +265,22 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         nonlocal push_id
         push_id += 1
         cur_seq[b] = push_id
-        heapq.heappush(heap, (key(b, seq, cur_step, cls[b]), push_id, b))
+        heappush(heap, (key(b, seq, cur_step, cls[b]), push_id, b))
+        if len(heap) > compact_at:
+            compact()
+
+    def compact() -> None:
+        """Drop superseded entries: (key, push id) is a total order and an entry never revives, so the min stays."""
+        nonlocal compact_at
+        heap[:] = [e for e in heap if loc[e[2]] == _LOC_FAST and cur_seq[e[2]] == e[1]]
+        heapq.heapify(heap)
+        compact_at = max(COMPACT_MIN, COMPACT_FACTOR * len(heap))
 
     def peek() -> int:
         """The next victim (-1 when no block is resident), after dropping stale heap entries."""
         while heap:
             _, pid, v = heap[0]
-            if loc[v] == codes.LOC_FAST and cur_seq[v] == pid:
+            if loc[v] == _LOC_FAST and cur_seq[v] == pid:
                 if raise_key is not None and raise_key(v):
                     push(v, i)
                     continue
@@ -267,7 +290,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
 
     def writes_nothing(v: int) -> bool:
         """Would evicting `v` write nothing (a clean copy, or a drop the policy chooses)?"""
-        return bool(copy[v]) or (can_recompute and cls[v] == codes.RECOMPUTE_OK and
+        return bool(copy[v]) or (can_recompute and cls[v] == _RECOMPUTE_OK and
                                  choose_recompute(v, slow.read_us(size[v]), slow.write_us(size[v]),
                                                   tiers.recompute_us(size[v])))
 
@@ -307,7 +330,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         if spill_cost is None:
             return
         dev = start + slow.read_us(sz) + spill_cost  # an estimate exceeded (several victims) carries over
-        loc[b] = codes.LOC_FAST
+        loc[b] = _LOC_FAST
         used += sz
         readback(b, sz)
         prefetched[b] = 1
@@ -329,7 +352,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     def lookahead_prefetches(seq: int) -> None:
         """The policy's nominated spilled blocks of the next batch, best first, while budget and victims last."""
         for b in lookahead(cur_step, loc):
-            if loc[b] != codes.LOC_SLOW:
+            if loc[b] != _LOC_SLOW:
                 continue
             before = res.prefetches
             prefetch(b, seq)
@@ -341,7 +364,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         horizon = cur_step + policy.horizon
         while spilled and spilled[0][0] <= horizon:
             p, pid, b = heapq.heappop(spilled)
-            if loc[b] == codes.LOC_SLOW and cur_seq[b] == pid and p >= cur_step:
+            if loc[b] == _LOC_SLOW and cur_seq[b] == pid and p >= cur_step:
                 prefetch(b, seq)
 
     def clean() -> None:
@@ -366,7 +389,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             end_step()
             if stale is not None:  # one-step keys lapse before the end-of-step look-ahead and cleaner
                 for b in stale():
-                    if loc[b] == codes.LOC_FAST:
+                    if loc[b] == _LOC_FAST:
                         push(b, i)
             expired, boosted[:] = boosted[:], []
             if budget > 0:  # issued as the step's compute starts: the window they may hide behind
@@ -378,7 +401,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             step_cost, cur_step = 0.0, s
             if lookahead is not None:
                 for b in expired:  # a look-ahead's keep-value lasts one step: re-key what was not read
-                    if prefetched[b] and loc[b] == codes.LOC_FAST:
+                    if prefetched[b] and loc[b] == _LOC_FAST:
                         push(b, i)
             if predictive:
                 predictive_prefetches(i)
@@ -386,12 +409,12 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         b = blocks[i]
         if on_event is not None:
             on_event(i, k, b, s, crits[i], hints[i])
-        if k == codes.ACCESS:
+        if k == _ACCESS:
             sz = size[b]
             crit = crits[i]
             on_access(b, s)
             res.accesses += 1
-            if loc[b] == codes.LOC_FAST:
+            if loc[b] == _LOC_FAST:
                 cost = fast.read_us(sz)
                 miss = False
                 if prefetched[b]:
@@ -409,8 +432,8 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 dropped = loc[b] == LOC_DROPPED
                 if dropped:
                     res.recomputes += 1
-                elif loc[b] == codes.LOC_SLOW:
-                    loc[b] = codes.LOC_FAST  # read: its kept copy may be released to make room below
+                elif loc[b] == _LOC_SLOW:
+                    loc[b] = _LOC_FAST  # read: its kept copy may be released to make room below
                     readback(b, sz)
                 spill = evict_for(sz, True, None)
                 io = spill if dropped else slow.read_us(sz) + spill  # device time (recompute uses none)
@@ -420,7 +443,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 cost = wait + io + (tiers.recompute_us(sz) if dropped else 0.0)
                 if record:  # after the spills that made room: the block's slot is free by then
                     op(OP_RECOMPUTE if dropped else OP_MISS, b, DC_ACCESS if crit else CHARGED)
-                loc[b] = codes.LOC_FAST
+                loc[b] = _LOC_FAST
                 used += sz
                 if not crit:  # a prefill re-read that misses stalls the step too (not a decode-critical read)
                     step_cost += cost
@@ -432,48 +455,52 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                 res.band_accesses[bd] += 1
                 res.band_misses[bd] += miss
                 step_reqs[req[b]] = b
-                if cls[b] == codes.PREFETCH_SOON:
-                    cls[b] = codes.DECODE_CRITICAL
-            push(b, i)
-        elif k == codes.HINT:
+                if cls[b] == _PREFETCH_SOON:
+                    cls[b] = _DECODE_CRITICAL
+            push_id += 1  # push(b, i), inlined on the busiest path
+            cur_seq[b] = push_id
+            heappush(heap, (key(b, i, cur_step, cls[b]), push_id, b))
+            if len(heap) > compact_at:
+                compact()
+        elif k == _HINT:
             c = hints[i]
             cls[b] = c
-            if loc[b] == codes.LOC_FAST:
+            if loc[b] == _LOC_FAST:
                 if uses_hints:
                     push(b, i)
-            elif loc[b] == codes.LOC_SLOW and prefetch_on_hint and c == codes.PREFETCH_SOON:
+            elif loc[b] == _LOC_SLOW and prefetch_on_hint and c == _PREFETCH_SOON:
                 prefetch(b, i)
-        elif k == codes.ALLOC:
+        elif k == _ALLOC:
             cls[b] = hints[i]
             tail[req[b]] = b
             if copy[b]:  # produced again: the old copy is stale
                 copy[b] = 0
-                if loc[b] == codes.LOC_FAST:
+                if loc[b] == _LOC_FAST:
                     slow_used -= size[b]
-            if loc[b] != codes.LOC_FAST:
-                if loc[b] == codes.LOC_SLOW:
+            if loc[b] != _LOC_FAST:
+                if loc[b] == _LOC_SLOW:
                     slow_used -= size[b]
                 spill = evict_for(size[b], True, None)
                 if spill > 0.0:  # synchronous writes queue on the device like a demand read
                     spill += demand_wait()
                     step_cost += spill
                     dev = t0 + step_cost
-                loc[b] = codes.LOC_FAST
+                loc[b] = _LOC_FAST
                 used += size[b]
             if record:
                 op(OP_ALLOC, b)
             push(b, i)
         else:  # FREE
-            if loc[b] == codes.LOC_FAST:
+            if loc[b] == _LOC_FAST:
                 used -= size[b]
                 if copy[b]:
                     slow_used -= size[b]
-            elif loc[b] == codes.LOC_SLOW:
+            elif loc[b] == _LOC_SLOW:
                 slow_used -= size[b]
             copy[b] = 0
-            if loc[b] != codes.LOC_NONE and record:
+            if loc[b] != _LOC_NONE and record:
                 op(OP_FREE, b)
-            loc[b] = codes.LOC_NONE
+            loc[b] = _LOC_NONE
             cur_seq[b] = -1
             prefetched[b] = 0
     end_step()

@@ -1,4 +1,4 @@
-"""Eviction and prefetch policies. Each one turns what it knows about a block into a heap key.
+"""The policy interface: each policy turns what it knows about a block into a heap key.
 
 The simulator keeps resident blocks in a min-heap of keys (lazy deletion), so every policy
 costs O(log live blocks) per event. Smaller key = evicted first. A key is computed when
@@ -7,7 +7,8 @@ fixed until the next such event: that is what keeps the cost n log n.
 """
 from __future__ import annotations
 
-from kv_policy import codes
+import numpy as np
+
 from kv_policy.trace import Trace
 
 
@@ -61,81 +62,15 @@ class Policy:
     def key(self, b: int, seq: int, step: int, cls: int) -> float:
         return seq
 
+    def event_keys(self, trace: Trace) -> "np.ndarray | None":
+        """Per event, the key `key` files its block under, when that depends on the events alone (after `bind`):
+        shape (events,), or (2, events) for a key of two parts compared in order. A policy that overrides this,
+        whose `on_event` only feeds its keys, and that uses no prefetch, background spill, recompute choice,
+        per-step or raised key, runs in the simulator's compiled loop (kv_policy/simulator_fast.py); the default
+        (None) keeps the Python loop."""
+        return None
+
 
 # Keys that order by a category first use this stride: larger than any event index a trace can have,
 # so no policy needs the trace's length (which an online policy cannot know).
 STRIDE = float(1 << 40)
-
-
-class LRU(Policy):
-    """Evict the least recently allocated/accessed block. Ignores intent hints."""
-
-    name = "LRU"
-
-
-class HotCold(Policy):
-    """Two-queue hot/cold split from access history only: a block re-accessed within
-    `window` steps is hot; cold blocks are evicted first, LRU within each queue."""
-
-    name = "HotCold"
-
-    def __init__(self, window: int = 32) -> None:
-        self.window = window
-
-    def bind(self, trace: Trace) -> None:
-        super().bind(trace)
-        self.last = [-(1 << 60)] * trace.n_blocks
-        self.hot = bytearray(trace.n_blocks)
-
-    def on_access(self, b: int, step: int) -> None:
-        self.hot[b] = 1 if step - self.last[b] <= self.window else 0
-        self.last[b] = step
-
-    def key(self, b: int, seq: int, step: int, cls: int) -> float:
-        return self.hot[b] * STRIDE + seq
-
-
-class PredictiveHotness(Policy):
-    """Predict each block's next access as last access + EMA of its inter-access gap; evict
-    the block predicted furthest away, and prefetch spilled blocks predicted within `horizon` steps."""
-
-    name = "PredictiveHotness"
-    predictive_prefetch = True
-
-    def __init__(self, alpha: float = 0.5, horizon: int = 1) -> None:
-        self.alpha = alpha
-        self.horizon = horizon
-
-    def bind(self, trace: Trace) -> None:
-        super().bind(trace)
-        self.last = [-1] * trace.n_blocks
-        self.gap = [0.0] * trace.n_blocks
-        self.global_gap = 16.0
-
-    def on_access(self, b: int, step: int) -> None:
-        last = self.last[b]
-        if last >= 0:
-            g = step - last
-            self.gap[b] = g if self.gap[b] == 0.0 else self.alpha * g + (1 - self.alpha) * self.gap[b]
-            self.global_gap = 0.999 * self.global_gap + 0.001 * g
-        self.last[b] = step
-
-    def predicted(self, b: int, step: int) -> float:
-        """Predicted step of the next access (blocks without history use the global mean gap)."""
-        base = self.last[b] if self.last[b] >= 0 else step
-        return base + (self.gap[b] or self.global_gap)
-
-    def key(self, b: int, seq: int, step: int, cls: int) -> float:
-        return -self.predicted(b, step)
-
-
-class IntentAware(Policy):
-    """Evict by intent class (done < recompute-ok < cold < warm < prefetch-soon < decode-critical),
-    LRU within a class; prefetch blocks announced prefetch-soon if a lower-class victim exists."""
-
-    name = "IntentAware"
-    uses_hints = True
-    prefetch_on_hint = True
-
-    def key(self, b: int, seq: int, step: int, cls: int) -> float:
-        return (codes.DONE - cls) * STRIDE + seq
