@@ -27,6 +27,6 @@ def sweep_png(by_fraction: dict[float, dict[str, Estimate]], metric: str, title:
     ax.set_ylabel(metric.replace("_", " "))
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=8)
     ax.legend(fontsize=8)
     return _save(fig, path)
