@@ -129,7 +129,8 @@ class Engine:
         # Prefill attends to the shared documents and to the prompt's earlier chunks: reads no decode waits on.
         self.ev.add(step, codes.ACCESS, blocks + own, critical=False)
         max_blocks = len(blocks) + -(-(spec.prompt_tokens + spec.gen_tokens) // p.block_tokens)
-        r = _Req(idx, spec, blocks + own, len(blocks), spec.prompt_tokens, perm=self.rng.permutation(max_blocks).tolist())
+        r = _Req(idx, spec, blocks + own, len(blocks), spec.prompt_tokens,
+                 perm=self.rng.permutation(max_blocks).tolist())
         return r
 
     def _uniform_pow(self, n: int) -> list[float]:

@@ -8,7 +8,6 @@ traces are run through the same batching engine as generated workloads.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,16 +102,7 @@ def _rows(path: Path):
         raise UserError(f"cannot read request trace {str(path)!r}: {exc.strerror}") from None
     with fh:
         if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise UserError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise UserError(f"{path}:{n}: a request must be a JSON object")
-                yield n, obj
+            yield from serving_traces.json_objects(path, fh)
         else:
             reader = csv.DictReader(fh)
             for row in reader:
@@ -212,7 +202,8 @@ class TraceOptions:
 
 
 DATA = Path(__file__).resolve().parent / "data"
-SHIPPED = {"mooncake-slice": DATA / "mooncake_conversation_slice.jsonl", "azure-slice": DATA / "azure2023_conv_slice.csv"}
+SHIPPED = {"mooncake-slice": DATA / "mooncake_conversation_slice.jsonl",
+           "azure-slice": DATA / "azure2023_conv_slice.csv"}
 FORMATS = ("auto", "npz", "prototype", "requests", *serving_traces.FORMATS)
 
 

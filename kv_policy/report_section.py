@@ -20,7 +20,8 @@ from harness.report.context import ReportContext, Suite
 from harness.results import Run
 from harness.stats import Estimate, Verdict
 
-COMPARE_COLS = (("dc_miss_ratio", "decode-critical miss / access", 1.0), ("hi_miss_ratio", "high-priority miss / access", 1.0),
+COMPARE_COLS = (("dc_miss_ratio", "decode-critical miss / access", 1.0),
+                ("hi_miss_ratio", "high-priority miss / access", 1.0),
                 ("slo_attainment", "SLO attainment", 1.0), ("slo_high", "SLO attainment, high priority", 1.0),
                 ("goodput_tok_s", "goodput (tok/s)", 1.0), ("step_p99_us", "step p99 (ms)", 1e-3),
                 ("spills", "spills", 1.0), ("prefetches", "prefetches", 1.0))
@@ -88,7 +89,8 @@ def _goals(ctx: ReportContext, suite: Suite) -> None:
     for run in [r for r in suite.of_kind("policy-goals") if (r.path / "summary.json").exists()]:
         cfg = run.meta.get("config", {})
         stored = GoalsSummary.from_json(run.summary)
-        ctx.doc.para(f"Policy goals (run {run.run_id}, {stored.source or 'profiles ' + ', '.join(cfg.get('profiles') or [])}"
+        source = stored.source or "profiles " + ", ".join(cfg.get("profiles") or [])
+        ctx.doc.para(f"Policy goals (run {run.run_id}, {source}"
                      f", seeds {fmt_seeds(cfg.get('seeds') or [])}), judged by the whole 95% interval (met / missed / "
                      "inconclusive)" + (f"; {stored.priorities}" if stored.priorities else "") + ":")
         rows = []
@@ -136,7 +138,8 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
         return
     s = ReplaySummary.from_json(run.summary)
     cfg = run.meta.get("config", {})
-    ctx.doc.para(f"Replayed on this kernel (run {run.run_id}, trace {s.trace}): device {cfg.get('device')} ({cfg.get('scheduler')}), "
+    ctx.doc.para(f"Replayed on this kernel (run {run.run_id}, trace {s.trace}): device {cfg.get('device')} "
+                 f"({cfg.get('scheduler')}), "
                  f"mapping {cfg.get('mapping')}, {cfg.get('reps')} repetition(s); the fast tier is a "
                  f"memory-cgroup-limited arena, spills and misses are real O_DIRECT I/O. Stall = a decode step's KV "
                  f"time; SLO attainment adds the modelled compute time to each stall. Replayed figures: t intervals "

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from harness.errors import UserError
 
@@ -70,19 +70,25 @@ def _checked(req: ServedRequest, where: str, last_s: float | None) -> ServedRequ
     return req
 
 
+def json_objects(path: Path, lines: Iterable[str]) -> Iterator[tuple[int, dict]]:
+    """(line number, object) per non-blank line of a JSON-lines request file; anything else names its line."""
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise UserError(f"{path}:{n}: a request must be a JSON object")
+        yield n, obj
+
+
 def _mooncake(path: Path) -> Iterator[tuple[str, ServedRequest]]:
     t0: float | None = None
     with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
+        for n, obj in json_objects(path, fh):
             where = f"{path}:{n}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise UserError(f"{where}: a request must be a JSON object")
             missing = [k for k in ("timestamp", "input_length", "output_length", "hash_ids") if k not in obj]
             if missing:
                 raise UserError(f"{where}: missing field {missing[0]}")

@@ -184,3 +184,28 @@ def test_compare_on_the_shipped_mooncake_slice_labels_the_priorities(kvds_env: d
     text = run_kvds(["policy", "compare", "--trace", "mooncake-slice", "--max-requests", "8", "--seeds", "5",
                      "--fast-fraction", "0.1", "--policies", "LRU"], kvds_env)
     assert text.returncode == 0 and "priorities assigned by kvds (rule:" in text.stdout
+
+
+@pytest.mark.parametrize("args,msg", [(["--window", "5:1"], "need 0 <= START < END"),
+                                      (["--window", "abc"], "expected START:END"),
+                                      (["--time-scale", "0"], "--time-scale must be positive"),
+                                      (["--format", "azure"], "an Azure trace needs the columns")])
+def test_bad_slicing_options_are_one_line(args: list[str], msg: str, tmp_path: Path, kvds_env: dict) -> None:
+    path = _mooncake(tmp_path / "m.jsonl", GOOD)
+    p = run_kvds(["policy", "compare", "--trace", str(path), *args], kvds_env)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and msg in p.stderr, p.stderr
+
+
+def test_goals_on_a_trace_judge_the_one_contender_and_label_the_priorities(tmp_path: Path, kvds_env: dict) -> None:
+    from kv_policy import goals as g
+
+    path = _mooncake(tmp_path / "m.jsonl", GOOD)
+    p = run_kvds(["policy", "goals", "--trace", str(path), "--seeds", "5", "--fast-fraction", "0.2", "--json"],
+                 kvds_env)
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)["summary"]
+    assert [(v["profile"], v["policy"], v["what"]) for v in s["verdicts"]] == \
+        [(x.profile, x.policy, x.what) for x in g.TRACE_GOALS]
+    assert all(v["status"] in ("met", "missed", "inconclusive") for v in s["verdicts"])
+    assert set(s["summary"][g.TRACE]) == set(g.POLICIES)
+    assert s["priorities"].startswith("priorities assigned by kvds (rule:") and "seeds 0-4" in s["priorities"]

@@ -14,7 +14,8 @@ from tests.conftest import KVDS, REPO, SEED_TRACE, journals_of, needs_root, need
 @needs_tool("losetup", "replay runs on a loop device")
 def test_seed_trace_replays_on_the_real_kernel(kvds_env: dict, tmp_path: Path) -> None:
     Path(kvds_env["KVDS_WORK_DIR"]).mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([*KVDS, "policy", "replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware", "--json"],
+    proc = subprocess.Popen([*KVDS, "policy", "replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware",
+                             "--json"],
                             cwd=REPO, env=kvds_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
