@@ -100,7 +100,7 @@ def recompute_per_step(res: SimResult, trace: Trace, tiers: TierModel) -> np.nda
 class Setup:
     """The real fast and slow tiers for one replay session."""
 
-    arena: Arena          # the VM track's arena, pre-faulted (replay_io.fast_tier)
+    arena: Arena          # the VM track's arena, pre-faulted (slot_io.fast_tier)
     dev: SlotIO           # O_DIRECT slot I/O on `device`
     device: Device        # the I/O track's description of the slow tier: a kvds loop device over a scratch file
     cgroup: knobs.Cgroup
