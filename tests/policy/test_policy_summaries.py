@@ -74,3 +74,21 @@ def test_replay_rows_are_typed_key_by_key() -> None:
         ReplayRow.of({**full, "real_p999_us": 2.0})
     old = ReplayRow.from_json({"dc_misses": 3, "real_p99_us": 812.0})
     assert old.dc_misses == 3 and old.real_p99_us == 812.0 and old.real_stall_p99_us is None
+
+
+def test_replay_renders_from_its_typed_summary(capsys) -> None:
+    """render.replay takes the ReplaySummary itself: one repetition prints "(point estimate)", a missing figure "-"
+    with its reason, never "nan"."""
+    from kv_policy import render
+    from kv_policy.replay_run import ReplayRow
+
+    row = {f: 1.0 for f in _fields(ReplayRow)}
+    row.update(real_stall_p99_us={"value": 812.0, "lo": 700.0, "hi": 900.0}, real_slo=EST, miss_read_p50_us=None,
+               p99_ratio_real_to_sim={"value": 1.1, "lo": None, "hi": None}, real_stall_p99_by_rep_us=[812.0])
+    s = ReplaySummary({"LRU": row}, {"limit_bytes": 1 << 28}, {}, {"LRU": {"50.0": EST}}, "t.npz",
+                      {"steps": 10, "critical_access": 5, "blocks": 3}, "0.5 x peak live KV", "/dev/loop9",
+                      "mq-deadline", {"critical_read": "rt/0"}, "--tier slow.read_latency_us=80", None)
+    render.replay(s)
+    out = capsys.readouterr().out
+    assert "0.812 [0.7, 0.9]" in out and "1.1 (point estimate)" in out and "- (no miss)" in out
+    assert "nan" not in out.lower() and "1 rep" not in out
