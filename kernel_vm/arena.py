@@ -59,7 +59,7 @@ def page_content(page_bytes: int, seed: int = 1) -> bytes:
 class Arena:
     """The mapping, living in the process that faults it (memcg charges pages to that process's group).
 
-    The VM bench's arena process and the policy replay's fast tier (kv_policy/replay.py, which calls a block a
+    The VM bench's arena process and the policy replay's fast tier (kv_policy/replay/session.py, which calls a block a
     slot) are both this class."""
 
     def __init__(self, n_bytes: int, block_bytes: int, thp_off: bool = True) -> None:

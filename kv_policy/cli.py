@@ -1,95 +1,145 @@
-"""`kvds policy compare|sweep|goals|speed|generate|import` and `kvds replay`: arguments only. Each verb builds one
-config and hands it to its module (compare_run, sweep_run, goals_run, speed, trace_run, replay_run); the module
-files the run and returns a typed summary, printed by `harness.emit` (--json) or by render.py."""
+"""`kvds policy compare|sweep|goals|speed|generate|import|replay`: arguments and input checks only. Each verb is a
+harness.verbs.Verb: `config(args)` builds its typed config (bad input: one line, exit 2; a missing mechanism:
+the doctor's reason, before anything changes), `<verb>_run.run(cfg)` does the work, render.<verb> prints it."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from harness.cli_args import add_json_flag, positive_int
-from harness.emit import emit
+from harness import verbs
+from harness.cli_args import add_json_flag, positive_int, require_root
 from harness.errors import UserError
 from harness.paths import work_dir
-from kv_policy import options, render
+from kv_policy import (compare_run, crosscheck_run, generate_run, goals_run, import_run, options, render,
+                       replay_run, speed_run, sweep_run)
+from kv_policy.importers import FORMATS, SHIPPED, TraceOptions
 from kv_policy.registry import parse_policies
 
-if TYPE_CHECKING:
-    from kv_policy.compare_run import CompareConfig
+SEEDS_HELP = "seed count (>= 5), comma list or ranges (200-219); on a serving trace, one priority assignment each"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("policy", help="simulate KV placement policies over generated or imported traces")
-    verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
-    verbs.required = True
+def _trace_args(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument("--trace", required=required,
+                   help="simulate this trace file instead of generating the profile: .npz (kvds), prototype JSONL, "
+                        "a request CSV/JSONL (batched as --profile with each seed), a Mooncake JSONL or an Azure "
+                        f"CSV (priorities assigned by kvds per seed), or a shipped slice: {', '.join(SHIPPED)}")
+    p.add_argument("--format", default="auto", choices=FORMATS, help="the trace's format (default: by content)")
+    p.add_argument("--window", metavar="START:END", help="serving traces: only requests arriving within these "
+                                                         "seconds of trace time")
+    p.add_argument("--max-requests", type=positive_int, help="serving traces: the first N requests (of the window)")
+    p.add_argument("--time-scale", type=float, default=1.0,
+                   help="serving traces: arrival times divided by this (2 = twice the arrival rate)")
+    p.add_argument("--step-ms", type=float, default=20.0, help="decode step length for request arrival times")
 
-    c = verbs.add_parser("compare", help="all policies on one profile, over several seeds, with 95%% CIs")
-    options.add_profile_args(c)
-    options.add_tier_args(c)
-    c.add_argument("--seeds", default="5", help="seed count (>= 5), comma list or ranges (200-219)")
-    c.add_argument("--policies", default="all",
+
+def _window(text: str | None) -> tuple[float, float] | None:
+    if not text:
+        return None
+    lo, sep, hi = text.partition(":")
+    try:
+        start, end = float(lo), float(hi)
+    except ValueError:
+        raise UserError(f"--window {text!r}: expected START:END in seconds (e.g. 0:600)") from None
+    if not sep or not 0 <= start < end:
+        raise UserError(f"--window {text!r}: need 0 <= START < END")
+    return start, end
+
+
+def trace_options(args: argparse.Namespace) -> TraceOptions | None:
+    path = getattr(args, "trace", None) or getattr(args, "requests", None)
+    if not path:
+        return None
+    if not args.step_ms > 0:
+        raise UserError("--step-ms must be positive")
+    if not args.time_scale > 0:
+        raise UserError("--time-scale must be positive")
+    opts = TraceOptions(path, args.format, _window(args.window), args.max_requests, args.time_scale, args.step_ms)
+    opts.kind()  # a missing file fails here, before any work
+    return opts
+
+
+def _compare_args(p: argparse.ArgumentParser) -> None:
+    options.add_profile_args(p)
+    options.add_tier_args(p)
+    p.add_argument("--seeds", default="5", help=SEEDS_HELP)
+    p.add_argument("--policies", default="all",
                    help="comma list or 'all'; a policy may carry parameters, e.g. ExpectedNextUse:priority_weight=1.5")
-    _add_trace_args(c)
-    add_json_flag(c)
-    c.set_defaults(func=cmd_compare)
+    _trace_args(p)
+    p.add_argument("--requests", help="request trace (CSV/JSONL) to batch with each seed (same as --trace)")
 
-    s = verbs.add_parser("sweep", help="one metric across fast-tier sizes, per policy, over seeds")
-    options.add_profile_args(s)
-    options.add_tier_args(s)
-    s.add_argument("--fractions", default="0.25,0.5,0.75", help="fast-tier fractions of peak live KV bytes")
-    s.add_argument("--metric", default="dc_miss_ratio", help="metric to tabulate (see README.md)")
-    s.add_argument("--seeds", default="5", help="seed count (>= 5), comma list or ranges (200-219)")
-    s.add_argument("--policies", default="all")
-    _add_trace_args(s)
-    add_json_flag(s)
-    s.set_defaults(func=cmd_sweep)
 
-    o = verbs.add_parser("goals", help="issue 14's goals on all five profiles: verdicts with 95%% intervals")
-    o.add_argument("--seeds", default="5", help="seed count (>= 5), comma list or ranges (200-219)")
-    o.add_argument("--profiles", default="all", help="comma list or 'all'")
-    o.add_argument("--tables", action="store_true",
+def compare_config(args: argparse.Namespace) -> compare_run.CompareConfig:
+    fast, slow, cap, slow_bytes = options.tiers_from_args(args)
+    return compare_run.CompareConfig(options.profile_from_args(args), options.seeds_from_args(args.seeds),
+                                     parse_policies(args.policies), fast, slow, cap, slow_bytes, trace_options(args))
+
+
+def _sweep_args(p: argparse.ArgumentParser) -> None:
+    _compare_args(p)
+    p.add_argument("--fractions", default="0.25,0.5,0.75", help="fast-tier fractions of peak live KV bytes")
+    p.add_argument("--metric", default="dc_miss_ratio", help="metric to tabulate (see README.md)")
+
+
+def sweep_config(args: argparse.Namespace) -> sweep_run.SweepConfig:
+    try:
+        fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
+    except ValueError:
+        raise UserError(f"--fractions {args.fractions!r}: expected comma-separated numbers") from None
+    return sweep_run.SweepConfig(compare_config(args), fractions, args.metric)
+
+
+def _goals_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seeds", default="5", help=SEEDS_HELP)
+    p.add_argument("--profiles", default="all", help="comma list or 'all'")
+    p.add_argument("--profile", default="balanced",
+                   help="with --trace: the profile whose tenant classes a serving trace's priorities are drawn from")
+    p.add_argument("--tables", action="store_true",
                    help="also print each profile's compare table (the same rows `policy compare` prints)")
-    options.add_tier_args(o)
-    add_json_flag(o)
-    o.set_defaults(func=cmd_goals)
-
-    # `bench` is the verb's name before issue 17 (kept as an alias; "bench" elsewhere means a latency measurement)
-    b = verbs.add_parser("speed", aliases=["bench"],
-                         help="the simulator's events per second on a generated trace (alias: bench)")
-    b.add_argument("--events", type=positive_int, default=1_000_000)
-    b.add_argument("--policy", default="ExpectedNextUse")
-    b.add_argument("--profile", default="balanced")
-    b.add_argument("--fast-fraction", type=float, default=0.5)
-    b.add_argument("--repeat", type=positive_int, default=3, help="timed repetitions (median reported)")
-    add_json_flag(b)
-    b.set_defaults(func=cmd_speed)
-
-    g = verbs.add_parser("generate", help="write a generated trace (.npz)")
-    options.add_profile_args(g)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--events", type=positive_int, help="stop at this many events (adds requests as needed)")
-    g.add_argument("--out", required=True)
-    add_json_flag(g)
-    g.set_defaults(func=cmd_generate)
-
-    i = verbs.add_parser("import", help="convert a prototype JSONL or a request trace to a kvds trace (.npz)")
-    i.add_argument("--format", choices=("prototype", "requests"), required=True)
-    i.add_argument("--in", dest="inp", required=True)
-    i.add_argument("--out", required=True)
-    options.add_profile_args(i)
-    i.add_argument("--seed", type=int, default=0, help="batching seed for request traces")
-    i.add_argument("--step-ms", type=float, default=20.0, help="decode step length for request arrival times")
-    add_json_flag(i)
-    i.set_defaults(func=cmd_import)
-
-    _register_replay(sub)
-    register_crosscheck(verbs)
+    options.add_tier_args(p)
+    _trace_args(p)
 
 
-def _register_replay(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replay", help="execute policies' decisions as real memory and O_DIRECT I/O; "
-                                      "simulated vs measured latency")
-    p.add_argument("--trace", required=True, help=".npz (kvds), prototype JSONL, or request CSV/JSONL")
+def goals_config(args: argparse.Namespace) -> goals_run.GoalsConfig:
+    from kv_policy import goals as g
+    from kv_policy.profiles import get_profile
+
+    fast, slow, cap, slow_bytes = options.tiers_from_args(args)
+    profiles = list(g.PROFILES) if args.profiles == "all" else [p.strip() for p in args.profiles.split(",")]
+    for p in profiles:
+        get_profile(p)
+    return goals_run.GoalsConfig(options.seeds_from_args(args.seeds), profiles, fast, slow, cap, slow_bytes,
+                                 trace_options(args), get_profile(args.profile), args.tables)
+
+
+def _generate_args(p: argparse.ArgumentParser) -> None:
+    options.add_profile_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--events", type=positive_int, help="stop at this many events (adds requests as needed)")
+    p.add_argument("--out", required=True)
+
+
+def generate_config(args: argparse.Namespace) -> generate_run.GenerateConfig:
+    return generate_run.GenerateConfig(options.profile_from_args(args), args.seed, args.events, args.out)
+
+
+def _import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--in", dest="inp", help="the file to convert (or use --trace)")
+    _trace_args(p)
+    p.add_argument("--out", required=True)
+    options.add_profile_args(p)
+    p.add_argument("--seed", type=int, default=0, help="batching seed; a serving trace's priority assignment")
+
+
+def import_config(args: argparse.Namespace) -> import_run.ImportConfig:
+    args.trace = args.trace or args.inp
+    if not args.trace:
+        raise UserError("kvds policy import: give the file with --in FILE (or --trace FILE)")
+    if args.format == "requests" and args.trace.endswith(".npz"):
+        raise UserError(f"{args.trace}: a .npz is already a kvds trace")
+    return import_run.ImportConfig(trace_options(args), args.out, options.profile_from_args(args), args.seed)
+
+
+def _replay_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default="all", help="policy, comma list, or 'all'")
     options.add_tier_args(p)
     p.add_argument("--work-dir", type=Path, help=f"directory for the loop device's backing file "
@@ -99,118 +149,79 @@ def _register_replay(sub: argparse._SubParsersAction) -> None:
                    help="I/O scheduler for the kvds loop device ('keep' leaves it unchanged)")
     p.add_argument("--reps", type=positive_int, default=1, help="replays per policy (alternating order)")
     p.add_argument("--max-steps", type=positive_int, help="replay only the first N steps of the trace")
-    p.add_argument("--seed", type=int, default=0, help="batching seed when --trace is a request trace")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_replay)
+    p.add_argument("--seed", type=int, default=0, help="batching seed (a serving trace: the priority assignment)")
+    _trace_args(p, required=True)
 
 
-def _add_trace_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trace", help="simulate this trace file instead of generating the profile: .npz (kvds), "
-                                   "prototype JSONL, or a request CSV/JSONL (batched as --profile with each seed)")
-    p.add_argument("--requests", help="request trace (CSV/JSONL) to batch with each seed (same as --trace)")
-    p.add_argument("--step-ms", type=float, default=20.0, help="decode step length for request arrival times")
-
-
-def _compare_config(args: argparse.Namespace) -> "CompareConfig":
-    from kv_policy.compare_run import CompareConfig
-
-    profile = options.profile_from_args(args)
-    fast, slow, cap, slow_bytes = options.tiers_from_args(args)
-    return CompareConfig(profile, options.seeds_from_args(args.seeds), parse_policies(args.policies), fast, slow, cap,
-                         slow_bytes, args.trace or args.requests, args.step_ms)
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    from kv_policy.compare_run import compare
-
-    cfg = _compare_config(args)
-    out = compare(cfg)
-    emit(out.run, out.summary.as_dict(), args.json, lambda _: render.compare(out, cfg.cap.label()))
-    return 0
-
-
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from kv_policy.sweep_run import SweepConfig, sweep
-
-    cfg = _compare_config(args)
-    try:
-        fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
-    except ValueError:
-        raise UserError(f"--fractions {args.fractions!r}: expected comma-separated numbers") from None
-    out = sweep(SweepConfig(cfg, fractions, args.metric))
-    emit(out.run, out.summary.as_dict(), args.json, lambda _: render.sweep(out))
-    return 0
-
-
-def cmd_goals(args: argparse.Namespace) -> int:
-    from kv_policy import goals as g
-    from kv_policy.goals_run import GoalsConfig, goals
-
-    fast, slow, cap, slow_bytes = options.tiers_from_args(args)
-    seeds = options.seeds_from_args(args.seeds)
-    profiles = list(g.PROFILES) if args.profiles == "all" else [p.strip() for p in args.profiles.split(",")]
-    out = goals(GoalsConfig(seeds, profiles, fast, slow, cap, slow_bytes))
-    emit(out.run, out.summary.as_dict(), args.json, lambda _: render.goals(out, args.tables))
-    return 0
-
-
-def cmd_speed(args: argparse.Namespace) -> int:
-    from kv_policy.speed import SpeedConfig, speed
-
-    out = speed(SpeedConfig(args.events, args.policy, args.profile, args.fast_fraction, args.repeat))
-    emit(None, out.as_dict(), args.json, lambda _: render.speed(out))
-    return 0
-
-
-def cmd_generate(args: argparse.Namespace) -> int:
-    from kv_policy.trace_run import GenerateConfig, generate
-
-    out = generate(GenerateConfig(options.profile_from_args(args), args.seed, args.events, args.out))
-    emit(None, out.as_dict(), args.json, lambda _: render.trace(out))
-    return 0
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    from kv_policy.trace_run import ImportConfig, import_trace
-
-    profile = options.profile_from_args(args) if args.format == "requests" else None
-    out = import_trace(ImportConfig(args.format, args.inp, args.out, profile, args.seed, args.step_ms))
-    emit(None, out.as_dict(), args.json, lambda _: render.trace(out))
-    return 0
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    from kv_policy.replay_run import ReplayConfig, replay
-
+def replay_config(args: argparse.Namespace) -> replay_run.ReplayConfig:
     policies = parse_policies(args.policy)
     fast, slow, cap, _ = options.tiers_from_args(args)
-    out = replay(ReplayConfig(args.trace, policies, fast, slow, cap, args.work_dir, args.mapping, args.scheduler,
-                              args.reps, args.max_steps, args.seed))
-    emit(out.run, out.summary.as_dict(), args.json, lambda _: render.replay(out))
-    return 0
+    trace = trace_options(args)
+    if args.work_dir is not None and not args.work_dir.is_dir():
+        raise UserError(f"--work-dir {str(args.work_dir)!r} is not a directory")
+    require_root("kvds policy replay")
+    return replay_run.ReplayConfig(trace, policies, fast, slow, cap, args.work_dir, args.mapping, args.scheduler,
+                                   args.reps, args.max_steps, args.seed)
 
 
-def register_crosscheck(verbs: argparse._SubParsersAction) -> None:
-    """`kvds policy crosscheck` in the one run shape (harness/verbs.py)."""
-    from harness.verbs import Verb, add
-    from kv_policy import crosscheck_run
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("policy", help="simulate KV placement policies over generated or imported traces")
+    sub_verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
+    sub_verbs.required = True
+    for verb in VERBS:
+        verbs.add(sub_verbs, verb)
+    # `bench` is the verb's name before the one run shape (kept as an alias)
+    verbs.add(sub_verbs, SPEED, aliases=["bench"])
 
-    def arguments(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--trace", help="Mooncake-format JSONL (every request's hash_ids in arrival order) or a kvds "
-                                       ".npz (its accessed blocks); default: a generated Zipf sequence")
-        p.add_argument("--capacities", default=",".join(f"{c:g}" for c in crosscheck_run.DEFAULT_CAPACITIES),
-                       help="cache sizes as shares of the sequence's unique blocks (comma list, each in (0, 1])")
 
-    def config(args: argparse.Namespace) -> crosscheck_run.CrosscheckConfig:
-        try:
-            caps = tuple(float(c) for c in args.capacities.split(",") if c.strip())
-        except ValueError:
-            raise UserError(f"--capacities {args.capacities!r}: expected comma-separated numbers") from None
-        if not caps or not all(0.0 < c <= 1.0 for c in caps):
-            raise UserError(f"--capacities {args.capacities!r}: each share must be in (0, 1]")
-        if args.trace is not None and not Path(args.trace).is_file():
-            raise UserError(f"--trace {args.trace}: no such file")
-        return crosscheck_run.CrosscheckConfig(args.trace, caps)
+def _speed_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--events", type=positive_int, default=1_000_000)
+    p.add_argument("--policy", default="ExpectedNextUse")
+    p.add_argument("--profile", default="balanced")
+    p.add_argument("--fast-fraction", type=float, default=0.5)
+    p.add_argument("--repeat", type=positive_int, default=3, help="timed repetitions (median reported)")
 
-    add(verbs, Verb("crosscheck", "kvds's LRU, ARC, S3-FIFO and MIN against libCacheSim's on a plain block sequence",
-                    arguments, config, crosscheck_run.run, render.crosscheck, crosscheck_run.CrosscheckSummary))
+
+def speed_config(args: argparse.Namespace) -> speed_run.SpeedConfig:
+    return speed_run.SpeedConfig(args.events, args.policy, args.profile, args.fast_fraction, args.repeat)
+
+
+def crosscheck_config(args: argparse.Namespace) -> crosscheck_run.CrosscheckConfig:
+    try:
+        caps = tuple(float(c) for c in args.capacities.split(",") if c.strip())
+    except ValueError:
+        raise UserError(f"--capacities {args.capacities!r}: expected comma-separated numbers") from None
+    if not caps or not all(0.0 < c <= 1.0 for c in caps):
+        raise UserError(f"--capacities {args.capacities!r}: each share must be in (0, 1]")
+    if args.trace is not None and not Path(args.trace).is_file():
+        raise UserError(f"--trace {args.trace}: no such file")
+    return crosscheck_run.CrosscheckConfig(args.trace, caps)
+
+
+def _crosscheck_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace", help="Mooncake-format JSONL (every request's hash_ids in arrival order) or a kvds "
+                                   ".npz (its accessed blocks); default: a generated Zipf sequence")
+    p.add_argument("--capacities", default=",".join(f"{c:g}" for c in crosscheck_run.DEFAULT_CAPACITIES),
+                   help="cache sizes as shares of the sequence's unique blocks (comma list, each in (0, 1])")
+
+
+VERBS = (
+    verbs.Verb("compare", "all policies on one profile or trace, over several seeds, with 95%% CIs", _compare_args,
+               compare_config, compare_run.run, render.compare, compare_run.CompareSummary),
+    verbs.Verb("sweep", "one metric across fast-tier sizes, per policy, over seeds", _sweep_args, sweep_config,
+               sweep_run.run, render.sweep, sweep_run.SweepSummary),
+    verbs.Verb("goals", "the track's goals on all five profiles (or one trace): verdicts with 95%% intervals",
+               _goals_args, goals_config, goals_run.run, render.goals, goals_run.GoalsSummary),
+    verbs.Verb("generate", "write a generated trace (.npz)", _generate_args, generate_config, generate_run.run,
+               render.generate, generate_run.GenerateSummary),
+    verbs.Verb("import", "convert a prototype JSONL, a request trace, or a Mooncake / Azure serving trace to a kvds "
+                         "trace (.npz)", _import_args, import_config, import_run.run, render.import_,
+               import_run.ImportSummary),
+    verbs.Verb("replay", "execute policies' decisions as real memory and O_DIRECT I/O; simulated vs measured latency",
+               _replay_args, replay_config, replay_run.run, render.replay, replay_run.ReplaySummary),
+    verbs.Verb("crosscheck", "kvds's LRU, ARC, S3-FIFO and MIN against libCacheSim's on a plain block sequence",
+               _crosscheck_args, crosscheck_config, crosscheck_run.run, render.crosscheck,
+               crosscheck_run.CrosscheckSummary),
+)
+SPEED = verbs.Verb("speed", "the simulator's events per second on a generated trace, beside libCacheSim (alias: bench)",
+                   _speed_args, speed_config, speed_run.run, render.speed, speed_run.SpeedSummary)

@@ -6,7 +6,8 @@ from typing import Callable
 
 from harness.errors import UserError
 from kv_policy.generator import generate
-from kv_policy.metrics import aggregate, fmt, gap_closed, paired, run_metrics
+from harness.report import fmt
+from kv_policy.metrics import aggregate, gap_closed, paired, run_metrics
 from kv_policy.registry import is_reference, make_policy
 from kv_policy.profiles import Profile
 from kv_policy.simulator import simulate
@@ -87,7 +88,7 @@ def run_matrix(profile: Profile, seeds: list[int], policies: list[str], cap: Cap
             trace = make(seed)
             tiers = for_trace(trace, fast, slow, cap.for_trace(trace), slow_bytes)
             for spec in policies:
-                out[spec].append(run_metrics(simulate(trace, build(spec), tiers)))
+                out[spec].append(run_metrics(simulate(trace, build(spec), tiers), trace))
                 bar.advance(1)
     return out
 
@@ -97,13 +98,15 @@ COLUMNS = (("dc_miss_ratio", "dc miss/access", 1.0), ("hi_miss_ratio", "hi", 1.0
            ("slo_attainment", "SLO met", 1.0), ("slo_high", "SLO hi", 1.0),
            ("goodput_tok_s", "goodput tok/s", 1.0),
            ("step_p50_us", "step p50 ms", 1e-3), ("step_p99_us", "step p99 ms", 1e-3),
-           ("spills", "spills", 1.0), ("prefetches", "prefetches", 1.0), ("prefetch_dropped", "pf dropped", 1.0))
+           ("spills", "spills", 1.0), ("prefetches", "prefetches", 1.0), ("prefetch_dropped", "pf dropped", 1.0),
+           ("prefill_reload_tokens", "prefill reload tok/req", 1.0))
 
 
-def table(summary: dict[str, dict[str, Estimate]]) -> str:
-    """Policies x metrics, each cell 'mean ±95% CI half-width'; offline references below a rule."""
+def table(summary: dict[str, dict[str, dict]]) -> str:
+    """Policies x metrics, each cell an estimate 'mean [95% CI]' (harness.report.fmt); offline references below a
+    rule."""
     head = ["policy"] + [c[1] for c in COLUMNS]
-    row = lambda name, est: [name] + [fmt(est[key], scale) for key, _, scale in COLUMNS]  # noqa: E731
+    row = lambda name, est: [name] + [fmt.estimate(est.get(key), scale) for key, _, scale in COLUMNS]  # noqa: E731
     rows = [row(n, e) for n, e in summary.items() if not is_reference(n.split(":")[0])]
     refs = [row(f"{n} (offline bound)", e) for n, e in summary.items() if is_reference(n.split(":")[0])]
     if refs:
@@ -130,11 +133,12 @@ def versus(per_policy: dict[str, list[dict]]) -> dict[str, dict[str, Estimate]]:
     return out
 
 
-def versus_table(vs: dict[str, dict[str, Estimate]]) -> str:
+def versus_table(vs: dict[str, dict[str, dict]]) -> str:
     head = ["policy vs LRU (paired over seeds)", "dc miss cut", "LRU-to-MIN gap closed", "SLO hi gain",
             "SLO gain"]
     keys = ("dc_miss_cut_vs_lru", "gap_to_min_closed", "slo_high_minus_lru", "slo_minus_lru")
-    return render(head, [[n] + [fmt(r[k]) if k in r else "-" for k in keys] for n, r in vs.items()])
+    return render(head, [[n] + [fmt.estimate(r[k]) if k in r else fmt.missing("MIN not simulated") for k in keys]
+                         for n, r in vs.items()])
 
 
 def render(head: list[str], rows: list[list[str]]) -> str:

@@ -6,7 +6,9 @@ grow the cache, finished requests free it. The batch of each step is a uniform r
 draw among active requests (never priority order), chosen one step ahead and announced
 as intent hints: that look-ahead, and the shared documents of the first waiting requests (`queue_hints`: the
 queue as it stands at the end of a step, documents retrieved at arrival), are the only future knowledge the hints
-carry. A HINT's
+carry. Shared blocks are RAG documents or, for a serving trace with prefix hashes (serving_load.py), the hashed
+prefix blocks: a prefix cache, since a shared block outlives its readers (cold-spillable once none is active) and a
+later request naming it hits it or pays its load or recompute. A HINT's
 `critical` flag says the block stays in its request's per-decode read set (sink or window: a
 batch change), False when it slides out of the window (the sink/window layout the engine knows).
 """
@@ -35,7 +37,8 @@ class RequestSpec:
     gen_tokens: int
     priority: int
     tpot_us: float
-    docs: tuple[int, ...] = ()  # shared RAG documents prepended to the prompt
+    docs: tuple[int, ...] = ()  # shared blocks of KV prepended to the prompt: RAG documents or hashed prefixes
+    doc_tokens: tuple[int, ...] = ()  # tokens of each of `docs` (empty: the profile's rag_doc_tokens each)
 
 
 @dataclass
@@ -110,9 +113,10 @@ class Engine:
     def _admit(self, step: int, idx: int, spec: RequestSpec) -> _Req:
         p = self.p
         blocks: list[int] = []
-        for d in spec.docs:
+        for k, d in enumerate(spec.docs):
             if d not in self.doc_blocks:
-                n_doc = -(-p.rag_doc_tokens // p.block_tokens)
+                tokens = spec.doc_tokens[k] if spec.doc_tokens else p.rag_doc_tokens
+                n_doc = -(-tokens // p.block_tokens)
                 self.doc_blocks[d] = self._new_blocks(n_doc, -1 - d, DOC_PRIORITY, DOC_TPOT_US)
                 self.ev.add(step, codes.ALLOC, self.doc_blocks[d], cls=codes.WARM)
             elif self.doc_refs.get(d, 0) == 0 or d in self.doc_queued:
@@ -125,7 +129,8 @@ class Engine:
         # Prefill attends to the shared documents and to the prompt's earlier chunks: reads no decode waits on.
         self.ev.add(step, codes.ACCESS, blocks + own, critical=False)
         max_blocks = len(blocks) + -(-(spec.prompt_tokens + spec.gen_tokens) // p.block_tokens)
-        r = _Req(idx, spec, blocks + own, len(blocks), spec.prompt_tokens, perm=self.rng.permutation(max_blocks).tolist())
+        r = _Req(idx, spec, blocks + own, len(blocks), spec.prompt_tokens,
+                 perm=self.rng.permutation(max_blocks).tolist())
         return r
 
     def _uniform_pow(self, n: int) -> list[float]:

@@ -1,4 +1,5 @@
-"""Importers: the public prototype's KV intent JSONL, and request-level traces (CSV or JSONL).
+"""Importers: the public prototype's KV intent JSONL, request-level traces (CSV or JSONL), and public serving
+traces (Mooncake JSONL with prefix hashes, Azure CSV; serving_traces.py reads them, serving_load.py runs them).
 
 Prototype events are read through `harness.trace_format` (every field validated there) and
 classified with `harness.intent.classify`, the single definition of intent classes. Request
@@ -7,15 +8,15 @@ traces are run through the same batching engine as generated workloads.
 from __future__ import annotations
 
 import csv
-import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from harness.errors import UserError
 from harness.intent import IntentClass, classify
-from kv_policy import codes
+from kv_policy import codes, serving_load, serving_traces
 from kv_policy.engine import Engine, RequestSpec
 from kv_policy.footprint import model_shape
 from kv_policy.profiles import Profile
@@ -101,16 +102,7 @@ def _rows(path: Path):
         raise UserError(f"cannot read request trace {str(path)!r}: {exc.strerror}") from None
     with fh:
         if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise UserError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise UserError(f"{path}:{n}: a request must be a JSON object")
-                yield n, obj
+            yield from serving_traces.json_objects(path, fh)
         else:
             reader = csv.DictReader(fh)
             for row in reader:
@@ -171,19 +163,86 @@ def import_requests(path: str | Path, profile: Profile, seed: int, step_ms: floa
     return trace
 
 
-def load_trace(path: str | Path, profile: Profile | None = None, seed: int = 0, step_ms: float = 20.0) -> Trace:
-    """Any supported trace file by content: .npz (kvds), prototype JSONL, or a request CSV/JSONL."""
+@dataclass(frozen=True)
+class TraceOptions:
+    """A trace file and how to read it (`--trace`, `--format`, `--window`, `--max-requests`, `--time-scale`)."""
+    path: str
+    format: str = "auto"                       # auto (by content), npz, prototype, requests, mooncake, azure
+    window: tuple[float, float] | None = None  # seconds of trace time, START:END (serving traces)
+    max_requests: int | None = None            # the first N requests (of the window)
+    time_scale: float = 1.0                    # arrivals divided by this (2 = twice the rate)
+    step_ms: float = 20.0                      # decode step length: arrival seconds -> steps
+
+    def resolved(self) -> Path:
+        """The file: a path, or the name of a slice shipped in kv_policy/data (SHIPPED)."""
+        return SHIPPED.get(self.path, Path(self.path))
+
+    def kind(self) -> str:
+        """The format, detected from the file's content when `auto`."""
+        p = self.resolved()
+        if not p.exists():
+            raise UserError(f"trace file {str(p)!r} does not exist")
+        if self.format != "auto":
+            return self.format
+        if p.suffix == ".npz":
+            return "npz"
+        served = serving_traces.detect(p)
+        if served:
+            return served
+        if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+            with p.open("r", encoding="utf-8", errors="replace") as fh:
+                first = next((line for line in fh if line.strip()), "")
+            if '"intent"' in first:
+                return "prototype"
+        return "requests"
+
+    def as_dict(self) -> dict:
+        return {"path": str(self.resolved()), "format": self.kind(), "window": self.window,
+                "max_requests": self.max_requests, "time_scale": self.time_scale, "step_ms": self.step_ms}
+
+
+DATA = Path(__file__).resolve().parent / "data"
+SHIPPED = {"mooncake-slice": DATA / "mooncake_conversation_slice.jsonl",
+           "azure-slice": DATA / "azure2023_conv_slice.csv"}
+FORMATS = ("auto", "npz", "prototype", "requests", *serving_traces.FORMATS)
+
+
+def import_serving(opts: TraceOptions, fmt: str, profile: Profile, seed: int) -> Trace:
+    """A Mooncake or Azure trace -> KV block events: priorities by the seeded rule, concurrency scaled to the
+    arrival rate, hashed prefixes as shared blocks (serving_load.py)."""
+    path = opts.resolved()
+    reqs = serving_traces.select(serving_traces.read(path, fmt), opts.window, opts.max_requests, opts.time_scale)
+    prof = serving_load.engine_profile(profile, reqs, opts.step_ms)
+    block_bytes = model_shape(prof.model).block_bytes(prof.block_tokens)
+    trace = Engine(prof, block_bytes, seed).run(serving_load.specs(reqs, prof, seed, opts.step_ms))
+    trace.meta = {"source": "serving-trace", "format": fmt, "path": str(path), "seed": seed,
+                  "priorities": serving_load.priority_rule(prof, seed), "requests": len(reqs),
+                  "window": opts.window, "time_scale": opts.time_scale, "step_ms": opts.step_ms,
+                  "max_active": prof.max_active, "profile": prof.as_dict(), "block_bytes": block_bytes,
+                  "prefix_blocks": len({h for r in reqs for h in r.hash_ids})}
+    return trace
+
+
+def load_trace(opts: TraceOptions | str | Path, profile: Profile | None = None, seed: int = 0) -> Trace:
+    """Any supported trace file: .npz (kvds), prototype JSONL, a request CSV/JSONL, or a Mooncake / Azure
+    serving trace (by content unless the format is named)."""
     from kv_policy.profiles import get_profile
     from kv_policy.trace import load_npz
 
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"trace file {str(p)!r} does not exist")
-    if p.suffix == ".npz":
+    if not isinstance(opts, TraceOptions):
+        opts = TraceOptions(str(opts))
+    if opts.format not in FORMATS:
+        raise UserError(f"--format {opts.format!r}: one of {', '.join(FORMATS)}")
+    if not opts.step_ms > 0:
+        raise UserError("--step-ms must be positive")
+    if not opts.time_scale > 0:
+        raise UserError("--time-scale must be positive")
+    fmt, p = opts.kind(), opts.resolved()
+    profile = profile or get_profile("balanced")
+    if fmt == "npz":
         return load_npz(p)
-    if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        with p.open("r", encoding="utf-8", errors="replace") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        if '"intent"' in first:
-            return import_prototype(p)
-    return import_requests(p, profile or get_profile("balanced"), seed, step_ms)
+    if fmt == "prototype":
+        return import_prototype(p)
+    if fmt in serving_traces.FORMATS:
+        return import_serving(opts, fmt, profile, seed)
+    return import_requests(p, profile, seed, opts.step_ms)

@@ -12,20 +12,22 @@ Latency and deadlines (a step's latency = compute time + KV stall, see simulator
   goodput_tok_s              tokens that met their deadline per second of simulated step time (one token per
                              request-step)
 Moves: spills, prefetches, prefetch_dropped (over the I/O budget), prefetch_hit_ratio, recomputes.
-A metric with nothing to measure is None (printed "-"), never 0.0.
+Prefix reuse:
+  prefill_reload_tokens  prefill tokens per request whose KV was not in the fast tier (reloaded from the slow tier
+                         or recomputed): non-critical misses x the block's tokens / requests
+A metric with nothing to measure is None (printed "-" with its reason), never 0.0.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from kv_policy.simulator import BANDS, SimResult
+from kv_policy.trace import Trace
 from harness.stats import Estimate, mean_ci, tail_supported
 
 METRICS = ("dc_miss_ratio", "hi_miss_ratio", "mid_miss_ratio", "low_miss_ratio", "slo_attainment", "slo_high",
            "slo_mid", "slo_low", "goodput_tok_s", "step_p50_us", "step_p99_us", "spills", "prefetches",
-           "prefetch_dropped", "prefetch_hit_ratio", "recomputes", "noncritical_share")
+           "prefetch_dropped", "prefetch_hit_ratio", "recomputes", "noncritical_share", "prefill_reload_tokens")
 SHORT_BAND = {"high": "hi", "mid": "mid", "low": "low"}
 
 
@@ -33,8 +35,13 @@ def _pct(lat: np.ndarray, q: float) -> float | None:
     return float(np.percentile(lat, q)) if lat.size and tail_supported(lat.size, q) else None
 
 
-def run_metrics(res: SimResult) -> dict[str, float | None]:
-    """The scalar metrics of one simulated (or replayed) run."""
+def _block_tokens(trace: Trace | None) -> int | None:
+    prof = (trace.meta.get("profile") or {}) if trace is not None else {}
+    return prof.get("block_tokens")
+
+
+def run_metrics(res: SimResult, trace: Trace | None = None) -> dict[str, float | None]:
+    """The scalar metrics of one simulated (or replayed) run (`trace` gives the per-request prefix figure)."""
     lat = res.step_latency_us
     met = res.slo_met()
     out: dict[str, float | None] = {
@@ -57,6 +64,9 @@ def run_metrics(res: SimResult) -> dict[str, float | None]:
                prefetch_hit_ratio=res.prefetch_used / res.prefetches if res.prefetches else None,
                recomputes=float(res.recomputes),
                noncritical_share=(res.accesses - res.dc_accesses) / res.accesses if res.accesses else None)
+    tokens, requests = _block_tokens(trace), (trace.meta.get("requests") if trace is not None else None)
+    out["prefill_reload_tokens"] = ((res.misses - res.dc_misses) * tokens / requests
+                                    if tokens and requests else None)
     return out
 
 
@@ -91,14 +101,3 @@ def gap_closed(per_seed: list[dict], lru: list[dict], opt: list[dict], metric: s
         if None not in (x, r, o) and r - o > 0:
             vals.append((r - x) / (r - o))
     return mean_ci(vals)
-
-
-def fmt(e: Estimate, scale: float = 1.0, digits: int = 3) -> str:
-    """'0.142 ±0.004' style cell (half-width of the interval); '-' when there is no data."""
-    if e.value is None or math.isnan(e.value):
-        return "-"
-    v = e.value * scale
-    if math.isnan(e.lo):
-        return f"{v:.{digits}g}"
-    half = (e.hi - e.lo) / 2 * scale
-    return f"{v:.{digits}g} ±{half:.2g}"

@@ -7,7 +7,8 @@ from dataclasses import fields
 from harness.errors import UserError
 from kv_policy.compare import Capacity
 from kv_policy.profiles import Profile, get_profile
-from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, Tier, apply_overrides, parse_size
+from harness.units import parse_size
+from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, Tier, apply_overrides
 
 
 def add_profile_args(p: argparse.ArgumentParser) -> None:
@@ -21,8 +22,10 @@ def add_tier_args(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--fast-fraction", type=float, default=0.5,
                    help="fast-tier capacity as a fraction of the trace's peak live KV bytes (default 0.5)")
-    g.add_argument("--fast-bytes", help="fast-tier capacity in bytes (e.g. 256MiB)")
-    p.add_argument("--slow-bytes", default="0", help="slow-tier capacity in bytes (default 0 = unlimited)")
+    g.add_argument("--fast-bytes", help="fast-tier capacity in bytes (e.g. 256M; K/M/G are powers of 1024: "
+                                        "M, MB and MiB all mean 2^20)")
+    p.add_argument("--slow-bytes", default="0", help="slow-tier capacity in bytes, binary units as --fast-bytes "
+                                                     "(default 0 = unlimited)")
     p.add_argument("--tier", action="append", default=[], metavar="TIER.FIELD=NUMBER",
                    help="override a tier cost, e.g. slow.read_latency_us=60 or fast.read_gbps=8 (repeatable)")
 
@@ -59,10 +62,12 @@ def profile_from_args(args: argparse.Namespace) -> Profile:
 def tiers_from_args(args: argparse.Namespace) -> tuple[Tier, Tier, Capacity, int]:
     fast = apply_overrides(DEFAULT_FAST, args.tier)
     slow = apply_overrides(DEFAULT_SLOW, args.tier)
-    cap = Capacity(bytes=parse_size(args.fast_bytes)) if args.fast_bytes else Capacity(fraction=args.fast_fraction)
+    cap = Capacity(bytes=parse_size(args.fast_bytes, "--fast-bytes")) if args.fast_bytes \
+        else Capacity(fraction=args.fast_fraction)
     if not args.fast_bytes and not args.fast_fraction > 0:
         raise UserError("--fast-fraction must be positive")
-    return fast, slow, cap, parse_size(args.slow_bytes)
+    slow_bytes = 0 if str(args.slow_bytes).strip() == "0" else parse_size(args.slow_bytes, "--slow-bytes")
+    return fast, slow, cap, slow_bytes
 
 
 def seeds_from_args(text: str) -> list[int]:

@@ -1,6 +1,7 @@
 """The sweep's figure: decode-critical miss ratio against fast-tier size, one line per policy, MIN as the floor."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from kv_policy.registry import is_reference
@@ -27,6 +28,6 @@ def sweep_png(by_fraction: dict[float, dict[str, Estimate]], metric: str, title:
     ax.set_ylabel(metric.replace("_", " "))
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.set_title(title)
+    ax.set_title("\n".join(textwrap.fill(line, 110) for line in title.splitlines()), fontsize=7)
     ax.legend(fontsize=8)
     return _save(fig, path)

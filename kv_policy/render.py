@@ -1,64 +1,66 @@
-"""The policy track's text output: one function per verb, from what its run module returned."""
+"""The policy track's text output: one function per verb, each from the verb's typed summary (harness/verbs.py).
+Every estimate prints through harness.report.fmt: "value [lo, hi]", "(point estimate)" for one repetition, "-"
+with its reason when missing."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
 
-from kv_policy.compare import render as grid
-from kv_policy.compare import table, versus, versus_table
-from kv_policy.metrics import fmt
-from kv_policy.registry import is_reference
 from harness.progress import say
-from harness.stats import Estimate
+from harness.report import fmt
+from kv_policy.compare import render as grid
+from kv_policy.compare import table, versus_table
+from kv_policy.registry import is_reference
+from kv_policy.compare_run import CompareSummary
+from kv_policy.crosscheck_run import CrosscheckSummary
+from kv_policy.generate_run import GenerateSummary
+from kv_policy.goals_run import GoalsSummary
+from kv_policy.import_run import ImportSummary
+from kv_policy.replay_run import ReplaySummary
+from kv_policy.speed import SpeedSummary
+from kv_policy.sweep_run import SweepSummary
 
-if TYPE_CHECKING:
-    from kv_policy.crosscheck_run import CrosscheckSummary
-    from kv_policy.speed import SpeedSummary
-    from kv_policy.compare_run import Comparison
-    from kv_policy.goals_run import GoalsOutcome
-    from kv_policy.replay_run import Replayed
-    from kv_policy.sweep_run import Sweep
-    from kv_policy.trace_run import TraceSummary
+
+def _priorities(text: str | None) -> None:
+    if text:
+        print(text)
 
 
-def compare(c: "Comparison", cap_label: str) -> None:
-    print(f"{c.source}, {len(c.seeds)} seed(s), fast tier {cap_label}; mean ±95% CI half-width over seeds; "
-          f"miss columns per access (hi/mid/low = priority bands), SLO = share of request-steps within TPOT")
-    print(table(c.estimates))
-    if c.versus:
+def compare(s: "CompareSummary") -> None:
+    print(f"{s.source}, {len(s.seeds)} seed(s), fast tier {s.capacity}; mean [95% CI] over seeds; miss columns per "
+          f"access (hi/mid/low = priority bands), SLO = share of request-steps within TPOT")
+    _priorities(s.priorities)
+    print(table(s.policies))
+    if s.versus_lru:
         print()
-        print(versus_table(c.versus))
-    print(f"results: {c.run.path}")
+        print(versus_table(s.versus_lru))
 
 
-def sweep(s: "Sweep") -> None:
-    metric, fractions = s.summary.metric, list(s.estimates)
-    policies = list(next(iter(s.estimates.values()))) if s.estimates else []
-    print(f"{metric} on {s.source}, {len(s.seeds)} seed(s); columns: fast tier as a fraction of peak live KV; "
-          f"mean ±95% CI half-width")
+def sweep(s: "SweepSummary") -> None:
+    fractions = list(s.by_fraction)
+    print(f"{s.metric} on {s.source}, {len(s.seeds)} seed(s); columns: fast tier as a fraction of peak live KV; "
+          f"mean [95% CI]")
+    _priorities(s.priorities)
     rows = [[p + (" (offline bound)" if is_reference(p.split(":")[0]) else "")]
-            + [fmt(s.estimates[f][p]) for f in fractions] for p in policies]
-    print(grid(["policy"] + [f"{f:g}x" for f in fractions], rows))
-    print(f"figure: {s.summary.png}")
-    print(f"results: {s.run.path}")
+            + [fmt.estimate(s.by_fraction[f].get(p)) for f in fractions] for p in s.policies]
+    print(grid(["policy"] + [f"{float(f):g}x" for f in fractions], rows))
+    print(f"figure: {s.png}")
 
 
-def goals(o: "GoalsOutcome", tables: bool) -> None:
+def goals(s: "GoalsSummary") -> None:
     from kv_policy import goals as g
-    from kv_policy.compare import summarize
 
-    if tables:
-        for p, per in o.per_profile.items():
-            print(f"profile {p}, seeds {','.join(map(str, o.seeds))}, fast tier {o.cap_label}; "
-                  f"mean ±95% CI half-width")
-            print(table(summarize(per)))
-            print(versus_table(versus(per)))
+    if s.tables:
+        for p, per in s.summary.items():
+            print(f"{p}, seeds {','.join(map(str, s.seeds))}, fast tier {s.capacity}; mean [95% CI]")
+            print(table(per))
+            print(versus_table(s.versus_lru.get(p, {})))
             print()
-    print(f"{len(o.seeds)} seeds, fast tier {o.cap_label}, prefetch and spills charged to the I/O budget; "
+    print(f"{s.source}; {len(s.seeds)} seeds, fast tier {s.capacity}, prefetch and spills charged to the I/O budget; "
           f"verdicts from the whole 95% interval (paired over seeds against LRU)")
+    _priorities(s.priorities)
     print(grid(["profile", "policy", "verdict"],
-               [[goal.profile, goal.policy + (" (offline bound: feasibility)" if goal.policy == g.PRIO_BOUND else ""),
-                 str(v)] for goal, v in o.verdicts]))
-    print(f"results: {o.run.path}")
+               [[v["profile"], v["policy"] + (" (offline bound: feasibility)" if v["policy"] == g.PRIO_BOUND else ""),
+                 f"{v['status']}: {v.get('goal', '')} {fmt.estimate(v)}"] for v in s.verdicts]))
 
 
 def speed(out: "SpeedSummary") -> None:
@@ -73,61 +75,58 @@ def speed(out: "SpeedSummary") -> None:
     speed_side_by_side(out)
 
 
-def trace(t: "TraceSummary") -> None:
+def generate(t: "GenerateSummary") -> None:
     say(f"wrote {t.path}")
     print(", ".join(f"{k} {v}" for k, v in {**t.counts, "peak_live_bytes": t.peak_live_bytes}.items()))
 
 
-def replay(r: "Replayed") -> None:
+def import_(t: "ImportSummary") -> None:
+    say(f"wrote {t.path} ({t.format}" + (f", {t.requests} requests)" if t.requests is not None else ")"))
+    _priorities(t.priorities)
+    print(", ".join(f"{k} {v}" for k, v in {**t.counts, "peak_live_bytes": t.peak_live_bytes}.items()))
+
+
+setattr(sys.modules[__name__], "import", import_)  # render.import: `import` is a keyword, not a def name
+
+
+def replay(s: "ReplaySummary") -> None:
     """The simulated-vs-replayed table, with the setup it ran on, then the paired differences against LRU."""
-    rows, memcg, st, io = r.summary.rows, r.summary.memcg, r.setup, r.io
-    counts = r.trace.counts()
-    print(f"trace {r.trace_path}: {counts['steps']} steps, {counts['critical_access']} "
-          f"decode-critical accesses, {r.trace.n_blocks} blocks; fast tier {r.cap_label}")
-    print(f"slow tier {st.device_path} ({st.scheduler}); miss {io.critical_read}, spill {io.spill_write}, "
-          f"prefetch {io.prefetch_read}; memcg limit {memcg.get('limit_bytes', 0) >> 20} MiB, "
+    counts, io, memcg = s.trace_counts or {}, s.io_classes or {}, s.memcg
+    print(f"trace {s.trace}: {counts.get('steps')} steps, {counts.get('critical_access')} decode-critical accesses, "
+          f"{counts.get('blocks')} blocks; fast tier {s.capacity}")
+    _priorities(s.priorities)
+    print(f"slow tier {s.device} ({s.scheduler}); miss {io.get('critical_read')}, spill {io.get('spill_write')}, "
+          f"prefetch {io.get('prefetch_read')}; memcg limit {int(memcg.get('limit_bytes', 0)) >> 20} MiB, "
           f"peak {int(memcg.get('max_usage_bytes', memcg.get('peak_bytes', 0))) >> 20} MiB")
     head = ["policy", "dc misses", "miss/access", "stall p99 ms: sim", "replayed [95% CI over reps]",
             "replayed/sim", "SLO met: sim", "replayed [95% CI]", "real p50 ms [95% CI]", "sim fit p50/p99 ms",
             "spills", "prefetches", "miss read / spill write p50 us"]
     body = []
-    for name, row in rows.items():
-        c = r.cis.get(name, {})
-        body.append([name, f"{int(row['dc_misses'])}/{int(row['dc_accesses'])}", _num(row["dc_miss_ratio"], ".4f"),
-                     _num(row["sim_stall_p99_us"] / 1e3), _est(row["real_stall_p99_us"], 1e-3),
-                     _est(row["p99_ratio_real_to_sim"]), _num(row["sim_slo"], ".3f"), _est(row["real_slo"]),
-                     _ci(c.get(50.0)), f"{_num(row['fit_p50_us'] / 1e3)} / {_num(row['fit_p99_us'] / 1e3)}",
-                     f"{int(row['spills'])}", f"{int(row['prefetches'])}",
-                     f"{_num(row['miss_read_p50_us'], '.0f')} / {_num(row['spill_write_p50_us'], '.0f')}"])
+    for name, row in s.rows.items():
+        ci50 = s.real_ci.get(name, {}).get("50.0")
+        body.append([name, f"{fmt.number(row['dc_misses'], '.0f')}/{fmt.number(row['dc_accesses'], '.0f')}",
+                     fmt.number(row["dc_miss_ratio"], ".4f"), fmt.number(_ms(row["sim_stall_p99_us"]), ".3g"),
+                     fmt.estimate(row["real_stall_p99_us"], 1e-3), fmt.estimate(row["p99_ratio_real_to_sim"]),
+                     fmt.number(row["sim_slo"], ".3f"), fmt.estimate(row["real_slo"]),
+                     fmt.estimate(ci50, 1e-3) if ci50 else fmt.missing("no replayed steps"),
+                     f"{fmt.number(_ms(row['fit_p50_us']), '.3g')} / {fmt.number(_ms(row['fit_p99_us']), '.3g')}",
+                     fmt.number(row["spills"], ".0f"), fmt.number(row["prefetches"], ".0f"),
+                     f"{fmt.number(row['miss_read_p50_us'], '.0f', why='no miss')} / "
+                     f"{fmt.number(row['spill_write_p50_us'], '.0f', why='no spill')}"])
     print(grid(head, body))
-    step_us = next(iter(rows.values()))["step_us"] if rows else 0.0
+    step_us = next(iter(s.rows.values()))["step_us"] if s.rows else 0.0
     print(f"stall = a decode step's KV time (replay executes its I/O and copies; the modelled recompute time of "
           f"recomputed blocks is added to replayed stalls); SLO adds the modelled compute of {step_us / 1e3:.2f} ms "
           f"per step and checks each request's TPOT deadline")
-    for name, d in r.summary.stall_p99_minus_lru.items():
-        print(f"{name} vs LRU, replayed stall p99 paired by repetition: difference {_est(d['difference_us'], 1e-3)} "
-              f"ms, ratio {_est(d['ratio'])} (geometric mean, interval on logs)")
-    print(f"fitted to this host's medians (sim fit columns): {r.fitted_flags}")
-    print(f"results: {r.run.path}")
+    for name, d in s.stall_p99_minus_lru.items():
+        print(f"{name} vs LRU, replayed stall p99 paired by repetition: difference "
+              f"{fmt.estimate(d.get('difference_us'), 1e-3)} ms, ratio {fmt.estimate(d.get('ratio'))} "
+              f"(geometric mean, interval on logs)")
+    print(f"fitted to this host's medians (sim fit columns): {s.fitted_flags}")
 
 
-def _ci(est: Estimate | None) -> str:
-    """A bootstrap estimate in ms; '-' without one, the bare value when the interval is undefined."""
-    return _est(est.as_dict(), 1e-3) if est is not None else "-"
-
-
-def _num(v: float | None, spec: str = ".3g") -> str:
-    return "-" if v is None or v != v else f"{v:{spec}}"
-
-
-def _est(d: dict | None, scale: float = 1.0) -> str:
-    """'v [lo, hi]' from an Estimate dict; '-' when absent, the bare value with fewer than 2 repetitions."""
-    if not d or d.get("value") is None or d["value"] != d["value"]:
-        return "-"
-    v, lo, hi = d["value"] * scale, d.get("lo"), d.get("hi")
-    if lo is None or hi is None or lo != lo or hi != hi:
-        return f"{v:.3g} (1 rep: no CI)"
-    return f"{v:.3g} [{lo * scale:.3g}, {hi * scale:.3g}]"
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1e3
 
 
 def crosscheck(s: "CrosscheckSummary") -> None:

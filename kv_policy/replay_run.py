@@ -1,31 +1,25 @@
-"""`kvds replay`: each policy's decisions executed as real memory reads and O_DIRECT I/O on this kernel, next to
+"""`kvds policy replay`: each policy's decisions executed as real memory reads and O_DIRECT I/O on this kernel, next to
 the simulator's figures; filed as a `replay` run with every step's latency as raw samples."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from harness.cli_args import require_root
 from harness.errors import UserError
 from harness.paths import work_dir
 from kv_policy.compare import Capacity
-from kv_policy.importers import load_trace
+from kv_policy.importers import TraceOptions, load_trace
 from kv_policy.tiers import Tier
-from kv_policy.trace import Trace
-from harness.results import ResultStore, Run, StoredSummary
-from harness.stats import Estimate, bootstrap_percentiles
-
-if TYPE_CHECKING:
-    from kv_policy.replay import Setup
-    from kv_policy.replay_exec import IoClasses
+from harness.results import Filed, ResultStore, StoredSummary
+from harness.stats import bootstrap_percentiles
 
 
 @dataclass(frozen=True)
 class ReplayConfig:
-    trace: str                # .npz (kvds), prototype JSONL, or request CSV/JSONL
+    trace: TraceOptions       # .npz (kvds), prototype JSONL, request CSV/JSONL, Mooncake or Azure trace
     policies: list[str]
     fast: Tier
     slow: Tier
@@ -75,53 +69,36 @@ class ReplayRow(StoredSummary):
 
 
 @dataclass(frozen=True)
-class ReplaySummary:
-    """summary.json of a `replay` run."""
+class ReplaySummary(StoredSummary):
+    """`kvds policy replay`'s result (summary.json and `--json`)."""
     rows: dict[str, dict[str, Any]]                 # per policy: simulated and replayed figures side by side, key
     # by key in policy.replay.rows (ReplayRow)
     memcg: dict[str, Any]                           # the arena's memory cgroup: limit and peak bytes
     stall_p99_minus_lru: dict[str, dict[str, Any]]  # per policy: replayed stall p99 paired with LRU by repetition
     real_ci: dict[str, dict[str, Any]]              # per policy: bootstrap p50/p99 of replayed step latency (us)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "memcg": self.memcg, "stall_p99_minus_lru": self.stall_p99_minus_lru,
-                "real_ci": self.real_ci}
-
-    @classmethod
-    def from_json(cls, stored: dict[str, Any]) -> "ReplaySummary":
-        return cls(stored.get("rows", {}), stored.get("memcg", {}), stored.get("stall_p99_minus_lru", {}),
-                   stored.get("real_ci", {}))
-
-
-@dataclass
-class Replayed:
-    run: Run
-    summary: ReplaySummary
-    trace: Trace
-    setup: "Setup"
-    io: "IoClasses"
-    cis: dict[str, dict[float, Estimate]]  # the bootstrap estimates behind real_ci
-    fitted_flags: str                      # the tier flags fitted to this host's medians
-    trace_path: str
-    cap_label: str
+    trace: str = ""                                 # the trace file replayed
+    trace_counts: dict[str, int] | None = None      # its events by kind, decode-critical accesses, blocks, steps
+    capacity: str = ""                              # the fast tier's size
+    device: str = ""                                # the slow tier's loop device
+    scheduler: str = ""                             # its I/O scheduler
+    io_classes: dict[str, str] | None = None        # the ioprio of miss reads, spill writes and prefetch reads
+    fitted_flags: str = ""                          # the --tier flags fitted to this host's medians
+    priorities: str | None = None                   # who assigned priorities (a serving trace: kvds's rule, seed)
 
 
 def _flat(groups: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(groups) if groups else np.zeros(0)
 
 
-def replay(cfg: ReplayConfig) -> Replayed:
-    from kv_policy import replay as rp
-    from kv_policy.replay_fit import as_flags
+def run(cfg: ReplayConfig) -> Filed[ReplaySummary]:
+    from kv_policy.replay import session as rp
+    from kv_policy.replay.fit import as_flags
 
     io = rp.io_classes(cfg.mapping)
     trace = rp.truncate(load_trace(cfg.trace, seed=cfg.seed), cfg.max_steps)
     if not trace.critical.any():
-        raise UserError(f"{cfg.trace}: the trace has no decode-critical accesses to measure")
-    require_root("kvds replay")
+        raise UserError(f"{cfg.trace.path}: the trace has no decode-critical accesses to measure")
     target = cfg.work_dir or work_dir()
-    if cfg.work_dir is not None and not cfg.work_dir.is_dir():
-        raise UserError(f"--work-dir {str(cfg.work_dir)!r} is not a directory")
     work = rp.plan_all(trace, cfg.policies, cfg.cap, cfg.fast, cfg.slow)
     st = rp.setup(work, target, cfg.scheduler)
     try:
@@ -132,19 +109,22 @@ def replay(cfg: ReplayConfig) -> Replayed:
         st.dev.close()
     ffast, fslow, refitted = rp.refit(work, trace, cfg.cap, cfg.fast, cfg.slow)
     rows = {name: ReplayRow.of(rp.summary_row(pr, refitted[name])).as_dict() for name, pr in work.items()}
-    config = {"trace": str(cfg.trace), "trace_meta": trace.meta, "policies": cfg.policies,
+    config = {"trace": cfg.trace.as_dict(), "trace_meta": trace.meta, "policies": cfg.policies,
               "capacity": cfg.cap.label(), "device": st.device_path, "scheduler": st.scheduler,
               "mapping": cfg.mapping, "reps": cfg.reps, "ioprio": {k: str(v) for k, v in io.__dict__.items()},
               "memcg": memcg, "fitted_tiers": {"fast": ffast.__dict__, "slow": fslow.__dict__}}
-    run = ResultStore().new_run("replay", config)
+    filed = ResultStore().new_run("replay", config)
     cis = {}
     for name, pr in work.items():
         groups = [r.step_latency_us for r in pr.runs if r.step_latency_us.size]
-        run.write_samples(f"{name}-real-step-us", _flat(groups))
-        run.write_samples(f"{name}-sim-step-us", pr.sim.step_latency_us)
+        filed.write_samples(f"{name}-real-step-us", _flat(groups))
+        filed.write_samples(f"{name}-sim-step-us", pr.sim.step_latency_us)
         cis[name] = bootstrap_percentiles(groups, (50.0, 99.0), n_boot=500) if groups else {}
     vs = {n: {k: e.as_dict() for k, e in d.items()} for n, d in rp.versus(rows).items()}
     summary = ReplaySummary(rows, memcg, vs,
-                            {n: {str(q): e.as_dict() for q, e in c.items()} for n, c in cis.items()})
-    run.write_summary(summary.as_dict())
-    return Replayed(run, summary, trace, st, io, cis, as_flags(ffast, fslow), str(cfg.trace), cfg.cap.label())
+                            {n: {str(q): e.as_dict() for q, e in c.items()} for n, c in cis.items()},
+                            str(cfg.trace.resolved()), trace.counts(), cfg.cap.label(), st.device_path, st.scheduler,
+                            {k: str(v) for k, v in io.__dict__.items()}, as_flags(ffast, fslow),
+                            trace.meta.get("priorities"))
+    filed.write_summary(summary.as_dict())
+    return Filed(filed, summary)

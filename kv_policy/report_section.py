@@ -1,8 +1,9 @@
 """The report's policy section (registered as `kvds.report_sections` 50-policy): the simulator's comparison over
-seeds (contenders, then offline references), issue 14's goals re-judged from each goals run's per-seed figures with
+seeds (contenders, then offline references), the track's goals re-judged from each goals run's per-seed figures with
 today's goals and rule (kv_policy.goals), the capacity sweep, and the replay of each policy on this kernel
 (simulated vs replayed). Each run's summary.json is read through its typed summary's `from_json`
-(kv_policy/*_run.py), so a renamed key fails here instead of reading as missing. Headline figures and the goals'
+(kv_policy/*_run.py), so a renamed key fails here instead of reading as missing. A run on a serving trace says who
+assigned its priorities (kvds's rule and seeds). Headline figures and the goals'
 verdict lines go to the Summary through ReportContext.headline / .verdict."""
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from harness.report.context import ReportContext, Suite
 from harness.results import Run
 from harness.stats import Estimate, Verdict
 
-COMPARE_COLS = (("dc_miss_ratio", "decode-critical miss / access", 1.0), ("hi_miss_ratio", "high-priority miss / access", 1.0),
+COMPARE_COLS = (("dc_miss_ratio", "decode-critical miss / access", 1.0),
+                ("hi_miss_ratio", "high-priority miss / access", 1.0),
                 ("slo_attainment", "SLO attainment", 1.0), ("slo_high", "SLO attainment, high priority", 1.0),
                 ("goodput_tok_s", "goodput (tok/s)", 1.0), ("step_p99_us", "step p99 (ms)", 1e-3),
                 ("spills", "spills", 1.0), ("prefetches", "prefetches", 1.0))
@@ -35,20 +37,20 @@ def _compare(ctx: ReportContext, suite: Suite) -> None:
     if run is None:
         return
     summary = CompareSummary.from_json(run.summary)
-    s = summary.policies
-    cfg = run.meta.get("config", {})
-    ctx.doc.para(f"Simulated (suite {suite.label}, run {run.run_id}): "
-                 f"{cfg.get('trace') or 'profile ' + str((cfg.get('profile') or {}).get('name', '?'))}, "
-                 f"seeds {cfg.get('seeds')}, fast tier {cfg.get('capacity')}; means with 95% t intervals over seeds. "
+    s = summary.policies or {}
+    ctx.doc.para(f"Simulated (suite {suite.label}, run {run.run_id}): {summary.source}, seeds "
+                 f"{fmt_seeds(summary.seeds or [])}, fast tier {summary.capacity}; means with 95% t intervals over "
+                 "seeds. "
                  "Misses are counted per decode-critical access; SLO attainment is the share of request-steps whose "
                  "step (compute + KV stall) met the request's TPOT deadline. Rows marked 'offline bound' read the "
-                 "whole future and are references, not contenders; '-' is a figure with no data.")
+                 "whole future and are references, not contenders; '-' is a figure with no data."
+                 + (f" {summary.priorities[0].upper()}{summary.priorities[1:]}." if summary.priorities else ""))
     figs = {p: PolicyFigures.from_json(m) for p, m in s.items()}
     rows = [[p + (" (offline bound)" if _is_ref(p) else ""),
              *[fmt.estimate(getattr(f, k), sc) for k, _, sc in COMPARE_COLS]]
             for p, f in sorted(figs.items(), key=lambda kv: _is_ref(kv[0]))]
     ctx.doc.table(["policy", *[c[1] for c in COMPARE_COLS]], rows)
-    vs = summary.versus_lru
+    vs = summary.versus_lru or {}
     if vs:
         ctx.doc.table(["policy (paired with LRU over seeds)", "miss cut vs LRU", "LRU-to-MIN gap closed",
                        "high-priority SLO gain", "SLO gain"],
@@ -63,7 +65,7 @@ def _compare(ctx: ReportContext, suite: Suite) -> None:
 
 def goal_name(profile: str, policy: str, what: str) -> str:
     """A goal's name in the Summary: the same goal of two runs (or suites) is one row."""
-    return f"issue 14: {what} of {policy} on {profile}"
+    return f"policy goal: {what} of {policy} on {profile}"
 
 
 def run_verdicts(run: Run) -> list[tuple[str, str, str, Verdict]]:
@@ -71,13 +73,13 @@ def run_verdicts(run: Run) -> list[tuple[str, str, str, Verdict]]:
     and rule; a run without per_seed.json gives back the verdicts it stored."""
     if (run.path / "per_seed.json").exists():
         per_profile = run.read_json("per_seed")
-        return [(goal.profile, goal.policy, goal.what, g.judge(goal, per_profile[goal.profile])) for goal in g.GOALS
-                if set(g.needs(goal)) <= set(per_profile.get(goal.profile, {}))]
+        return [(goal.profile, goal.policy, goal.what, g.judge(goal, per_profile[goal.profile]))
+                for goal in g.GOALS + g.TRACE_GOALS if set(g.needs(goal)) <= set(per_profile.get(goal.profile, {}))]
     out = []
     for v in GoalsSummary.from_json(run.summary).verdicts:
         est = Estimate(*(float("nan") if v.get(k) is None else float(v[k]) for k in ("value", "lo", "hi")),
                        v.get("conf", 0.95))
-        out.append((v.get("profile", "?"), v.get("policy", "?"), v.get("goal", "?"),
+        out.append((v.get("profile", "?"), v.get("policy", "?"), v.get("what", v.get("goal", "?")),
                     Verdict(v.get("status", "?"), v.get("goal", "?"), est, v.get("reason", ""))))
     return out
 
@@ -86,9 +88,11 @@ def _goals(ctx: ReportContext, suite: Suite) -> None:
     """Every goals run of the suite (a run may cover some profiles only, e.g. split across two cores)."""
     for run in [r for r in suite.of_kind("policy-goals") if (r.path / "summary.json").exists()]:
         cfg = run.meta.get("config", {})
-        ctx.doc.para(f"Goals of issue 14 (run {run.run_id}, profiles {', '.join(cfg.get('profiles') or [])}, seeds "
-                     f"{fmt_seeds(cfg.get('seeds') or [])}), judged by the whole 95% interval (met / missed / "
-                     "inconclusive):")
+        stored = GoalsSummary.from_json(run.summary)
+        source = stored.source or "profiles " + ", ".join(cfg.get("profiles") or [])
+        ctx.doc.para(f"Policy goals (run {run.run_id}, {source}"
+                     f", seeds {fmt_seeds(cfg.get('seeds') or [])}), judged by the whole 95% interval (met / missed / "
+                     "inconclusive)" + (f"; {stored.priorities}" if stored.priorities else "") + ":")
         rows = []
         for profile, policy, what, v in run_verdicts(run):
             rows.append([profile, policy, v.goal, v.status, fmt.estimate(v.as_dict())])
@@ -108,15 +112,18 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     run = suite.latest("policy-sweep")
     if run is None:
         return
-    cfg = run.meta.get("config", {})
-    by_fraction = SweepSummary.from_json(run.summary, cfg.get("metric", "")).by_fraction
+    sweep = SweepSummary.from_json(run.summary)
+    by_fraction = sweep.by_fraction or {}
     fractions = sorted(by_fraction, key=float)
-    policies = list(by_fraction[fractions[0]]) if fractions else []
-    ctx.doc.para(f"Capacity sweep (run {run.run_id}): {cfg.get('metric')} on "
-                 f"{(cfg.get('profile') or {}).get('name', '?')}, by fast-tier fraction of peak live KV.")
+    policies = sweep.policies or (list(by_fraction[fractions[0]]) if fractions else [])
+    ctx.doc.para(f"Capacity sweep (run {run.run_id}): {sweep.metric} on {sweep.source}, by fast-tier fraction of "
+                 f"peak live KV; every row simulated on the same traces, MIN the floor no eviction order beats"
+                 + (f". {sweep.priorities[0].upper()}{sweep.priorities[1:]}." if sweep.priorities else "."))
     ctx.doc.table(["policy", *[f"{f}x" for f in fractions]],
                   [[p + (" (offline bound)" if _is_ref(p) else ""),
                     *[fmt.estimate(by_fraction[f].get(p)) for f in fractions]] for p in policies])
+    ctx.summary.setdefault("policy_sweep", {})[suite.label] = {
+        f: {p: fmt.value(by_fraction[f].get(p)) for p in policies} for f in fractions}
     png = run.path / "sweep.png"
     if png.exists():
         dest = ctx.fig(f"sweep-{run.run_id}.png")
@@ -131,7 +138,8 @@ def _replay(ctx: ReportContext, suite: Suite) -> None:
         return
     s = ReplaySummary.from_json(run.summary)
     cfg = run.meta.get("config", {})
-    ctx.doc.para(f"Replayed on this kernel (run {run.run_id}): device {cfg.get('device')} ({cfg.get('scheduler')}), "
+    ctx.doc.para(f"Replayed on this kernel (run {run.run_id}, trace {s.trace}): device {cfg.get('device')} "
+                 f"({cfg.get('scheduler')}), "
                  f"mapping {cfg.get('mapping')}, {cfg.get('reps')} repetition(s); the fast tier is a "
                  f"memory-cgroup-limited arena, spills and misses are real O_DIRECT I/O. Stall = a decode step's KV "
                  f"time; SLO attainment adds the modelled compute time to each stall. Replayed figures: t intervals "

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.results import Filed, ResultStore, StoredSummary
 from kv_policy.compare import Capacity, build, run_matrix, summarize
 from kv_policy.compare_run import CompareConfig
 from kv_policy.source import trace_source
-from harness.results import ResultStore, Run
-from harness.stats import Estimate
 
 
 @dataclass(frozen=True)
@@ -22,34 +21,18 @@ class SweepConfig:
 
 
 @dataclass(frozen=True)
-class SweepSummary:
-    """`kvds policy sweep`'s result. summary.json stores `by_fraction` alone ({fraction: {policy: estimate}}, the
-    layout every earlier run has); `from_json` reads it back."""
+class SweepSummary(StoredSummary):
+    """`kvds policy sweep`'s result (summary.json and `--json`)."""
     metric: str                                   # the metric swept
+    source: str                                   # what was simulated, in words
+    priorities: str | None                        # who assigned priorities (rule, seeds); None: the profile
+    seeds: list[int]                              # the seeds the intervals are over
+    policies: list[str]                           # the rows, in order
     by_fraction: dict[str, dict[str, Any]]        # fraction (as text) -> policy -> estimate over seeds
     png: str                                      # the figure: the metric against fast-tier size
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "by_fraction": self.by_fraction, "png": self.png}
 
-    def stored(self) -> dict[str, Any]:
-        return self.by_fraction
-
-    @classmethod
-    def from_json(cls, stored: dict[str, Any], metric: str = "", png: str = "") -> "SweepSummary":
-        return cls(metric, dict(stored), png)
-
-
-@dataclass
-class Sweep:
-    run: Run
-    summary: SweepSummary
-    estimates: dict[float, dict[str, Estimate]]  # fraction -> policy -> the metric's estimate
-    source: str
-    seeds: list[int]
-
-
-def sweep(cfg: SweepConfig) -> Sweep:
+def run(cfg: SweepConfig) -> Filed[SweepSummary]:
     from kv_policy.metrics import METRICS
     from kv_policy.plots import sweep_png
 
@@ -60,15 +43,18 @@ def sweep(cfg: SweepConfig) -> Sweep:
         build(spec)
     if not cfg.fractions or any(f <= 0 for f in cfg.fractions):
         raise UserError("--fractions must be positive numbers")
-    trace_for_seed, seeds, source = trace_source(w.trace, w.profile, w.seeds, w.step_ms)
-    est = {f: {p: m[cfg.metric] for p, m in summarize(run_matrix(w.profile, seeds, w.policies, Capacity(fraction=f),
-                                                                 w.fast, w.slow, w.slow_bytes, trace_for_seed)).items()}
+    src = trace_source(w.trace, w.profile, w.seeds)
+    est = {f: {p: m[cfg.metric] for p, m in summarize(run_matrix(w.profile, src.seeds, w.policies,
+                                                                 Capacity(fraction=f), w.fast, w.slow, w.slow_bytes,
+                                                                 src.trace_for_seed)).items()}
            for f in cfg.fractions}
-    run = ResultStore().new_run("policy-sweep", {"profile": w.profile.as_dict(), "trace": w.trace, "seeds": seeds,
-                                                 "fractions": cfg.fractions, "metric": cfg.metric,
-                                                 "policies": w.policies})
+    filed = ResultStore().new_run("policy-sweep", {"profile": w.profile.as_dict(), "trace": src.config,
+                                                   "seeds": src.seeds, "fractions": cfg.fractions,
+                                                   "metric": cfg.metric, "policies": w.policies})
     by_fraction = {str(f): {p: est[f][p].as_dict() for p in w.policies} for f in cfg.fractions}
-    summary = SweepSummary(cfg.metric, by_fraction, str(run.path / "sweep.png"))
-    run.write_summary(summary.stored())  # before the figure, as before: a plotting failure loses no figures
-    sweep_png(est, cfg.metric, f"{cfg.metric} vs fast-tier size: {source}", Path(summary.png))
-    return Sweep(run, summary, est, source, seeds)
+    summary = SweepSummary(cfg.metric, src.description, src.priorities, src.seeds, list(w.policies), by_fraction,
+                           str(filed.path / "sweep.png"))
+    filed.write_summary(summary.as_dict())  # before the figure: a plotting failure loses no figures
+    title = f"{cfg.metric} vs fast-tier size: {src.description}"
+    sweep_png(est, cfg.metric, title + (f"\n{src.priorities}" if src.priorities else ""), Path(summary.png))
+    return Filed(filed, summary)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, fields, replace
 
 from harness.errors import UserError
@@ -26,7 +25,7 @@ class Tier:
 
 
 # Defaults (documented in README.md): host DRAM read by one core, and an NVMe-class SSD
-# behind a loop device; `kvds replay` prints the measured numbers so they can be re-fit.
+# behind a loop device; `kvds policy replay` prints the measured numbers so they can be re-fit.
 DEFAULT_FAST = Tier("fast", read_latency_us=0.1, read_gbps=10.0, write_latency_us=0.1, write_gbps=10.0)
 DEFAULT_SLOW = Tier("slow", read_latency_us=80.0, read_gbps=2.0, write_latency_us=20.0, write_gbps=1.0)
 
@@ -65,20 +64,6 @@ def for_trace(trace, fast: Tier, slow: Tier, fast_capacity: int, slow_capacity: 
     step = step_compute_us(shape)
     return TierModel(fast, slow, fast_capacity, slow_capacity, step,
                      step if io_budget_us is None else io_budget_us, recompute_us_per_byte(shape))
-
-
-_SIZE = re.compile(r"^\s*([0-9.]+)\s*([kmgt]?i?b?)?\s*$", re.I)
-_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6, "mib": 2**20,
-          "g": 1e9, "gb": 1e9, "gib": 2**30, "t": 1e12, "tb": 1e12, "tib": 2**40}
-
-
-def parse_size(text: str) -> int:
-    """'64MiB', '1.5GB', '4096' -> bytes."""
-    m = _SIZE.match(str(text))
-    unit = (m.group(2) or "").lower() if m else ""
-    if not m or unit not in _UNITS:
-        raise UserError(f"bad size {text!r} (examples: 4096, 64MiB, 1.5GB)")
-    return int(float(m.group(1)) * _UNITS[unit])
 
 
 def apply_overrides(tier: Tier, overrides: list[str]) -> Tier:

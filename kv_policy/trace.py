@@ -1,12 +1,14 @@
 """The in-memory trace: one numpy array per column, so a million events cost megabytes, not objects."""
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from harness import atomic
 from harness.errors import UserError
 from kv_policy import codes
 
@@ -75,6 +77,8 @@ def save(trace: Trace, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
+    if not path.parent.is_dir():
+        raise UserError(f"cannot write trace {str(path)!r}: no directory {str(path.parent)!r}")
     try:
         _write(trace, path)
     except OSError as exc:
@@ -83,11 +87,14 @@ def save(trace: Trace, path: str | Path) -> Path:
 
 
 def _write(trace: Trace, path: Path) -> None:
+    """Whole or not at all: the archive is built in memory, then renamed into place (harness.atomic)."""
+    buf = io.BytesIO()
     np.savez_compressed(
-        path, step=trace.step, kind=trace.kind, block=trace.block, critical=trace.critical, cls=trace.cls,
+        buf, step=trace.step, kind=trace.kind, block=trace.block, critical=trace.critical, cls=trace.cls,
         block_size=trace.block_size, block_request=trace.block_request, block_priority=trace.block_priority,
         block_deadline_us=trace.block_deadline_us, meta=np.array(json.dumps(trace.meta)),
     )
+    atomic.write_bytes(path, buf.getvalue())
 
 
 def load_npz(path: str | Path) -> Trace:

@@ -204,7 +204,7 @@ BENCHES = {
     "vm": ["vm", "bench", "--arena-mb", "64", "--swap", "zram", "--reps", "3"],
     "io": ["io", "bench", "--mode", "baseline", "--duration", "20", "--reps", "2", "--kv-mib", "16",
            "--spill-mib", "32", "--scheduler", "kyber"],
-    "replay": ["replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware", "--reps", "200"],
+    "replay": ["policy", "replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware", "--reps", "200"],
 }
 # (bench, journal kind, how many of it are recorded, the state the last of them must be in at the kill)
 # States, checked with kvds frozen (SIGSTOP) just before its SIGKILL, so the kill lands exactly there:

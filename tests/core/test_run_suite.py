@@ -28,6 +28,7 @@ SECTION = {
     "vm": "KV arena under memory pressure",
     "qemu": "mm_intent kernel interface",
     "policy": "Policies: simulated and replayed on a real kernel",
+    "policy-sweep": "Policies: simulated and replayed on a real kernel",
 }
 EBPF_SECTION = "Kernel-side view"
 
@@ -119,6 +120,15 @@ def _check_policy(rj: dict, label: str, results: Path, st: dict) -> None:
         _fraction(pol, p)
 
 
+def _check_policy_sweep(rj: dict, label: str, results: Path, st: dict) -> None:
+    """The sweep on the shipped trace slice: every fraction has LRU and MIN, MIN never above LRU."""
+    sweep = rj["policy_sweep"][label]
+    assert set(sweep) == {"0.05", "0.1", "0.25"}, sweep
+    for by_policy in sweep.values():
+        lru, opt = by_policy["LRU"], by_policy["MIN"]
+        assert _finite(lru) and _finite(opt) and 0 <= opt <= lru <= 1, by_policy
+
+
 def _check_replay(rj: dict, label: str, results: Path, st: dict) -> None:
     rep = rj["replay"][label]
     for p in ("LRU", "DeadlineAware"):
@@ -127,7 +137,7 @@ def _check_replay(rj: dict, label: str, results: Path, st: dict) -> None:
 
 
 CHECKS = {"io": _check_io, "io-sweep": _check_io_sweep, "vm": _check_vm, "qemu": _check_qemu,
-          "policy": _check_policy, "replay": _check_replay}
+          "policy": _check_policy, "policy-sweep": _check_policy_sweep, "replay": _check_replay}
 
 
 def test_every_stage_with_figures_has_a_check() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
+import keyword
 import typing
 
 from harness import cli
@@ -30,17 +31,31 @@ Leaf = tuple[tuple[str, ...], argparse.ArgumentParser]
 
 
 def leaves(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> list[Leaf]:
-    """(command words, parser) for every subcommand that has no subcommands of its own."""
+    """(command words, parser) for every subcommand that has no subcommands of its own. An alias (`kvds policy
+    bench` for `speed`) is the same parser under a second name: walked once, under its first name."""
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subs:
         return [(words, parser)]
-    return [leaf for a in subs for name, p in a.choices.items() for leaf in leaves(p, (*words, name))]
+    out: list[Leaf] = []
+    for a in subs:
+        seen: set[int] = set()
+        for name, p in a.choices.items():
+            if id(p) not in seen:
+                seen.add(id(p))
+                out += leaves(p, (*words, name))
+    return out
 
 
 def package_and_ident(module: str, words: tuple[str, ...]) -> tuple[str, str]:
     if module.startswith(CORE_PACKAGE + "."):
         return CORE_PACKAGE, "_".join(words).replace("-", "_")
     return module.rpartition(".")[0] or module, "_".join(words[1:] or words).replace("-", "_")
+
+
+def python_name(ident: str) -> str:
+    """The function name for a verb: a Python keyword takes a trailing underscore (`kvds policy import`:
+    render.import_), as PEP 8 asks."""
+    return ident + "_" if keyword.iskeyword(ident) else ident
 
 
 def camel(ident: str) -> str:
@@ -105,7 +120,7 @@ def deviations(verb: typing.Any, module: str, words: tuple[str, ...]) -> list[st
         out += summary_problems(summary, f"{Ident}Summary")
         if summary is not verb.summary:
             out.append(f"Verb.summary is {getattr(verb.summary, '__name__', verb.summary)}, run returns {summary!r}")
-    out += renderer_problems(verb.render, f"{package}.render", ident, verb.summary)
+    out += renderer_problems(verb.render, f"{package}.render", python_name(ident), verb.summary)
     if (verb.dry_run is None) != (verb.render_dry_run is None):
         out.append("has one of dry_run / render_dry_run without the other")
     if verb.dry_run is not None:

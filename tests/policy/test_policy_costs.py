@@ -176,7 +176,7 @@ def test_a_bounded_slow_tier_releases_a_kept_copy_instead_of_failing() -> None:
 
 
 def test_replay_plan_evicts_a_clean_block_to_the_slot_it_was_written_to() -> None:
-    from kv_policy.replay_plan import make_plan
+    from kv_policy.replay.plan import make_plan
     from kv_policy.simulator import OP_EVICT_CLEAN, OP_MISS, OP_SPILL_SYNC
 
     r = _clean_run()

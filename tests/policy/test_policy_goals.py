@@ -7,7 +7,7 @@ HI_MISS = next(x for x in g.GOALS if x.what == "hi_miss")
 
 
 def _per(hi_miss: list[float]) -> dict[str, list[dict]]:
-    return {g.WITH_KNOB: [{"hi_miss_ratio": x} for x in hi_miss],
+    return {g.CONTENDER: [{"hi_miss_ratio": x} for x in hi_miss],
             g.BASELINE: [{"hi_miss_ratio": 0.1} for _ in hi_miss]}
 
 
@@ -28,7 +28,7 @@ def test_priomin_feasibility_is_judged_like_a_goal() -> None:
     """PrioMIN has the fewest high-priority misses any demand-fetch schedule can have: its own verdict against
     0.005 says whether the knob goal is reachable on those traces (above on every seed: missed)."""
     bound = [x for x in g.GOALS if x.policy == g.PRIO_BOUND]
-    assert {x.profile for x in bound} == {x.profile for x in g.GOALS if x.what == "hi_miss" and x.policy == g.WITH_KNOB}
+    assert {x.profile for x in bound} == {x.profile for x in g.GOALS if x.what == "hi_miss" and x.policy == g.CONTENDER}
     per = {g.PRIO_BOUND: [{"hi_miss_ratio": x} for x in (0.008, 0.009, 0.0085, 0.0079, 0.0081)],
            g.BASELINE: [{"hi_miss_ratio": 0.1}] * 5}
     assert g.judge(bound[0], per).status == "missed"
@@ -48,9 +48,11 @@ def test_seed_lists_take_ranges() -> None:
             seeds_from_args(bad)
 
 
-def test_each_profile_judges_the_knob_setting_the_operator_runs_there() -> None:
-    knob_slo = {x.profile: x.policy for x in g.GOALS if x.what == "slo_high_gain" and x.policy != g.CONTENDER}
-    assert knob_slo == {p: g.knob(p) for p in g.PROFILES}
-    assert knob_slo["deadline_pressure"] == g.KNOB_DEADLINE != g.WITH_KNOB
-    assert {x.policy for x in g.GOALS if x.what == "hi_miss" and x.policy != g.PRIO_BOUND} == {g.WITH_KNOB}
-    assert set(knob_slo.values()) <= set(g.POLICIES)
+def test_one_configuration_is_judged_on_every_workload() -> None:
+    """No per-profile or per-trace knob: every contender goal, on every profile and on a trace, names the one
+    shipped configuration, and a goals run simulates it."""
+    contenders = {x.policy for x in g.GOALS + g.TRACE_GOALS if x.policy != g.PRIO_BOUND}
+    assert contenders == {g.CONTENDER}
+    assert g.CONTENDER in g.POLICIES
+    assert {x.profile for x in g.GOALS if x.what == "slo_high_gain"} == set(g.PROFILES)
+    assert not hasattr(g, "knob") and not hasattr(g, "KNOB_BY_PROFILE")

@@ -8,11 +8,13 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from kv_policy import replay
+from kv_policy.replay import session as replay
 from kv_policy import simulator as sim
 from kv_policy.compare import Capacity
-from kv_policy.replay_exec import IoClasses, execute
-from kv_policy.replay_io import Background, SlotIO, fast_tier
+from kv_policy.generator import generate
+from kv_policy.profiles import get_profile
+from kv_policy.replay.execute import IoClasses, execute
+from kv_policy.replay.slot_io import Background, SlotIO, fast_tier
 from kernel_vm.arena import Arena
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
 from tests.policy.conftest import small_trace

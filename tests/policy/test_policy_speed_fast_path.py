@@ -71,7 +71,8 @@ def test_fast_path_refuses_as_the_reference_loop() -> None:
 def test_speed_puts_policies_beside_libcachesim_on_the_same_sequence(kvds_env: dict) -> None:
     """Figures only: every side-by-side row and libCacheSim algorithm is there, on the trace's accessed blocks."""
     from kv_policy import codes
-    from kv_policy.speed import LCS_ALGORITHMS, SpeedConfig, speed
+    from kv_policy.speed import LCS_ALGORITHMS, speed
+    from kv_policy.speed_run import SpeedConfig
 
     cfg = SpeedConfig(events=20_000, policy="LRU", repeat=1, side_by_side=("LRU", "vLLM-prefix"))
     out = speed(cfg)

@@ -1,4 +1,4 @@
-"""`kvds replay` on the real kernel: the seed JSONL replays with a loop device and a memory cgroup."""
+"""`kvds policy replay` on the real kernel: the seed JSONL replays with a loop device and a memory cgroup."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,8 @@ from tests.conftest import KVDS, REPO, SEED_TRACE, journals_of, needs_root, need
 @needs_tool("losetup", "replay runs on a loop device")
 def test_seed_trace_replays_on_the_real_kernel(kvds_env: dict, tmp_path: Path) -> None:
     Path(kvds_env["KVDS_WORK_DIR"]).mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([*KVDS, "replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware", "--json"],
+    proc = subprocess.Popen([*KVDS, "policy", "replay", "--trace", str(SEED_TRACE), "--policy", "LRU,DeadlineAware",
+                             "--json"],
                             cwd=REPO, env=kvds_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
@@ -44,5 +45,5 @@ def test_seed_trace_replays_on_the_real_kernel(kvds_env: dict, tmp_path: Path) -
 def test_replay_of_a_bad_trace_is_one_line(kvds_env: dict, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"step": 0, "event_type": "ALLOCATED", "intent": {"request_id": "r"}}\n')
-    p = run_kvds(["replay", "--trace", str(bad)], kvds_env)
+    p = run_kvds(["policy", "replay", "--trace", str(bad)], kvds_env)
     assert p.returncode == 2 and "bad.jsonl:1:" in p.stderr and p.stderr.count("\n") == 1

@@ -9,9 +9,10 @@ import pytest
 
 from kv_policy import simulator as sim
 from kv_policy.registry import make_policy
-from kv_policy.replay_exec import IoClasses, execute
-from kv_policy.replay_io import Background, SlotIO, fast_tier
-from kv_policy.replay_plan import make_plan
+from kv_policy.profiles import get_profile
+from kv_policy.replay.execute import IoClasses, execute
+from kv_policy.replay.slot_io import Background, SlotIO, fast_tier
+from kv_policy.replay.plan import make_plan
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
 from tests.policy.conftest import small_trace
 

@@ -9,9 +9,9 @@ import numpy as np
 
 from harness.ioprio import IoPrio
 from kv_policy import simulator as sim
-from kv_policy.replay_io import Background, SlotIO
+from kv_policy.replay.slot_io import Background, SlotIO
 from kernel_vm.arena import Arena
-from kv_policy.replay_plan import Plan
+from kv_policy.replay.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from kv_policy.replay_exec import ReplayRun
+from kv_policy.replay.execute import ReplayRun
 from kv_policy.tiers import Tier
 
 

@@ -1,4 +1,4 @@
-"""`kvds replay`: execute each policy's simulated decisions as real memory and block I/O, and
+"""`kvds policy replay`: execute each policy's simulated decisions as real memory and block I/O, and
 put the measured decode-step latencies next to the simulated ones.
 
 Fast tier: an anonymous arena charged to a kvds memory cgroup whose limit is the arena plus
@@ -21,10 +21,10 @@ from harness.intent import IntentClass
 from harness.mapping import load_mapping
 from kv_policy.compare import Capacity, build
 from kv_policy.metrics import run_metrics
-from kv_policy.replay_exec import IoClasses, ReplayRun, execute
-from kv_policy.replay_fit import fit_tiers
-from kv_policy.replay_io import Background, SlotIO, fast_tier
-from kv_policy.replay_plan import Plan, make_plan
+from kv_policy.replay.execute import IoClasses, ReplayRun, execute
+from kv_policy.replay.fit import fit_tiers
+from kv_policy.replay.slot_io import Background, SlotIO, fast_tier
+from kv_policy.replay.plan import Plan, make_plan
 from kv_policy.simulator import SimResult, simulate
 from kv_policy.tiers import Tier, TierModel, for_trace
 from kv_policy.trace import Trace
@@ -100,7 +100,7 @@ def recompute_per_step(res: SimResult, trace: Trace, tiers: TierModel) -> np.nda
 class Setup:
     """The real fast and slow tiers for one replay session."""
 
-    arena: Arena          # the VM track's arena, pre-faulted (replay_io.fast_tier)
+    arena: Arena          # the VM track's arena, pre-faulted (slot_io.fast_tier)
     dev: SlotIO           # O_DIRECT slot I/O on `device`
     device: Device        # the I/O track's description of the slow tier: a kvds loop device over a scratch file
     cgroup: knobs.Cgroup
