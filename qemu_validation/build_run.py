@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Literal
 
-from qemu_validation import build
+from qemu_validation.kernel import build
 
 Action = Literal["build", "list", "prune"]
 

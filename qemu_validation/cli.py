@@ -17,8 +17,9 @@ from harness.cli_args import add_json_flag, nonneg_int, positive_float, positive
 from harness.emit import emit
 from harness.errors import UserError
 from harness.progress import say
-from qemu_validation import (build, build_run, dry_run, exit_bench, guest_run, kernel_args, rebuild_time,
-                             reclaim_bench, render, runner, validate)
+from qemu_validation import build_run, dry_run, exit_bench_run, rebuild_time_run, reclaim_bench_run, render, validate_run
+from qemu_validation.boot import guest_command, kernel_args, runner
+from qemu_validation.kernel import build
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,14 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     kernel_args.add_spec_args(v)
     _profile_args(v)
     v.add_argument("--fuzz", type=nonneg_int, default=None,
-                   help=f"random malformed writes (full: {validate.MIN_MALFORMED}, quick: "
-                        f"{validate.PROFILES['quick'].fuzz})")
+                   help=f"random malformed writes (full: {validate_run.MIN_MALFORMED}, quick: "
+                        f"{validate_run.PROFILES['quick'].fuzz})")
     v.add_argument("--valid", type=nonneg_int, default=None,
-                   help=f"random well-formed writes (full: {validate.MIN_VALID}, quick: "
-                        f"{validate.PROFILES['quick'].valid})")
+                   help=f"random well-formed writes (full: {validate_run.MIN_VALID}, quick: "
+                        f"{validate_run.PROFILES['quick'].valid})")
     v.add_argument("--concurrent", type=nonneg_int, default=None, metavar="SECONDS",
                    help="seconds of register/clear/lookup racing process exit, exec and munmap (full: "
-                        f"{validate.MIN_CONCURRENT_S}, quick: {validate.PROFILES['quick'].concurrent})")
+                        f"{validate_run.MIN_CONCURRENT_S}, quick: {validate_run.PROFILES['quick'].concurrent})")
     v.add_argument("--seed", type=positive_int, default=None,
                    help="seed of the random lines (default: a fresh one, printed; pass it back to reproduce)")
     v.add_argument("--timeout", type=positive_float, default=900.0)
@@ -109,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _profile_args(p: argparse.ArgumentParser) -> None:
-    q = validate.PROFILES["quick"]
+    q = validate_run.PROFILES["quick"]
     p.add_argument("--quick", action="store_true",
                    help=f"the edit loop: every check with {q.fuzz:,} malformed + {q.valid:,} well-formed lines and "
                         f"a {q.concurrent} s concurrent phase (not the gate: the full profile is)")
@@ -117,7 +118,7 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
 
 def _counts(args: argparse.Namespace) -> tuple[int, int, int]:
     """fuzz, valid, concurrent: the profile's, each overridden by its flag when given."""
-    prof = validate.PROFILES["quick" if args.quick else "full"]
+    prof = validate_run.PROFILES["quick" if args.quick else "full"]
     return (prof.fuzz if args.fuzz is None else args.fuzz, prof.valid if args.valid is None else args.valid,
             prof.concurrent if args.concurrent is None else args.concurrent)
 
@@ -155,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("qemu run: no command given (kvds qemu run -- CMD...)")
     if any(" " in a or not a for a in args.append):
         raise UserError("--append takes one kernel command-line word")
-    cfg = guest_run.RunConfig(command=tuple(command), kernel=args.kernel, share=args.share, host_root=args.host_root,
+    cfg = guest_command.RunConfig(command=tuple(command), kernel=args.kernel, share=args.share, host_root=args.host_root,
                               timeout=args.timeout, memory_mb=args.memory, cpus=args.cpus, append=tuple(args.append),
                               icount_shift=args.icount)
     if args.dry_run or args.verbose:
@@ -165,11 +166,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 0
         print("Running with: $ " + shlex.join(plan.qemu_argv), file=sys.stderr)
     try:
-        res = guest_run.run(cfg)
+        res = guest_command.run(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
     emit(None, res.as_dict(), args.json, lambda _: _print_run(res))
-    return guest_run.exit_status(res)
+    return guest_command.exit_status(res)
 
 
 def _print_run(res: runner.BootResult) -> None:
@@ -185,10 +186,10 @@ def _print_run(res: runner.BootResult) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     fuzz, valid, concurrent = _counts(args)
-    cfg = validate.ValidateConfig(kernel=args.kernel, spec=kernel_args.spec_of(args, True), fuzz=fuzz, valid=valid,
+    cfg = validate_run.ValidateConfig(kernel=args.kernel, spec=kernel_args.spec_of(args, True), fuzz=fuzz, valid=valid,
                                   concurrent=concurrent, seed=args.seed, timeout=args.timeout)
     try:
-        summary, run = validate.validate(cfg)
+        summary, run = validate_run.validate(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
     emit(run, summary.as_dict(), args.json, lambda s: render.validate(s, run.path))
@@ -197,16 +198,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_exit_bench(args: argparse.Namespace) -> int:
     kernels, spec = kernel_args.bench_kernels(args)
-    cfg = exit_bench.ExitBenchConfig(kernels=tuple(kernels), spec=spec, iterations=args.iterations, reps=args.reps,
+    cfg = exit_bench_run.ExitBenchConfig(kernels=tuple(kernels), spec=spec, iterations=args.iterations, reps=args.reps,
                                      timeout=args.timeout)
-    return _guest_bench(exit_bench.bench, cfg, render.exit_bench, args.json)
+    return _guest_bench(exit_bench_run.bench, cfg, render.exit_bench, args.json)
 
 
 def cmd_reclaim_bench(args: argparse.Namespace) -> int:
     kernels, spec = kernel_args.bench_kernels(args)
-    cfg = reclaim_bench.ReclaimBenchConfig(kernels=tuple(kernels), spec=spec, rounds=args.rounds,
+    cfg = reclaim_bench_run.ReclaimBenchConfig(kernels=tuple(kernels), spec=spec, rounds=args.rounds,
                                            arena_mb=args.arena_mb, reps=args.reps, timeout=args.timeout)
-    return _guest_bench(reclaim_bench.bench, cfg, render.reclaim_bench, args.json)
+    return _guest_bench(reclaim_bench_run.bench, cfg, render.reclaim_bench, args.json)
 
 
 def _guest_bench(bench: Callable[[Any], tuple[Any, Any]], cfg: Any, table: Callable[..., None], as_json: bool) -> int:
@@ -221,11 +222,11 @@ def _guest_bench(bench: Callable[[Any], tuple[Any, Any]], cfg: Any, table: Calla
 
 
 def cmd_rebuild_time(args: argparse.Namespace) -> int:
-    cfg = rebuild_time.RebuildTimeConfig(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout,
+    cfg = rebuild_time_run.RebuildTimeConfig(reps=args.reps, fuzz=args.fuzz, timeout=args.timeout,
                                          profile="quick" if args.quick else "full", source=args.source)
     try:
-        out, run = rebuild_time.measure(cfg)
+        out, run = rebuild_time_run.measure(cfg)
     except build.BuildError as exc:
         return _fail(str(exc))
-    emit(run, out.as_dict(), args.json, lambda s: render.rebuild_time(s, run.path, rebuild_time.TARGET_FILE))
+    emit(run, out.as_dict(), args.json, lambda s: render.rebuild_time(s, run.path, rebuild_time_run.TARGET_FILE))
     return 0 if out.all_validated else 1

@@ -22,8 +22,9 @@ from tests.conftest import run_kvds
 
 def _cached_debug_kernel() -> str | None:
     """Why `kvds qemu build --kasan` would build instead of answering from the cache (None: it is cached)."""
-    from qemu_validation import build, guest_run
-    return None if build.cached(guest_run.DEFAULT_SPEC) else "the debug guest kernel is not built (make test builds it)"
+    from qemu_validation.boot import guest_command
+    from qemu_validation.kernel import build
+    return None if build.cached(guest_command.DEFAULT_SPEC) else "the debug guest kernel is not built (make test builds it)"
 
 
 # name: (argv, the doctor capabilities it needs, whether it files a run)

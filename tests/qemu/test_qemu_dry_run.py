@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness.doctor import skip_unless
-from qemu_validation import build, guest_run
+from qemu_validation.boot import guest_command
+from qemu_validation.kernel import build
 
 pytestmark = [skip_unless("qemu.guest"), pytest.mark.timeout(3600)]
 KVDS = [sys.executable, "-m", "harness.cli"]
@@ -20,7 +21,7 @@ KVDS = [sys.executable, "-m", "harness.cli"]
 
 @pytest.fixture(scope="module")
 def kernel() -> build.KernelBuild:
-    return build.ensure_built(guest_run.DEFAULT_SPEC)
+    return build.ensure_built(guest_command.DEFAULT_SPEC)
 
 
 def _serial_dir(argv: list[str]) -> str:

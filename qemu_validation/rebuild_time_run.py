@@ -3,9 +3,9 @@
 Each repetition appends a one-line patch (a comment carrying a fresh nonce, inserted near the top of
 mm/mm_intent.c so every later line moves and the object really recompiles, not a ccache hit) to the mm_intent
 series, builds that new key in the warm workspace, and runs `validate` on it: the full profile (the
-gate) by default, or `quick` (validate.PROFILES: every check, fewer random lines, a 5 s concurrent phase), the
+gate) by default, or `quick` (validate_run.PROFILES: every check, fewer random lines, a 5 s concurrent phase), the
 loop a developer runs while editing. Build and boot+validate are timed separately, and the guest's time is
-broken down by phase (qemu_validation/phases.py); the kernels it builds are removed afterwards, so the cache
+broken down by phase (qemu_validation/validate_timeline.py); the kernels it builds are removed afterwards, so the cache
 holds only real builds. `source` times another kernel (a 6.8 tarball) in its own warm tree.
 
 Runs are stored under the kind KIND; runs stored before the verb had its name (`kvds qemu bench`) have the kind
@@ -32,8 +32,10 @@ from typing import Any
 from harness import stats
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, guest_run, validate
-from qemu_validation.source import git
+from qemu_validation import validate_run
+from qemu_validation.boot import guest_command
+from qemu_validation.kernel import build, cachedirs
+from qemu_validation.kernel.source import git
 
 TARGET_FILE = "mm/mm_intent.c"
 GOAL_SECONDS = 90.0
@@ -50,7 +52,7 @@ class RebuildTimeConfig:
     reps: int = 3
     fuzz: int | None = None                # None: the profile's random malformed lines
     timeout: float = 600.0                 # per validate boot
-    profile: str = "full"                  # validate.PROFILES: full (the gate) or quick (the edit loop)
+    profile: str = "full"                  # validate_run.PROFILES: full (the gate) or quick (the edit loop)
     source: str = build.DEFAULT_SOURCE
 
 
@@ -102,12 +104,12 @@ def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[R
     """Time `cfg.reps` edit -> rebuild -> boot -> validate cycles on top of the (built) debug kernel of
     `cfg.source`. `cfg.fuzz` overrides the profile's number of random malformed lines."""
     reps, timeout, profile, source = cfg.reps, cfg.timeout, cfg.profile, cfg.source
-    prof = validate.PROFILES[profile]
+    prof = validate_run.PROFILES[profile]
     fuzz = prof.fuzz if cfg.fuzz is None else cfg.fuzz
-    base_spec = build.BuildSpec(source=source, patches=guest_run.DEFAULT_SPEC.patches, kasan=True,
-                                fragments=guest_run.DEFAULT_SPEC.fragments)
+    base_spec = build.BuildSpec(source=source, patches=guest_command.DEFAULT_SPEC.patches, kasan=True,
+                                fragments=guest_command.DEFAULT_SPEC.fragments)
     base = build.ensure_built(base_spec, say=say)    # built (not timed) the first time; says so when it builds
-    validate.validator_binary()
+    validate_run.validator_binary()
     say(f"base: {base.label} ({base.id}); {profile} validate, {reps} repetition(s)")
     store = store or ResultStore()
     run = store.new_run(KIND, {"reps": reps, "profile": profile, "fuzz": fuzz, "valid": prof.valid,
@@ -129,7 +131,7 @@ def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[R
             compiled = [line.split()[-1] for line in (kb.dir / "build.log").read_text().splitlines()
                         if line.startswith("  CC ")]
             try:
-                summary, vrun = validate.validate(validate.ValidateConfig(kernel=kb.id, fuzz=fuzz, valid=prof.valid,
+                summary, vrun = validate_run.validate(validate_run.ValidateConfig(kernel=kb.id, fuzz=fuzz, valid=prof.valid,
                                                                           concurrent=prof.concurrent, timeout=timeout),
                                                   store=store)
                 t_total = time.monotonic() - t0
@@ -154,7 +156,7 @@ def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[R
         median_boot_validate_seconds=round(statistics.median(r["boot_validate_seconds"] for r in rows), 1),
         mean_total_seconds=v.estimate.as_dict(), goal=v.as_dict(), goal_text=str(v),
         goal_met=v.met, all_validated=all(r["validate_ok"] for r in rows),
-        profile=profile, gate=validate.is_gate(fuzz, prof.valid, prof.concurrent),
+        profile=profile, gate=validate_run.is_gate(fuzz, prof.valid, prof.concurrent),
         counts={"fuzz": fuzz, "valid": prof.valid, "concurrent_s": prof.concurrent},
         median_guest_phases=median_phases([r["guest_phases"] for r in rows]),
         base_kernel={"id": base.id, "label": base.label, "release": base.info.get("kernel_release"),

@@ -37,8 +37,10 @@ from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, guest_programs, guest_run, phases
-from qemu_validation.exit_bench import boot_outputs, difference, paired_ratio, record_boot_argv
+from qemu_validation import validate_timeline
+from qemu_validation.boot import guest_programs, guest_command
+from qemu_validation.kernel import build
+from qemu_validation.exit_bench_run import boot_outputs, difference, paired_ratio, record_boot_argv
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "reclaim_bench.c"
 GUEST_PATH = "bin/reclaim_bench"
@@ -58,7 +60,7 @@ _ERROR = re.compile(r"^reclaim_bench error (.*)$", re.M)
 class ReclaimBenchConfig:
     """What `kvds qemu reclaim-bench` was asked: the builds to boot (none: `spec` is built), how much per boot."""
     kernels: tuple[str, ...] = ()
-    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_run.DEFAULT_SPEC)
+    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_command.DEFAULT_SPEC)
     rounds: int = 5                           # memory.reclaim rounds per state per boot
     arena_mb: int = 4                         # anonymous memory reclaimed per round
     reps: int = 3                             # boots per kernel, in alternating order
@@ -102,7 +104,7 @@ def parse(text: str) -> dict:
 def boot_ok(parsed: dict, rounds: int, status: int | None, guest_uptime: float | None = None,
             host_seconds: float | None = None) -> str | None:
     """Why one boot's figures cannot be used (None when they can)."""
-    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * phases.CLOCK_TOLERANCE:
+    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * validate_timeline.CLOCK_TOLERANCE:
         return (f"the guest's clock ran {guest_uptime / host_seconds:.2f}x the host's ({guest_uptime:.1f} s of uptime "
                 f"in {host_seconds:.1f} s): its TSC was miscalibrated, its timings are wrong")
     if parsed["error"]:
@@ -146,7 +148,7 @@ def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeo
     share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {rounds} rounds per state of memory.reclaim on {arena_mb} MiB")
-    res = guest_run.run_guest(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
+    res = guest_command.boot_and_run(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
                               files={GUEST_PATH: binary()}, log_dir=share)
     record_boot_argv(run, kb.id, rep, res.qemu_argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
@@ -268,7 +270,7 @@ def bench(cfg: ReclaimBenchConfig, store: ResultStore | None = None) -> tuple[Re
         raise UserError("--reps must be at least 1")
     ids = list(dict.fromkeys(cfg.kernels))
     kernels = ([build.find(k) for k in ids] if ids
-               else [build.ensure_built(cfg.spec or guest_run.DEFAULT_SPEC, say=say)])
+               else [build.ensure_built(cfg.spec or guest_command.DEFAULT_SPEC, say=say)])
     run = (store or ResultStore()).new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels],
                                                                  "reps": cfg.reps, "rounds": cfg.rounds,
                                                                  "arena_mb": cfg.arena_mb})

@@ -29,7 +29,9 @@ from harness import stats
 from harness.errors import UserError
 from harness.progress import say
 from harness.results import ResultStore, Run
-from qemu_validation import build, guest_programs, guest_run, phases
+from qemu_validation import validate_timeline
+from qemu_validation.boot import guest_programs, guest_command
+from qemu_validation.kernel import build
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "exit_bench.c"
 GUEST_PATH = "bin/exit_bench"
@@ -44,7 +46,7 @@ _HELD = re.compile(r"^exit_bench intents_held=(\d+) processes_holding=(\d+)$", r
 class ExitBenchConfig:
     """What `kvds qemu exit-bench` was asked: the builds to boot (none: `spec` is built), how much per boot."""
     kernels: tuple[str, ...] = ()
-    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_run.DEFAULT_SPEC)
+    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_command.DEFAULT_SPEC)
     iterations: int = 2000                    # fork+exit per state per boot
     reps: int = 3                             # boots per kernel, in alternating order
     timeout: float = 900.0                    # seconds before a hung guest is killed
@@ -88,7 +90,7 @@ def boot_ok(parsed: dict, feature: bool, status: int | None, guest_uptime: float
     """Why one boot's figures cannot be used (None when they can). Without mm_intent the holders' registrations
     fail, so the program holds 0 intents and exits 1; with it every registration must succeed and it exits 0.
     A guest whose clock ran faster than the host's (more uptime than QEMU ran) timed everything wrong."""
-    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * phases.CLOCK_TOLERANCE:
+    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * validate_timeline.CLOCK_TOLERANCE:
         return (f"the guest's clock ran {guest_uptime / host_seconds:.2f}x the host's ({guest_uptime:.1f} s of uptime "
                 f"in {host_seconds:.1f} s): its TSC was miscalibrated, its timings are wrong")
     missing = [s for s in STATES if s not in parsed["states"]]
@@ -150,7 +152,7 @@ def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, 
     share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {iterations} fork+exit per state under TCG")
-    res = guest_run.run_guest(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
+    res = guest_command.boot_and_run(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
                               log_dir=share)
     record_boot_argv(run, kb.id, rep, res.qemu_argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
@@ -205,7 +207,7 @@ def bench(cfg: ExitBenchConfig, store: ResultStore | None = None) -> tuple[ExitB
         raise UserError("--reps must be at least 1")
     ids = list(dict.fromkeys(cfg.kernels))
     kernels = ([build.find(k) for k in ids] if ids
-               else [build.ensure_built(cfg.spec or guest_run.DEFAULT_SPEC, say=say)])
+               else [build.ensure_built(cfg.spec or guest_command.DEFAULT_SPEC, say=say)])
     run = (store or ResultStore()).new_run("qemu-exit-bench", {"kernels": [k.id for k in kernels], "reps": cfg.reps,
                                                               "iterations": cfg.iterations})
     binary()

@@ -1,7 +1,7 @@
 """Run a command inside the guest kernel: the API other tracks call for `--target guest`.
 
-    from qemu_validation.guest_run import run_in_guest
-    status = run_in_guest(None, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/out"], share_dir)
+    from qemu_validation.boot.guest_command import run_for_status
+    status = run_for_status(None, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/out"], share_dir)
 
 `share_dir` is a host directory mounted read-write at /share in the guest (9p), so results written there land
 back on the host. With host_root=True the guest chroots into the host's root (mounted read-only over 9p), the
@@ -22,7 +22,8 @@ from harness.environment import CLOCK_PARAM
 from harness.errors import Unavailable, UserError
 from harness.paths import repo_root
 from harness.progress import say
-from qemu_validation import build, cachedirs, initramfs, qemu_cmd, runner
+from qemu_validation.boot import initramfs, qemu_cmd, runner
+from qemu_validation.kernel import build, cachedirs
 
 # The kernel a run boots when none is named: mm_intent with KASAN and lockdep (the one `validate` uses), so one
 # build serves every test and experiment.
@@ -47,7 +48,7 @@ class RunConfig:
 
 def run(cfg: RunConfig) -> runner.BootResult:
     """`kvds qemu run`: boot cfg.kernel and run cfg.command in it."""
-    return run_guest(cfg.kernel, list(cfg.command), cfg.share, timeout=cfg.timeout, host_root=cfg.host_root,
+    return boot_and_run(cfg.kernel, list(cfg.command), cfg.share, timeout=cfg.timeout, host_root=cfg.host_root,
                      memory_mb=cfg.memory_mb, cpus=cfg.cpus, extra_append=cfg.append, icount_shift=cfg.icount_shift)
 
 
@@ -60,7 +61,7 @@ def exit_status(res: runner.BootResult) -> int:
     return res.status
 
 
-def kernel(kernel_id: str | None) -> build.KernelBuild:
+def kernel_build(kernel_id: str | None) -> build.KernelBuild:
     """The named build, or the default debug kernel (built on first use, a no-op afterwards)."""
     if kernel_id is None:
         return build.ensure_built(DEFAULT_SPEC, say=say)
@@ -74,7 +75,7 @@ def accelerator() -> str:
     return "tcg"
 
 
-def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, *, timeout: float = 600,
+def boot_and_run(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, *, timeout: float = 600,
               host_root: bool = False, files: dict[str, Path] | None = None, cwd: str | None = None,
               memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
               log_dir: Path | None = None, cpu: str | None = None,
@@ -86,7 +87,7 @@ def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = N
         share_dir = Path(share_dir).resolve()
         if not share_dir.is_dir():
             raise UserError(f"share directory {share_dir} does not exist")
-    kb = kernel(kernel_id)
+    kb = kernel_build(kernel_id)
     if log_dir is None:
         log_dir = cachedirs.root() / "runs" / time.strftime("%Y%m%d-%H%M%S")
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -117,13 +118,13 @@ def machine(bzimage: Path, log_dir: Path, share_dir: Path | None = None, *, host
                             icount_shift=icount_shift)
 
 
-def run_in_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, **kw) -> int:
+def run_for_status(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, **kw) -> int:
     """The guest command's exit status; 124 on a timeout, 125 when the kernel splatted or never reported."""
-    res = run_guest(kernel_id, argv, share_dir, **kw)
+    res = boot_and_run(kernel_id, argv, share_dir, **kw)
     why = res.failure
     if why:
         print(f"kvds: guest: {why}", file=sys.stderr)
     return exit_status(res)
 
 
-__all__ = ["run_guest", "run_in_guest", "kernel", "DEFAULT_SPEC", "Unavailable"]
+__all__ = ["boot_and_run", "run_for_status", "kernel_build", "DEFAULT_SPEC", "Unavailable"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.errors import Unavailable
 from harness.knobs import workers
-from qemu_validation import console, initramfs, qemu_cmd
+from qemu_validation.boot import console, initramfs, qemu_cmd
 
 _STATUS = re.compile(rf"{initramfs.STATUS_MARKER} (\d+)")
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from harness import atomic
 from harness.errors import UserError
 from harness.paths import repo_root
-from qemu_validation import cachedirs, kconfig_fragments
-from qemu_validation.source import GIT_IDENTITY, git, lock, resolve
+from qemu_validation.kernel import cachedirs, kconfig_fragments
+from qemu_validation.kernel.source import GIT_IDENTITY, git, lock, resolve
 
 RECIPE = 2  # bump when the build steps change, so old builds are not reused (2: allnoconfig + workspaces)
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
@@ -36,7 +36,7 @@ BASE_FRAGMENT = CONFIG_DIR / "base.config"
 DEBUG_FRAGMENT = CONFIG_DIR / "debug.config"
 NET_FRAGMENT = CONFIG_DIR / "net.config"
 """The delivery track's guest lab: IPv4, netns + veth, HTB/TBF/netem/fq (`kvds qemu build --fragment` it, or let
-`kvds net bench --target guest` name it: qemu_validation/lab.py)."""
+`kvds net bench --target guest` name it: qemu_validation/guest_target.py)."""
 CC = "ccache gcc"
 DEFAULT_SOURCE = "debian-6.12"
 DEFAULT_PATCHES = ("mm_intent",)
