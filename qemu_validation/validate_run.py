@@ -27,7 +27,11 @@ from qemu_validation import validate_timeline
 from qemu_validation.boot import console, guest_command, ktap, runner
 from qemu_validation.kernel import build, cachedirs, errno_table
 
-SOURCE = Path(__file__).resolve().parent / "guest" / "mm_intent_validate.c"
+GUEST_SOURCES = Path(__file__).resolve().parent / "guest"
+SOURCE = GUEST_SOURCES / "mm_intent_validate.c"
+MODEL = GUEST_SOURCES / "mm_intent_model.c"
+"""The validator's reference model of the register parser, a C file of its own compiled in with SOURCE."""
+MODEL_HEADER = GUEST_SOURCES / "mm_intent_model.h"
 GUEST_PATH = "bin/mm_intent_validate"
 KSELFTEST_GUEST_PATH = "bin/mm_intent_kselftest"
 KSELFTEST = "tools/testing/selftests/mm/mm_intent.c"
@@ -125,15 +129,17 @@ def is_gate(fuzz: int, valid: int, concurrent: int) -> bool:
 
 
 def validator_binary() -> Path:
-    """The static validator binary, compiled once per (source, compiler, flags)."""
+    """The static validator binary (the validator and its reference model), compiled once per (sources,
+    compiler, flags)."""
     gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
-    key = hashlib.sha256(SOURCE.read_bytes() + repr((gcc, CFLAGS)).encode()).hexdigest()[:16]
+    sources = b"".join(f.read_bytes() for f in (SOURCE, MODEL, MODEL_HEADER))
+    key = hashlib.sha256(sources + repr((gcc, CFLAGS)).encode()).hexdigest()[:16]
     out = cachedirs.guest_bin() / key / "mm_intent_validate"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
-    p = subprocess.run(["gcc", *CFLAGS, "-o", str(tmp), str(SOURCE)], capture_output=True, text=True)
+    p = subprocess.run(["gcc", *CFLAGS, "-o", str(tmp), str(SOURCE), str(MODEL)], capture_output=True, text=True)
     if p.returncode != 0:
         raise build.BuildError(f"compiling {SOURCE.name} failed:\n{p.stderr.strip()[-1500:]}")
     tmp.rename(out)
