@@ -6,8 +6,9 @@
  * with no libraries. The random bad-input suite is a differential test: a reference model of the documented
  * parsing rules (including the kernel's kstrtox() quirks) predicts the errno of each malformed line, and the
  * kernel must return exactly that errno; random well-formed lines must be accepted and read back identically.
- * The model (mm_intent_model.c, compiled into the same binary) is checked against the kernel's own errno table (mm/mm_intent_kunit.c, passed in with --table), and a
- * concurrent phase races register, clear, lookup and dump against processes that exit, exec and munmap.
+ * The model (mm_intent_model.c, compiled into the same binary) is checked against the kernel's own errno table
+ * (mm/mm_intent_kunit.c, passed in with --table), and a concurrent phase races register, clear, lookup and dump
+ * against processes that exit, exec and munmap.
  * Usage: mm_intent_validate [--fuzz N] [--valid N] [--seed S] [--concurrent SECONDS] [--table FILE] [--ktap FILE]
  *        mm_intent_validate --check-table FILE   (host: the model against the kernel's table, no kernel needed)
  */
