@@ -44,6 +44,7 @@ class Verb(Generic[C, S]):
     dry_run: Callable[[C], Filed[Any]] | None = None         # --dry-run: the plan, nothing changed
     render_dry_run: Callable[[Any], None] | None = None
     results_line: bool = True                                # say "results in <run dir>" after a filed run
+    exit_status: Callable[[Any], int] | None = None          # the process's status from the summary (None: 0)
 
     @property
     def ident(self) -> str:
@@ -73,4 +74,4 @@ def execute(verb: Verb[Any, Any], args: argparse.Namespace) -> int:
     emit(out.run, out.summary, as_json, verb.render)
     if out.run is not None and verb.results_line:
         say(f"results in {out.run.path}")
-    return 0
+    return verb.exit_status(out.summary) if verb.exit_status is not None else 0

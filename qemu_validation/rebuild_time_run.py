@@ -24,14 +24,13 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import stats
 from harness.progress import say
-from harness.results import ResultStore, Run
+from harness.results import Filed, ResultStore, StoredSummary
 from qemu_validation import validate_run
 from qemu_validation.boot import guest_command
 from qemu_validation.kernel import build, cachedirs
@@ -57,7 +56,7 @@ class RebuildTimeConfig:
 
 
 @dataclass(frozen=True)
-class RebuildTimeSummary:
+class RebuildTimeSummary(StoredSummary):
     """summary.json of a `qemu-rebuild-time` run (and `kvds qemu rebuild-time --json`'s summary)."""
     reps: list[dict[str, Any]]             # per repetition: build and boot+validate seconds, files compiled
     median_total_seconds: float            # edit -> validated kernel, median over reps
@@ -76,15 +75,6 @@ class RebuildTimeSummary:
     median_guest_phases: list[dict[str, Any]]  # guest-clock phases, median over reps
     base_kernel: dict[str, Any]            # id, label, release, source
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> RebuildTimeSummary:
-        """A stored summary.json read back (the report): a key an older kvds did not write is None, a key this
-        version no longer has is dropped, so a reader names only fields that exist."""
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
-
 
 def nonce_patch(original: str, nonce: str) -> str:
     """A `git am`-style mail adding one comment line after the first line of mm/mm_intent.c."""
@@ -100,7 +90,7 @@ def _file_at(kb: build.KernelBuild, path: str) -> str:
     return git("show", f"{kb.info['commit']}:{path}", cwd=tree) + "\n"
 
 
-def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[RebuildTimeSummary, Run]:
+def run(cfg: RebuildTimeConfig) -> Filed[RebuildTimeSummary]:
     """Time `cfg.reps` edit -> rebuild -> boot -> validate cycles on top of the (built) debug kernel of
     `cfg.source`. `cfg.fuzz` overrides the profile's number of random malformed lines."""
     reps, timeout, profile, source = cfg.reps, cfg.timeout, cfg.profile, cfg.source
@@ -111,8 +101,7 @@ def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[R
     base = build.ensure_built(base_spec, say=say)    # built (not timed) the first time; says so when it builds
     validate_run.validator_binary()
     say(f"base: {base.label} ({base.id}); {profile} validate, {reps} repetition(s)")
-    store = store or ResultStore()
-    run = store.new_run(KIND, {"reps": reps, "profile": profile, "fuzz": fuzz, "valid": prof.valid,
+    run = ResultStore().new_run(KIND, {"reps": reps, "profile": profile, "fuzz": fuzz, "valid": prof.valid,
                                        "concurrent": prof.concurrent, "base_kernel": base.id, "source": source,
                                        "patches": list(base_spec.patches), "touched": TARGET_FILE})
     original = _file_at(base, TARGET_FILE)
@@ -131,9 +120,9 @@ def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[R
             compiled = [line.split()[-1] for line in (kb.dir / "build.log").read_text().splitlines()
                         if line.startswith("  CC ")]
             try:
-                summary, vrun = validate_run.validate(validate_run.ValidateConfig(kernel=kb.id, fuzz=fuzz, valid=prof.valid,
-                                                                          concurrent=prof.concurrent, timeout=timeout),
-                                                  store=store)
+                validated = validate_run.run(validate_run.ValidateConfig(kernel=kb.id, fuzz=fuzz, valid=prof.valid,
+                                                                         concurrent=prof.concurrent, timeout=timeout))
+                summary, vrun = validated.summary, validated.run
                 t_total = time.monotonic() - t0
             finally:
                 shutil.rmtree(kb.dir, ignore_errors=True)
@@ -162,7 +151,12 @@ def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[R
         base_kernel={"id": base.id, "label": base.label, "release": base.info.get("kernel_release"),
                      "source": source})
     run.write_summary(out.as_dict())
-    return out, run
+    return Filed(run, out)
+
+
+def exit_status(summary: RebuildTimeSummary) -> int:
+    """0 when every repetition's kernel validated, else 1 (the goal is judged apart: see the summary's goal)."""
+    return 0 if summary.all_validated else 1
 
 
 def median_phases(per_rep: list[list[dict]]) -> list[dict]:

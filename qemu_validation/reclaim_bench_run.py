@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import stats
 from harness.errors import UserError
 from harness.progress import say
-from harness.results import ResultStore, Run
+from harness.results import Filed, ResultStore, Run, StoredSummary
 from qemu_validation import validate_timeline
 from qemu_validation.boot import guest_programs, guest_command
 from qemu_validation.kernel import build
@@ -68,7 +68,7 @@ class ReclaimBenchConfig:
 
 
 @dataclass(frozen=True)
-class ReclaimBenchSummary:
+class ReclaimBenchSummary(StoredSummary):
     """summary.json of a `qemu-reclaim-bench` run (and `kvds qemu reclaim-bench --json`'s summary)."""
     rounds: int                        # memory.reclaim rounds per state per boot
     arena_mb: int                      # MiB of anonymous memory faulted back in and reclaimed per round
@@ -78,9 +78,6 @@ class ReclaimBenchSummary:
     boots: list[dict[str, Any]]        # every boot, in the order it ran, with its rounds and figures
     ok: bool                           # every boot usable
     failure: str | None                # the first unusable boot's reason when not ok
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def binary() -> Path:
@@ -139,7 +136,7 @@ def boot_figures(parsed: dict) -> dict:
     return out
 
 
-def guest_command(rounds: int, arena_mb: int) -> list[str]:
+def bench_argv(rounds: int, arena_mb: int) -> list[str]:
     return ["sh", "-c", f"/{GUEST_PATH} {rounds} {arena_mb} > /share/out.txt 2>&1; echo $? > /share/status.txt; "
                         "read up _ < /proc/uptime; echo $up > /share/uptime.txt"]
 
@@ -148,8 +145,8 @@ def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeo
     share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {rounds} rounds per state of memory.reclaim on {arena_mb} MiB")
-    res = guest_command.boot_and_run(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
-                              files={GUEST_PATH: binary()}, log_dir=share)
+    res = guest_command.boot_and_run(kb.id, bench_argv(rounds, arena_mb), share, timeout=timeout,
+                                     files={GUEST_PATH: binary()}, log_dir=share)
     record_boot_argv(run, kb.id, rep, res.qemu_argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
     read, status, uptime = boot_outputs(share)
@@ -259,7 +256,7 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int,
         failure=next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None))
 
 
-def bench(cfg: ReclaimBenchConfig, store: ResultStore | None = None) -> tuple[ReclaimBenchSummary, Run]:
+def run(cfg: ReclaimBenchConfig) -> Filed[ReclaimBenchSummary]:
     """Boot each kernel `cfg.reps` times in alternating order and time memory.reclaim in every registry state.
     Without `cfg.kernels`, `cfg.spec` is built (default: the debug mm_intent kernel)."""
     if cfg.rounds < 3:
@@ -271,7 +268,7 @@ def bench(cfg: ReclaimBenchConfig, store: ResultStore | None = None) -> tuple[Re
     ids = list(dict.fromkeys(cfg.kernels))
     kernels = ([build.find(k) for k in ids] if ids
                else [build.ensure_built(cfg.spec or guest_command.DEFAULT_SPEC, say=say)])
-    run = (store or ResultStore()).new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels],
+    run = ResultStore().new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels],
                                                                  "reps": cfg.reps, "rounds": cfg.rounds,
                                                                  "arena_mb": cfg.arena_mb})
     binary()
@@ -280,4 +277,9 @@ def bench(cfg: ReclaimBenchConfig, store: ResultStore | None = None) -> tuple[Re
              for r, kid in stats.alternating_order([k.id for k in kernels], cfg.reps)]
     out = summarize(kernels, boots, cfg.rounds, cfg.arena_mb)
     run.write_summary(out.as_dict())
-    return out, run
+    return Filed(run, out)
+
+
+def exit_status(summary: ReclaimBenchSummary) -> int:
+    """0 when every boot was usable, else 1 (the summary's failure says why)."""
+    return 0 if summary.ok else 1

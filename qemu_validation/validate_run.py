@@ -16,13 +16,13 @@ import secrets
 import shlex
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from harness.errors import UserError
 from harness.progress import say
-from harness.results import ResultStore, Run
+from harness.results import Filed, ResultStore, StoredSummary
 from qemu_validation import validate_timeline
 from qemu_validation.boot import console, guest_command, ktap, runner
 from qemu_validation.kernel import build, cachedirs, errno_table
@@ -84,7 +84,7 @@ class KernelRow:
 
 
 @dataclass(frozen=True)
-class ValidateSummary:
+class ValidateSummary(StoredSummary):
     """summary.json of a `qemu-validate` run (and `kvds qemu validate --json`'s summary)."""
     ok: bool                               # the guest exited 0, every KTAP report passed, no splat, no leak
     gate: bool                             # the counts meet the full profile (not a quick edit loop)
@@ -111,15 +111,6 @@ class ValidateSummary:
     problems: list[str]                    # every reason the run is not ok
     failure: str | None                    # why the run is not ok (None when it is)
     phases: list[dict[str, Any]]           # where the time went, guest clock (validate_timeline.breakdown)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> ValidateSummary:
-        """A stored summary.json read back (the report): a key an older kvds did not write is None, shown as not
-        reported; a key this version no longer has is dropped, so a reader names only fields that exist."""
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
 
 
 def is_gate(fuzz: int, valid: int, concurrent: int) -> bool:
@@ -278,7 +269,7 @@ def _kunit_cases(kunit: ktap.Report | None) -> dict[str, int] | None:
             "failed": sum(1 for d in lines if d.startswith("not ok "))}
 
 
-def validate(cfg: ValidateConfig, store: ResultStore | None = None) -> tuple[ValidateSummary, Run]:
+def run(cfg: ValidateConfig) -> Filed[ValidateSummary]:
     """Build (if needed), boot and validate; returns the summary and the results-store run holding the logs.
 
     `cfg.seed` None draws a fresh one (recorded in the summary; pass it back to reproduce the random lines)."""
@@ -292,7 +283,7 @@ def validate(cfg: ValidateConfig, store: ResultStore | None = None) -> tuple[Val
     binary = validator_binary()
     selftest = kselftest_binary(kb)
     table = errno_table.rows(errno_table.from_commit(workspace_tree(kb), kb.info["commit"]))
-    run = (store or ResultStore()).new_run("qemu-validate", {"kernel": kb.id, "label": kb.label, "fuzz": fuzz,
+    run = ResultStore().new_run("qemu-validate", {"kernel": kb.id, "label": kb.label, "fuzz": fuzz,
                                                              "valid": valid, "concurrent": concurrent,
                                                              "seed": seed, "timeout": timeout})
     share = run.path / "guest"
@@ -304,8 +295,8 @@ def validate(cfg: ValidateConfig, store: ResultStore | None = None) -> tuple[Val
     # kunit.enable=1: built-in suites run at boot (allnoconfig leaves KUNIT_DEFAULT_ENABLED off).
     # printk.time=1: timestamps in dmesg mark the boot phases (the console parser strips them).
     res = guest_command.boot_and_run(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
-                          files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
-                          extra_append=("kunit.enable=1", "printk.time=1"))
+                                     files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
+                                     extra_append=("kunit.enable=1", "printk.time=1"))
     run.update_meta(commands={"qemu": res.qemu_argv})  # what ran underneath, kept with the run
     seen = {(f.kind, f.line) for f in res.findings}
     res.findings.extend(f for f in console.scan(_read(share / "dmesg.txt")) if (f.kind, f.line) not in seen)
@@ -317,7 +308,13 @@ def validate(cfg: ValidateConfig, store: ResultStore | None = None) -> tuple[Val
     if leak_text is None and kb.info.get("kasan"):
         leak_text = ""
         rep.problems.append("kmemleak did not run (no /sys/kernel/debug/kmemleak in the debug kernel?)")
-    phase_rows = validate_timeline.breakdown(_read(share / "dmesg.txt"), _read(share / PHASES_FILE), rep.counters, res.seconds)
+    phase_rows = validate_timeline.breakdown(_read(share / "dmesg.txt"), _read(share / PHASES_FILE), rep.counters,
+                                             res.seconds)
     summary = summarize(res, rep, kb, fuzz, valid, concurrent, seed, kself, kunit, leak_text, phase_rows)
     run.write_summary(summary.as_dict())
-    return summary, run
+    return Filed(run, summary)
+
+
+def exit_status(summary: ValidateSummary) -> int:
+    """0 when the kernel validated, 1 when it did not (the summary says why)."""
+    return 0 if summary.ok else 1

@@ -14,7 +14,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness import doctor
@@ -30,26 +29,6 @@ from qemu_validation.kernel import build, cachedirs
 DEFAULT_SPEC = build.BuildSpec(kasan=True)
 TIMEOUT_STATUS = 124         # like timeout(1)
 KERNEL_FAILURE_STATUS = 125  # splat on the console, or no status reported (panic)
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One `kvds qemu run`: the kernel, the command and the machine it runs on."""
-    command: tuple[str, ...]
-    kernel: str | None = None              # a build id, prefix or label; None: the default debug kernel
-    share: Path | None = None              # host directory mounted read-write at /share
-    host_root: bool = False                # chroot into the host's root (9p, read-only) to run the command
-    timeout: float = 600.0
-    memory_mb: int = 1024
-    cpus: int = 1
-    append: tuple[str, ...] = ()           # extra kernel command-line words
-    icount_shift: int | None = None        # instruction-count time (qemu_cmd.icount_args); None: real time
-
-
-def run(cfg: RunConfig) -> runner.BootResult:
-    """`kvds qemu run`: boot cfg.kernel and run cfg.command in it."""
-    return boot_and_run(cfg.kernel, list(cfg.command), cfg.share, timeout=cfg.timeout, host_root=cfg.host_root,
-                     memory_mb=cfg.memory_mb, cpus=cfg.cpus, extra_append=cfg.append, icount_shift=cfg.icount_shift)
 
 
 def exit_status(res: runner.BootResult) -> int:
@@ -76,10 +55,10 @@ def accelerator() -> str:
 
 
 def boot_and_run(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, *, timeout: float = 600,
-              host_root: bool = False, files: dict[str, Path] | None = None, cwd: str | None = None,
-              memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
-              log_dir: Path | None = None, cpu: str | None = None,
-              icount_shift: int | None = None) -> runner.BootResult:
+                 host_root: bool = False, files: dict[str, Path] | None = None, cwd: str | None = None,
+                 memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
+                 log_dir: Path | None = None, cpu: str | None = None,
+                 icount_shift: int | None = None) -> runner.BootResult:
     """Boot the kernel, run argv, and return everything known about the run (status, console, findings)."""
     if not argv:
         raise UserError("no command to run in the guest")

@@ -317,7 +317,8 @@ def _build(spec: BuildSpec, desc: dict, key: str, d: Path, ws: Path, jobs: int, 
             "options_not_in_source": absent, **desc}
     atomic.write_json(d / "build.json", info)
     timing = ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
-    say(f"built {label} ({key}) in {info['build_seconds']:.0f} s ({'incremental' if incremental else 'new tree'}: {timing})")
+    how = "incremental" if incremental else "new tree"
+    say(f"built {label} ({key}) in {info['build_seconds']:.0f} s ({how}: {timing})")
     return KernelBuild(key, label, d, info)
 
 

@@ -67,12 +67,12 @@ def test_bad_input_is_one_line_exit_2(argv: list[str]) -> None:
 
 
 @pytest.mark.slow
-def test_critical_half_stays_resident_in_a_real_guest(tmp_path) -> None:
+def test_critical_half_stays_resident_in_a_real_guest(tmp_path, monkeypatch) -> None:
     """One boot of the default debug kernel (mm_intent with its reclaim consumer): every round of the critical
     state takes untagged pages and no latency-critical one."""
-    from harness.results import ResultStore
+    monkeypatch.setenv("KVDS_RESULTS_DIR", str(tmp_path))
     cfg = reclaim_bench_run.ReclaimBenchConfig(rounds=3, arena_mb=8, reps=1)
-    out, _ = reclaim_bench_run.bench(cfg, store=ResultStore(tmp_path))
+    out = reclaim_bench_run.run(cfg).summary
     assert out.ok, out.failure
     (boot,) = out.boots
     assert boot["mm_intent"]
@@ -170,7 +170,7 @@ def test_the_summary_is_typed_and_rendered_from_its_json(capsys) -> None:
     out = reclaim_bench_run.summarize([_KB("k")], boots, 3, 8)
     d = out.as_dict()
     assert list(d) == ["rounds", "arena_mb", "kernels", "comparisons", "verdicts", "boots", "ok", "failure"]
-    render.reclaim_bench(d, "/tmp/run", 3)
+    render.reclaim_bench(reclaim_bench_run.ReclaimBenchSummary.from_json(d))
     text = capsys.readouterr().out
     assert "3 boot(s) per kernel" in text and "verdict k on/empty cost_within_boot: " in text
-    assert "results: /tmp/run" in text
+    assert reclaim_bench_run.exit_status(out) == 0

@@ -58,7 +58,8 @@ def test_validate_summary_fields_are_its_json_keys_and_a_splat_fails_it(tmp_path
     bad = validate_run.summarize(_boot(tmp_path, SPLAT), rep, _kernel(tmp_path), 100, 100, 0, seed=7, leak_text="")
     assert not bad.ok and not bad.gate and bad.splats == 1 and "kasan" in bad.failure.lower()
 
-    render.validate(bad.as_dict(), tmp_path)
+    assert validate_run.exit_status(bad) == 1 and validate_run.exit_status(good) == 0
+    render.validate(bad)
     out = capsys.readouterr().out
     assert "FAIL" in out and "splats (oops/BUG/KASAN/lockdep/WARN/leak): 1" in out and "failure:" in out
     assert "the edit loop, not the gate" in out
@@ -96,10 +97,18 @@ def test_exit_bench_summary_is_typed_and_renders(tmp_path: Path, capsys: pytest.
     assert all(c["difference"] == "higher" for c in out.comparisons)     # b's boots are all about twice a's
     assert render.STATES == exit_bench_run.STATES
 
-    render.exit_bench(out.as_dict(), tmp_path, 3)
+    render.exit_bench(out)
     text = capsys.readouterr().out
     assert text.count(" boots)") == 2 and f"{b.id} / {a.id} (many)" in text and "failure" not in text
+    assert "3 boot(s) per kernel" in text
+    # the stored summary.json loads back into the same typed summary and prints the same table
+    stored = exit_bench_run.ExitBenchSummary.from_json(json.loads(dumps(out.as_dict())))
+    assert stored.as_dict() == json.loads(dumps(out.as_dict()))
+    render.exit_bench(stored)
+    assert capsys.readouterr().out == text
 
     broken = exit_bench_run.summarize([a], [{**_eb_boot(a.id, 1, 1.0), "ok": False, "failure": "held 3"}], 20)
     assert not broken.ok and broken.failure == f"{a.id} rep 1: held 3"
-    assert render.print_end(broken.as_dict(), tmp_path) == 1
+    assert exit_bench_run.exit_status(broken) == 1 and exit_bench_run.exit_status(out) == 0
+    render.exit_bench(broken)
+    assert f"failure: {a.id} rep 1: held 3" in capsys.readouterr().out
