@@ -59,8 +59,8 @@ DEFAULT_LAB = "debug"
 
 
 def guest_lab_status(lab_name: str = DEFAULT_LAB) -> tuple[bool, str]:
-    """(ready, reason): whether `--target guest` can run here with lab kernel `lab_name` (qemu_validation/guest_target.py:
-    the kernel the command's track asked for), and why not.
+    """(ready, reason): whether `--target guest` can run here with lab kernel `lab_name`
+    (qemu_validation/guest_target.py: the kernel the command's track asked for), and why not.
 
     Only a real absence on this host is "not ready" (no QEMU, no built guest kernel). The lab's modules are
     part of kvds (installed with it), so failing to import them is a kvds error and raises, as does a QEMU

@@ -24,7 +24,8 @@ def _cached_debug_kernel() -> str | None:
     """Why `kvds qemu build --kasan` would build instead of answering from the cache (None: it is cached)."""
     from qemu_validation.boot import guest_command
     from qemu_validation.kernel import build
-    return None if build.cached(guest_command.DEFAULT_SPEC) else "the debug guest kernel is not built (make test builds it)"
+    built = build.cached(guest_command.DEFAULT_SPEC)
+    return None if built else "the debug guest kernel is not built (make test builds it)"
 
 
 # name: (argv, the doctor capabilities it needs, whether it files a run)

@@ -112,8 +112,8 @@ def test_guest_target_reports_its_state() -> None:
 
 # The real `kvds` entry point with one of kvds's own modules broken: a None entry in sys.modules makes importing
 # it raise ImportError. Injected on purpose: a correct checkout cannot have a broken module of its own.
-BROKEN_GUEST_LAB = ("import sys; sys.modules['qemu_validation.boot.guest_command'] = None; from harness.cli import main; "
-                    "sys.exit(main(sys.argv[1:]))")
+BROKEN_GUEST_LAB = ("import sys; sys.modules['qemu_validation.boot.guest_command'] = None; "
+                    "from harness.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 @pytest.mark.parametrize("argv", [["remote", "hosts", "--check", "--target", "guest", "--json"],
