@@ -31,7 +31,7 @@ from harness.progress import say
 from harness.report import fmt
 from harness.results import Filed, ResultStore, Run, StoredSummary
 from qemu_validation import validate_timeline
-from qemu_validation.boot import guest_programs, guest_command
+from qemu_validation.boot import guest_command, guest_programs
 from qemu_validation.kernel import build
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "exit_bench.c"

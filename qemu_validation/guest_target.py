@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import UserError
-from qemu_validation.kernel import build
 from qemu_validation.boot.guest_command import DEFAULT_SPEC, KERNEL_FAILURE_STATUS, TIMEOUT_STATUS, boot_and_run
+from qemu_validation.kernel import build
 
-__all__ = ["KERNEL_FAILURE_STATUS", "LABS", "TIMEOUT_STATUS", "find_kernel", "lab_kernel", "boot_and_run"]
+__all__ = ["KERNEL_FAILURE_STATUS", "LABS", "TIMEOUT_STATUS", "boot_and_run", "find_kernel", "lab_kernel"]
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from harness.errors import UserError
 from harness.progress import say
 from harness.results import Filed, ResultStore, Run, StoredSummary
 from qemu_validation import validate_timeline
-from qemu_validation.boot import guest_programs, guest_command
+from qemu_validation.boot import guest_command, guest_programs
 from qemu_validation.kernel import build
 from qemu_validation.exit_bench_run import boot_outputs, difference, paired_ratio, record_boot_argv
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from harness import stats
-from qemu_validation import cli, exit_bench_run, validate_timeline, rebuild_time_run, validate_run
+from qemu_validation import cli, exit_bench_run, rebuild_time_run, validate_run, validate_timeline
 
 KVDS = [sys.executable, "-m", "harness.cli", "qemu"]
 
