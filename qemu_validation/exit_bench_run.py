@@ -52,6 +52,13 @@ class ExitBenchConfig:
     reps: int = 3                             # boots per kernel, in alternating order
     timeout: float = 900.0                    # seconds before a hung guest is killed
 
+    def __post_init__(self) -> None:
+        """Bad counts are the user's error, refused where the config is made (before anything boots)."""
+        if self.iterations < 10:
+            raise UserError("--iterations must be at least 10 (a median and a p90 from fewer say nothing)")
+        if self.reps < 1:
+            raise UserError("--reps must be at least 1")
+
 
 @dataclass(frozen=True)
 class ExitBenchSummary(StoredSummary):
@@ -201,10 +208,6 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: i
 def run(cfg: ExitBenchConfig) -> Filed[ExitBenchSummary]:
     """Boot each kernel `cfg.reps` times in alternating order and time fork+exit+wait in every registry state.
     Without `cfg.kernels`, `cfg.spec` is built (default: the debug mm_intent kernel)."""
-    if cfg.iterations < 10:
-        raise UserError("--iterations must be at least 10 (a median and a p90 from fewer say nothing)")
-    if cfg.reps < 1:
-        raise UserError("--reps must be at least 1")
     ids = list(dict.fromkeys(cfg.kernels))
     kernels = ([build.find(k) for k in ids] if ids
                else [build.ensure_built(cfg.spec or guest_command.DEFAULT_SPEC, say=say)])

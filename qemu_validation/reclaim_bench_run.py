@@ -66,6 +66,15 @@ class ReclaimBenchConfig:
     reps: int = 3                             # boots per kernel, in alternating order
     timeout: float = 1200.0                   # seconds before a hung guest is killed
 
+    def __post_init__(self) -> None:
+        """Bad counts are the user's error, refused where the config is made (before anything boots)."""
+        if self.rounds < 3:
+            raise UserError("--rounds must be at least 3 (a median of fewer rounds says nothing)")
+        if not 4 <= self.arena_mb <= 256:
+            raise UserError("--arena-mb must be between 4 and 256 (the guest has 1 GiB and a 512 MiB zram swap)")
+        if self.reps < 1:
+            raise UserError("--reps must be at least 1")
+
 
 @dataclass(frozen=True)
 class ReclaimBenchSummary(StoredSummary):
@@ -259,12 +268,6 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int,
 def run(cfg: ReclaimBenchConfig) -> Filed[ReclaimBenchSummary]:
     """Boot each kernel `cfg.reps` times in alternating order and time memory.reclaim in every registry state.
     Without `cfg.kernels`, `cfg.spec` is built (default: the debug mm_intent kernel)."""
-    if cfg.rounds < 3:
-        raise UserError("--rounds must be at least 3 (a median of fewer rounds says nothing)")
-    if not 4 <= cfg.arena_mb <= 256:
-        raise UserError("--arena-mb must be between 4 and 256 (the guest has 1 GiB and a 512 MiB zram swap)")
-    if cfg.reps < 1:
-        raise UserError("--reps must be at least 1")
     ids = list(dict.fromkeys(cfg.kernels))
     kernels = ([build.find(k) for k in ids] if ids
                else [build.ensure_built(cfg.spec or guest_command.DEFAULT_SPEC, say=say)])

@@ -73,6 +73,12 @@ class ValidateConfig:
     seed: int | None = None                # None: a fresh one, recorded in the summary
     timeout: float = 900.0                 # seconds before a hung guest is killed
 
+    def __post_init__(self) -> None:
+        """Negative counts are the user's error, refused where the config is made (before anything boots)."""
+        for name, v in (("--fuzz", self.fuzz), ("--valid", self.valid), ("--concurrent", self.concurrent)):
+            if v < 0:
+                raise UserError(f"{name} must be >= 0")
+
 
 @dataclass(frozen=True)
 class KernelRow:
@@ -273,9 +279,6 @@ def run(cfg: ValidateConfig) -> Filed[ValidateSummary]:
     """Build (if needed), boot and validate; returns the summary and the results-store run holding the logs.
 
     `cfg.seed` None draws a fresh one (recorded in the summary; pass it back to reproduce the random lines)."""
-    for name, v in (("--fuzz", cfg.fuzz), ("--valid", cfg.valid), ("--concurrent", cfg.concurrent)):
-        if v < 0:
-            raise UserError(f"{name} must be >= 0")
     if cfg.seed is None:
         cfg = replace(cfg, seed=secrets.randbits(32) or 1)
     fuzz, valid, concurrent, seed, timeout = cfg.fuzz, cfg.valid, cfg.concurrent, cfg.seed, cfg.timeout
