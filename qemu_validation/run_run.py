@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def run(cfg: RunConfig) -> Filed[RunSummary]:
     res = guest_command.boot_and_run(cfg.kernel, list(cfg.command), cfg.share, timeout=cfg.timeout,
                                      host_root=cfg.host_root, memory_mb=cfg.memory_mb, cpus=cfg.cpus,
                                      extra_append=cfg.append, icount_shift=cfg.icount_shift)
-    return Filed(None, RunSummary(**{k: getattr(res, k) for k in res.__dataclass_fields__}))
+    return Filed(None, RunSummary(**{f.name: getattr(res, f.name) for f in fields(res)}))
 
 
 def exit_status(summary: RunSummary) -> int:
