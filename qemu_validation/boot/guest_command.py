@@ -47,8 +47,10 @@ def kernel_build(kernel_id: str | None) -> build.KernelBuild:
     return build.find(kernel_id)
 
 
-def accelerator() -> str:
-    if doctor.capability("qemu.kvm").ok:
+def accelerator(icount: bool = False) -> str:
+    """KVM when the doctor finds it usable, else TCG; always TCG under instruction-count time, which only TCG
+    has (QEMU's -icount)."""
+    if not icount and doctor.capability("qemu.kvm").ok:
         return "kvm"
     doctor.require("qemu.tcg")
     return "tcg"
@@ -91,8 +93,8 @@ def machine(bzimage: Path, log_dir: Path, share_dir: Path | None = None, *, host
     if icount_shift is not None:
         extra_append = (*extra_append, f"{CLOCK_PARAM}icount:{icount_shift}")
     return qemu_cmd.Machine(kernel=bzimage, initramfs=log_dir / "initramfs.cpio", console_log=log_dir / "console.log",
-                            accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
-                            host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
+                            accel=accelerator(icount_shift is not None), memory_mb=memory_mb, cpus=cpus,
+                            share_dir=share_dir, host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
                             tsc_khz=qemu_cmd.host_tsc_khz(Path("/proc/cpuinfo").read_text()),
                             icount_shift=icount_shift)
 
