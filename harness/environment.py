@@ -56,7 +56,7 @@ def cpu_model() -> str:
 
 
 CLOCK_PARAM = "kvds.clock="
-"""The kernel command-line word a QEMU guest boots with under `-icount` (qemu_validation/guest_run.machine); a
+"""The kernel command-line word a QEMU guest boots with under `-icount` (qemu_validation/boot/guest_command.machine); a
 dotted word the kernel ignores, so only /proc/cmdline carries it."""
 ICOUNT_MAX_SHIFT = 10  # QEMU's limit for a fixed -icount shift
 

@@ -69,6 +69,7 @@ def report_sections() -> list[EntryPoint]:
 
 
 def guest_lab() -> Any:
-    """The guest lab's module (qemu_validation/lab.py): an import error in it is kvds's error and propagates."""
+    """The guest lab's module (qemu_validation/guest_target.py): an import error in it is kvds's error and
+    propagates."""
     (ep,) = registered("kvds.guest_lab")
     return ep.load()

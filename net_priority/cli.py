@@ -68,7 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print the lab, the classes and every command a run would start; change nothing")
     add_json_flag(b)
     add_target_args(b)  # --target guest / ssh://...: harness/remote runs this same command there (the whole lab)
-    b.set_defaults(func=cmd_bench, guest_lab="net")  # --target guest boots the net lab kernel (qemu_validation/lab.py)
+    # --target guest boots the net lab kernel (qemu_validation/guest_target.py)
+    b.set_defaults(func=cmd_bench, guest_lab="net")
 
 
 def parse_size_arg(text: str) -> int:

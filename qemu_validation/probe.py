@@ -2,7 +2,8 @@
 accelerators, kernel sources and build tools (`kvds qemu ...`).
 
 KVM is tried, not assumed: /dev/kvm may be a backend (such as PVM) that only runs patched guests, in which case
-QEMU aborts while setting up the vCPU; the guest lab then falls back to TCG.
+QEMU aborts while setting up the vCPU, or sets it up and then stops at the first instruction it cannot emulate
+(boot/kvm_check.py boots a cached guest kernel to find out); the guest lab then falls back to TCG.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from harness.capability import Capability, available, unavailable
+from qemu_validation.boot import kvm_check
 
 AREA = "qemu"
 QEMU = "qemu-system-x86_64"
@@ -62,6 +64,8 @@ def probes() -> list[Capability]:
                    else unavailable("qemu.tcg", f"{QEMU} lists no tcg accelerator", AREA))
         if "kvm" in accels:
             ok, why = _kvm_starts(binary)
+            if ok:
+                ok, why = kvm_check.runs_a_kernel(binary)
             out.append(Capability("qemu.kvm", "available" if ok else "unavailable", why, AREA))
         else:
             out.append(unavailable("qemu.kvm", f"{QEMU} was built without KVM", AREA))

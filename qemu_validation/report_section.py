@@ -1,15 +1,15 @@
 """The report's QEMU section (registered as `kvds.report_sections` 40-qemu): the mm_intent kernel's validation
 (KTAP results, malformed writes, console splats) and the edit -> validated kernel time, each read from its typed
-summary (validate.ValidateSummary, rebuild_time.RebuildTimeSummary), so a renamed key fails here rather than
+summary (validate.ValidateSummary, rebuild_time_run.RebuildTimeSummary), so a renamed key fails here rather than
 reading as missing. Headline figures and verdict lines go to the Summary through ReportContext."""
 
 from __future__ import annotations
 
 from harness.report.context import ReportContext, Suite
 from harness.results import Run
-from qemu_validation import rebuild_time
-from qemu_validation.rebuild_time import RebuildTimeSummary
-from qemu_validation.validate import ValidateSummary
+from qemu_validation import rebuild_time_run
+from qemu_validation.rebuild_time_run import RebuildTimeSummary
+from qemu_validation.validate_run import ValidateSummary
 
 REBUILD_GOAL = "edit -> rebuild -> boot -> validate"
 
@@ -27,8 +27,8 @@ def _ktap(t: dict, s: ValidateSummary) -> str:
 
 def latest_rebuild_time(suite: Suite) -> Run | None:
     """The newest finished rebuild-time run of a suite, under its kind or the kind it had before the rename
-    (rebuild_time.KINDS): run ids begin with their start time, so the larger id is the newer run."""
-    runs = [r for r in (suite.latest(k) for k in rebuild_time.KINDS) if r is not None]
+    (rebuild_time_run.KINDS): run ids begin with their start time, so the larger id is the newer run."""
+    runs = [r for r in (suite.latest(k) for k in rebuild_time_run.KINDS) if r is not None]
     return max(runs, key=lambda r: r.run_id) if runs else None
 
 
@@ -72,19 +72,19 @@ def _validate(ctx: ReportContext) -> None:
 
 def _rebuild_time(ctx: ReportContext, timed: list[tuple[Suite, Run | None]]) -> None:
     """The edit -> validated kernel goal, re-judged from the stored repetitions with today's rule
-    (rebuild_time.verdict: the mean total's interval, never met when a repetition failed validate)."""
+    (rebuild_time_run.verdict: the mean total's interval, never met when a repetition failed validate)."""
     rows = []
     for suite, run in timed:
         if run is None:
             continue
         s = RebuildTimeSummary.from_json(run.summary)
-        v = rebuild_time.verdict(s.reps or [], s.profile or "full")
+        v = rebuild_time_run.verdict(s.reps or [], s.profile or "full")
         rows.append([suite.label, run.run_id, s.profile or "full", _or_missing(s.median_build_seconds),
                      _or_missing(s.median_boot_validate_seconds), _or_missing(s.median_total_seconds), str(v)])
         ctx.headline(f"{REBUILD_GOAL}, median (s)", suite.label, s.median_total_seconds)
         ctx.verdict(suite.label, REBUILD_GOAL, str(v))
     ctx.doc.para(f"{REBUILD_GOAL} (`kvds qemu rebuild-time`): a one-line change to the mm_intent series, rebuilt "
-                 f"in the warm tree, booted and validated; goal {rebuild_time.GOAL_SECONDS:g} s. Met only when the "
+                 f"in the warm tree, booted and validated; goal {rebuild_time_run.GOAL_SECONDS:g} s. Met only when the "
                  "whole 95% interval of the mean total is within it; a failed validation is never met.")
     ctx.doc.table(["suite", "run", "validate profile", "build (s)", "boot + validate (s)", "total (s)", "verdict"],
                   rows)

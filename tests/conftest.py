@@ -109,7 +109,8 @@ def debug_kernel():
     """The default debug guest kernel (`kvds qemu build --kasan`: 6.12 + mm_intent + KASAN), built on first use
     (about an hour on 2 cores; answered from ~/.cache/kvds/qemu once built), so that no test finds it missing
     because the test that used to build it runs later. Gated like a test that names `qemu.guest`."""
-    from qemu_validation import build, guest_run
+    from qemu_validation.boot import guest_command
+    from qemu_validation.kernel import build
 
     action, why = doctor.gate(GUEST_CAPABILITY)
     if action == "fail":
@@ -117,7 +118,7 @@ def debug_kernel():
     if action == "skip":
         pytest.skip(why)
 
-    return build.ensure_built(guest_run.DEFAULT_SPEC)
+    return build.ensure_built(guest_command.DEFAULT_SPEC)
 
 
 @pytest.fixture(scope="session")
@@ -126,9 +127,10 @@ def guest_lab():
     built first where the doctor says a guest boots here, else None (the command then skips with that reason)."""
     if not doctor.capability(GUEST_CAPABILITY).ok:
         return None
-    from qemu_validation import build, guest_run
+    from qemu_validation.boot import guest_command
+    from qemu_validation.kernel import build
 
-    return build.ensure_built(guest_run.DEFAULT_SPEC)
+    return build.ensure_built(guest_command.DEFAULT_SPEC)
 
 
 @pytest.fixture(autouse=True)

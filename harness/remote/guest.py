@@ -4,7 +4,7 @@ The guest chroots into this machine's root (read-only over 9p) and runs this che
 fresh share directory (read-write) holds the guest kvds's journals, scratch files, results and output, so
 its run directories come home exactly as an ssh host's do. When the host cannot run QEMU or the lab's kernel has
 not been built, the target says so (kvds never builds a kernel as a side effect of --target guest). The lab
-itself (qemu_validation/lab.py) is reached through the `kvds.guest_lab` entry point (harness/tracks.py).
+itself (qemu_validation/guest_target.py) is reached through the `kvds.guest_lab` entry point (harness/tracks.py).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ DEFAULT_LAB = "debug"
 
 
 def guest_lab_status(lab_name: str = DEFAULT_LAB) -> tuple[bool, str]:
-    """(ready, reason): whether `--target guest` can run here with lab kernel `lab_name` (qemu_validation/lab.py:
-    the kernel the command's track asked for), and why not.
+    """(ready, reason): whether `--target guest` can run here with lab kernel `lab_name`
+    (qemu_validation/guest_target.py: the kernel the command's track asked for), and why not.
 
     Only a real absence on this host is "not ready" (no QEMU, no built guest kernel). The lab's modules are
     part of kvds (installed with it), so failing to import them is a kvds error and raises, as does a QEMU
@@ -139,7 +139,7 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
-            res = lab.run_guest(kernel, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S,
+            res = lab.boot_and_run(kernel, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S,
                                 memory_mb=GUEST_MEMORY_MB, cpus=want.cpus, cpu=GUEST_CPU, icount_shift=shift)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
                 lab.TIMEOUT_STATUS if res.timed_out else lab.KERNEL_FAILURE_STATUS)

@@ -62,7 +62,7 @@ def test_comments_are_read_per_field_and_only_from_field_lines() -> None:
 def test_a_stored_validate_summary_is_read_back_typed() -> None:
     """The report reads summary.json through ValidateSummary.from_json: the keys written come back as fields, a
     key an older kvds did not write is None, a key no field has is dropped."""
-    from qemu_validation.validate import ValidateSummary
+    from qemu_validation.validate_run import ValidateSummary
     s = ValidateSummary.from_json({"ok": True, "splats": 0, "tests": {"planned": 3}, "gone_key": 1})
     assert s.ok is True and s.splats == 0 and s.tests == {"planned": 3} and s.malformed_writes is None
     assert set(s.as_dict()) == {f.name for f in dataclasses.fields(ValidateSummary)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qemu_validation import rebuild_time
+from qemu_validation import rebuild_time_run
 
 
 def _row(rep: int, total: float, ok: bool = True) -> dict:
@@ -11,18 +11,18 @@ def _row(rep: int, total: float, ok: bool = True) -> dict:
 
 def test_rebuild_time_failed_validate_is_never_met() -> None:
     fast = [_row(1, 40.0), _row(2, 41.0), _row(3, 39.5)]
-    assert rebuild_time.verdict(fast).status == "met"
+    assert rebuild_time_run.verdict(fast).status == "met"
     broken = [_row(1, 40.0), _row(2, 41.0, ok=False), _row(3, 39.5)]
-    v = rebuild_time.verdict(broken)
+    v = rebuild_time_run.verdict(broken)
     assert v.status == "missed" and "validation failed in repetition 2" in str(v)
 
 
 def test_rebuild_time_judges_the_interval_not_the_median() -> None:
     # median 60 s is under 90 s, but three repetitions this far apart cannot say the mean is
-    v = rebuild_time.verdict([_row(1, 60.0), _row(2, 30.0), _row(3, 150.0)])
+    v = rebuild_time_run.verdict([_row(1, 60.0), _row(2, 30.0), _row(3, 150.0)])
     assert v.status == "inconclusive" and "[" in str(v)
-    assert rebuild_time.verdict([_row(1, 60.0), _row(2, 61.0)]).status == "inconclusive"  # 2 reps: no interval
-    assert rebuild_time.verdict([_row(1, 200.0), _row(2, 205.0), _row(3, 199.0)]).status == "missed"
+    assert rebuild_time_run.verdict([_row(1, 60.0), _row(2, 61.0)]).status == "inconclusive"  # 2 reps: no interval
+    assert rebuild_time_run.verdict([_row(1, 200.0), _row(2, 205.0), _row(3, 199.0)]).status == "missed"
 
 
 def test_fio_check_is_two_sided() -> None:

@@ -1,5 +1,5 @@
-"""`kvds net bench --target guest`: the delivery bench in the net lab kernel (qemu_validation/configs/net.config),
-which has what this host lacks: netem for round-trip delay and loss, fq for pacing. A real TCG boot of the
+"""`kvds net bench --target guest`: the delivery bench in the net lab kernel
+(qemu_validation/kernel/configs/net.config), which has what this host lacks: netem for round-trip delay and loss, fq for pacing. A real TCG boot of the
 base kernel + net fragment (2 vCPUs); one short repetition per variant. Asserts behaviour (the netem root and the
 leaves are where the path says and carry the traffic, the run comes home), never timings."""
 

@@ -2,7 +2,7 @@
 
 On a host whose kernel has netem and fq the options run there; on one without (this kind of machine: its
 /proc/config.gz has neither), the bench refuses with the doctor's reason and exit 3 before it creates anything,
-and `--target guest` boots the net lab kernel (qemu_validation/configs/net.config), which has them: that run is
+and `--target guest` boots the net lab kernel (qemu_validation/kernel/configs/net.config), which has them: that run is
 tests/net/test_net_guest.py (slow)."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from harness.knobs import qdisc as q
 from net_priority import lab as labmod
 from net_priority.config import NetConfig, path_qdiscs
 from net_priority.render import path_line
-from qemu_validation import build, lab as guest_lab
+from qemu_validation import guest_target as guest_lab
+from qemu_validation.kernel import build
 from tests.conftest import KVDS, REPO, needs_root
 
 
@@ -94,7 +95,7 @@ def test_the_net_lab_kernel_is_named(tmp_path: Path) -> None:
 
 def test_the_net_fragment_builds_what_the_bench_needs() -> None:
     """Every option the guest bench's mechanisms need is in the fragment (the build refuses a config that lost one)."""
-    from qemu_validation import kconfig_fragments
+    from qemu_validation.kernel import kconfig_fragments
 
     frag = kconfig_fragments.load(build.NET_FRAGMENT)
     for opt in ("INET", "NET_NS", "VETH", "NET_SCH_HTB", "NET_SCH_TBF", "NET_SCH_NETEM", "NET_SCH_FQ",
@@ -134,7 +135,7 @@ def test_target_guest_asks_for_the_net_lab_kernel(tmp_path: Path, monkeypatch: p
     with pytest.raises(Unavailable) as info:
         guest_runner("net")
     assert "its net kernel (debian-6.12+mm_intent+net)" in str(info.value)
-    assert "kvds qemu build --fragment qemu_validation/configs/net.config" in str(info.value)
+    assert "kvds qemu build --fragment qemu_validation/kernel/configs/net.config" in str(info.value)
 
 
 def test_dscp_classification_plan() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserError
-from qemu_validation import build, kconfig_fragments, source
+from qemu_validation.kernel import build, kconfig_fragments, source
 
 
 @pytest.fixture
@@ -117,13 +117,13 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
 def test_patched_commit_touches_nothing_until_checkout(repo: tuple[Path, str], tmp_path: Path) -> None:
     """The build's patch step: commits made off to the side, then a checkout that rewrites only changed files,
     so make's timestamps say exactly what a patch changed."""
-    from qemu_validation import rebuild_time
+    from qemu_validation import rebuild_time_run
     r, base = repo
     target = r / "mm" / "mm_intent.c"
     original = target.read_text()
     series = tmp_path / "series"
     series.mkdir()
-    (series / "0001-n.patch").write_text(rebuild_time.nonce_patch(original, "abc123"))
+    (series / "0001-n.patch").write_text(rebuild_time_run.nonce_patch(original, "abc123"))
     before = {p: p.stat().st_mtime_ns for p in (target, r / "mm" / "other.c")}
     commit = build.patched_commit(r, base, [("s", series / "0001-n.patch")], "src")
     assert {p: p.stat().st_mtime_ns for p in before} == before and target.read_text() == original
@@ -146,7 +146,7 @@ def _fake_build(d: Path, recipe: int, workspace: str) -> None:
 
 
 def test_prune_removes_old_builds_and_unused_trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from qemu_validation import cachedirs
+    from qemu_validation.kernel import cachedirs
     monkeypatch.setenv("KVDS_CACHE_DIR", str(tmp_path / "cache"))
     b, w = cachedirs.builds(), cachedirs.workspaces()
     _fake_build(b / "new", build.RECIPE, "w-used")

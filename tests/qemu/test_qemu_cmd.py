@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qemu_validation import qemu_cmd
+from qemu_validation.boot import qemu_cmd
 
 
 def _m(**kw) -> qemu_cmd.Machine:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from qemu_validation import console, runner
+from qemu_validation.boot import console, runner
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "qemu"

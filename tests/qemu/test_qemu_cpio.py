@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from qemu_validation import cpio
+from qemu_validation.boot import cpio
 from tests.conftest import needs_tool
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness.doctor import skip_unless
-from qemu_validation import build
+from qemu_validation.boot import guest_command
+from qemu_validation.kernel import build
 
 pytestmark = [skip_unless("qemu.guest"), pytest.mark.timeout(3600)]
 KVDS = [sys.executable, "-m", "harness.cli"]

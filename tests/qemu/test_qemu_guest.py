@@ -16,38 +16,43 @@ from pathlib import Path
 import pytest
 
 from harness.doctor import skip_unless
-from qemu_validation import build, guest_run, validate
+from qemu_validation import validate_run
+from qemu_validation.boot import guest_command
+from qemu_validation.kernel import build
 
 pytestmark = [skip_unless("qemu.guest"), pytest.mark.timeout(3600)]
 KVDS = [sys.executable, "-m", "harness.cli"]
 
 
 def test_exit_status_and_share(kernel: build.KernelBuild, tmp_path: Path) -> None:
-    res = guest_run.run_guest(kernel.id, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/lru; "
-                                      "ls /sys/kernel/debug/mm_intent > /share/files; exit 3"], tmp_path, timeout=300)
+    res = guest_command.boot_and_run(kernel.id, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/lru; "
+                                                 "ls /sys/kernel/debug/mm_intent > /share/files; exit 3"], tmp_path,
+                                     timeout=300)
     assert res.status == 3 and not res.findings and not res.timed_out, res.failure
     assert (tmp_path / "lru").read_text().strip().startswith("0x")
     assert (tmp_path / "files").read_text().split() == ["clear", "dump", "lookup", "register", "stats"]
-    assert guest_run.run_in_guest(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200   # beyond debug-exit's 7 bits
+    # beyond debug-exit's 7 bits
+    assert guest_command.run_for_status(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200
 
 
 def test_host_root_has_a_writable_run(kernel: build.KernelBuild, tmp_path: Path) -> None:
     """Under --host-root the host's / is read-only over 9p; /run must be the guest's own tmpfs (kvds keeps its
     machine-wide state there), while the host's files stay untouchable."""
     script = f"touch /run/kvds-probe && ! touch /etc/kvds-probe 2>/dev/null && echo ok > {tmp_path}/out"
-    assert guest_run.run_in_guest(kernel.id, ["sh", "-c", script], tmp_path, host_root=True, timeout=300) == 0
+    assert guest_command.run_for_status(kernel.id, ["sh", "-c", script], tmp_path, host_root=True, timeout=300) == 0
     assert (tmp_path / "out").read_text() == "ok\n" and not Path("/etc/kvds-probe").exists()
 
 
 def test_hang_is_killed(kernel: build.KernelBuild) -> None:
-    res = guest_run.run_guest(kernel.id, ["sleep", "100000"], timeout=20)
+    res = guest_command.boot_and_run(kernel.id, ["sleep", "100000"], timeout=20)
     assert res.timed_out and res.status is None
-    assert guest_run.run_in_guest(kernel.id, ["sleep", "100000"], timeout=20) == guest_run.TIMEOUT_STATUS
+    assert guest_command.run_for_status(kernel.id, ["sleep", "100000"], timeout=20) == guest_command.TIMEOUT_STATUS
 
 
 def test_warn_fails_a_run_that_exits_zero(kernel: build.KernelBuild) -> None:
-    res = guest_run.run_guest(kernel.id, ["sh", "-c", "echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT; true"],
-                          timeout=300)
+    res = guest_command.boot_and_run(kernel.id,
+                                     ["sh", "-c", "echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT; true"],
+                                     timeout=300)
     assert res.status == 0 and [f.kind for f in res.findings] == ["warn"], res.failure
     assert not res.ok and "warn" in (res.failure or "")
 
@@ -65,8 +70,10 @@ def test_cli_run_and_bad_input(kernel: build.KernelBuild) -> None:
 
 def _validate(kernel_id: str, store, **counts) -> tuple[dict, object]:
     """validate's typed summary as the dict summary.json holds, which these assertions read."""
-    summary, run = validate.validate(validate.ValidateConfig(kernel=kernel_id, **counts), store=store)
-    return summary.as_dict(), run
+    with pytest.MonkeyPatch.context() as mp:   # filed in store (its root is the results directory)
+        mp.setenv("KVDS_RESULTS_DIR", str(store.root))
+        filed = validate_run.run(validate_run.ValidateConfig(kernel=kernel_id, **counts))
+    return filed.summary.as_dict(), filed.run
 
 
 def test_validate_passes_on_the_series(kernel: build.KernelBuild, tmp_path: Path) -> None:
@@ -143,11 +150,12 @@ def test_rebuild_time_times_a_real_one_line_rebuild_and_cleans_up(kernel: build.
     kernel passes the quick validate (every check, fewer lines), the guest's time is broken down by phase from
     the real boot, and the kernels it built do not stay in the cache. (Its figures are quoted, not asserted.)"""
     from harness.results import ResultStore
-    from qemu_validation import rebuild_time
+    from qemu_validation import rebuild_time_run
     before = {b.id for b in build.all_builds()}
-    timed, run = rebuild_time.measure(rebuild_time.RebuildTimeConfig(reps=1, profile="quick"),
-                                      store=ResultStore(tmp_path))
-    out = timed.as_dict()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KVDS_RESULTS_DIR", str(ResultStore(tmp_path).root))
+        timed = rebuild_time_run.run(rebuild_time_run.RebuildTimeConfig(reps=1, profile="quick"))
+    out, run = timed.summary.as_dict(), timed.run
     (rep,) = out["reps"]
     assert rep["incremental"] and "mm/mm_intent.o" in rep["compiled"] and rep["validate_ok"], rep
     assert rep["malformed_writes"] >= 1_000 and rep["valid_writes"] == 1_000 and out["gate"] is False
@@ -196,8 +204,8 @@ def test_client_registers_an_arena_inside_the_guest(kernel: build.KernelBuild, t
     import errno
     script = tmp_path / "client.py"
     script.write_text(CLIENT)
-    status = guest_run.run_in_guest(kernel.id, [sys.executable, str(script), str(tmp_path / "out.json")], tmp_path,
-                                host_root=True, timeout=900)
+    status = guest_command.run_for_status(kernel.id, [sys.executable, str(script), str(tmp_path / "out.json")],
+                                          tmp_path, host_root=True, timeout=900)
     assert status == 0
     out = json.loads((tmp_path / "out.json").read_text())
     assert len(out["entries"]) == 2 and out["dump"] == out["entries"]      # 2 critical blocks + 6 done, coalesced
@@ -243,8 +251,8 @@ def test_icount_keeps_a_host_stall_out_of_guest_time(kernel: build.KernelBuild, 
     script = (f"a=$({up}); {loop}; b=$({up}); echo go > /share/go; {loop}; c=$({up}); "
               "echo $a $b $c > /share/t; cat /proc/cmdline > /share/cmdline")
     stall, stalled = _stall_qemu_when_told(log_dir, share, stall_s)
-    res = guest_run.run_guest(kernel.id, ["sh", "-c", script], share, timeout=600, log_dir=log_dir,
-                              icount_shift=icount_shift)
+    res = guest_command.boot_and_run(kernel.id, ["sh", "-c", script], share, timeout=600, log_dir=log_dir,
+                                     icount_shift=icount_shift)
     stall.join(timeout=60)
     assert res.ok, res.failure
     assert len(stalled) == 1  # the host really stopped this guest's QEMU mid-loop

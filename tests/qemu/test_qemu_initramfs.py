@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from qemu_validation import cpio, initramfs
+from qemu_validation.boot import cpio, initramfs
 
 
 def test_archive_has_what_init_needs(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qemu_validation import ktap
+from qemu_validation.boot import ktap
 
 GOOD = """KTAP version 1
 1..3

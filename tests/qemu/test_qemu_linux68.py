@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.doctor import skip_unless
-from qemu_validation import build, series_check, validate
+from qemu_validation import validate_run
+from qemu_validation.kernel import build, series_check
 
 pytestmark = [pytest.mark.slow, skip_unless("qemu.guest"), pytest.mark.timeout(7200)]
 
@@ -23,7 +24,9 @@ def test_linux_68_builds_boots_and_validates(tmp_path: Path) -> None:
     kb = build.ensure_built(build.BuildSpec(source=str(tarball), kasan=True))
     assert kb.info["kernel_release"].startswith("6.8.0")
     assert set(kb.info["options_not_in_source"]) <= {"CONFIG_SLUB_RCU_DEBUG=y", "CONFIG_ZRAM_BACKEND_LZO=y"}
-    validated, _ = validate.validate(validate.ValidateConfig(kernel=kb.id), store=ResultStore(tmp_path))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KVDS_RESULTS_DIR", str(ResultStore(tmp_path).root))
+        validated = validate_run.run(validate_run.ValidateConfig(kernel=kb.id)).summary
     summary = validated.as_dict()
     assert summary["ok"], json.dumps(summary, indent=1)[:3000]
     assert summary["kselftest"]["failed"] == 0 and summary["kunit"]["failed"] == 0

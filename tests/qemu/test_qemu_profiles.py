@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from harness import stats
-from qemu_validation import cli, exit_bench, phases, rebuild_time, validate
+from qemu_validation import cli, exit_bench_run, rebuild_time_run, validate_run, validate_timeline
 
 KVDS = [sys.executable, "-m", "harness.cli", "qemu"]
 
@@ -22,13 +22,13 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def test_quick_profile_fills_only_what_is_not_given() -> None:
-    q, f = validate.PROFILES["quick"], validate.PROFILES["full"]
+    q, f = validate_run.PROFILES["quick"], validate_run.PROFILES["full"]
     assert cli._counts(_parse(["validate"])) == (f.fuzz, f.valid, f.concurrent) == (10_000, 10_000, 60)
     assert cli._counts(_parse(["validate", "--quick"])) == (q.fuzz, q.valid, q.concurrent) == (1_000, 1_000, 5)
     assert cli._counts(_parse(["validate", "--quick", "--concurrent", "0", "--fuzz", "7"])) == (7, q.valid, 0)
     assert cli._counts(_parse(["validate", "--valid", "3"])) == (f.fuzz, 3, f.concurrent)
-    assert validate.is_gate(f.fuzz, f.valid, f.concurrent)
-    assert not validate.is_gate(q.fuzz, q.valid, q.concurrent) and not validate.is_gate(f.fuzz, f.valid, 59)
+    assert validate_run.is_gate(f.fuzz, f.valid, f.concurrent)
+    assert not validate_run.is_gate(q.fuzz, q.valid, q.concurrent) and not validate_run.is_gate(f.fuzz, f.valid, 59)
 
 
 @pytest.mark.parametrize("argv", [
@@ -62,7 +62,7 @@ MARKS = "start 11.00\nkmemleak_boot 14.00\nvalidator 30.00\nkselftest 35.50\nkme
 
 def test_breakdown_adds_up_to_the_wall_time() -> None:
     counters = {"fuzz_ms": 1200, "valid_ms": 1000, "concurrent_ms": 5000, "malformed_writes": 1000}
-    rows = phases.breakdown(DMESG, MARKS, counters, 60.0)
+    rows = validate_timeline.breakdown(DMESG, MARKS, counters, 60.0)
     got = {r["phase"].strip(): r["seconds"] for r in rows}
     assert got["outside the kernel clock (QEMU start, firmware, decompression, exit)"] == 9.5
     assert got["kernel boot to KUnit"] == 4.5 and got["KUnit suite (at boot)"] == 4.75
@@ -78,14 +78,14 @@ def test_breakdown_leaves_out_what_it_cannot_see() -> None:
     """No timestamps (printk.time off) and a script that died in the validator: only the phases both of whose
     ends were recorded, nothing guessed."""
     plain = "\n".join(line.split("] ", 1)[1] for line in DMESG.splitlines())
-    rows = phases.breakdown(plain, "start 11.0\nkmemleak_boot 14.0\nvalidator oops\n", {}, 60.0)
+    rows = validate_timeline.breakdown(plain, "start 11.0\nkmemleak_boot 14.0\nvalidator oops\n", {}, 60.0)
     assert [r["phase"] for r in rows] == ["kmemleak boot scan"]
-    assert phases.breakdown("", "", {}, None) == []
+    assert validate_timeline.breakdown("", "", {}, None) == []
 
 
 def test_breakdown_refuses_a_guest_clock_faster_than_the_host() -> None:
     """A TSC calibrated at a third of its rate made 903 s of guest uptime in 359 s: no breakdown from that."""
-    rows = phases.breakdown(DMESG, MARKS, {}, 20.0)
+    rows = validate_timeline.breakdown(DMESG, MARKS, {}, 20.0)
     assert len(rows) == 1 and "2.52x" in rows[0]["phase"] and rows[0]["seconds"] == 20.0
 
 
@@ -93,16 +93,16 @@ def test_median_phases_keeps_order_and_counts_reps() -> None:
     per_rep = [[{"phase": "a", "seconds": 1.0}, {"phase": "b", "seconds": 5.0}],
                [{"phase": "a", "seconds": 3.0}, {"phase": "b", "seconds": 4.0}],
                [{"phase": "a", "seconds": 2.0}]]
-    assert rebuild_time.median_phases(per_rep) == [{"phase": "a", "seconds": 2.0, "reps": 3},
+    assert rebuild_time_run.median_phases(per_rep) == [{"phase": "a", "seconds": 2.0, "reps": 3},
                                                    {"phase": "b", "seconds": 4.5, "reps": 2}]
 
 
 def test_rebuild_time_verdict_names_its_profile_and_fails_on_a_failed_validate() -> None:
     rows = [{"rep": i + 1, "total_seconds": t, "validate_ok": True} for i, t in enumerate((60.0, 62.0, 61.0))]
-    v = rebuild_time.verdict(rows, "quick")
+    v = rebuild_time_run.verdict(rows, "quick")
     assert v.status == stats.MET and "quick validate" in v.goal
     rows[1]["validate_ok"] = False
-    assert rebuild_time.verdict(rows, "quick").status == stats.MISSED
+    assert rebuild_time_run.verdict(rows, "quick").status == stats.MISSED
 
 
 OUT = """exit_bench warmup n=250 median_ns=9000000 p90_ns=12000000 mean_ns=9500000
@@ -114,15 +114,15 @@ exit_bench many n=1000 median_ns=8200000 p90_ns=11000000 mean_ns=8700000
 
 
 def test_exit_bench_boot_reading_with_and_without_the_series() -> None:
-    with_series = exit_bench.parse(OUT.format(held=exit_bench.EXPECTED_HELD))
-    assert exit_bench.boot_ok(with_series, True, 0) is None
-    assert "held" in exit_bench.boot_ok(exit_bench.parse(OUT.format(held=1000)), True, 1)
-    floor = exit_bench.parse(OUT.format(held=0))
-    assert exit_bench.boot_ok(floor, False, 1) is None                   # the floor: registrations fail, exit 1
-    assert exit_bench.boot_ok(with_series, False, 0) is not None         # intents held on a kernel without it?
-    assert "many" in exit_bench.boot_ok(exit_bench.parse(OUT.split("exit_bench many")[0]), True, 0)
-    assert exit_bench.boot_ok(with_series, True, 0, guest_uptime=100.0, host_seconds=120.0) is None
-    assert "3.00x" in exit_bench.boot_ok(with_series, True, 0, guest_uptime=360.0, host_seconds=120.0)
+    with_series = exit_bench_run.parse(OUT.format(held=exit_bench_run.EXPECTED_HELD))
+    assert exit_bench_run.boot_ok(with_series, True, 0) is None
+    assert "held" in exit_bench_run.boot_ok(exit_bench_run.parse(OUT.format(held=1000)), True, 1)
+    floor = exit_bench_run.parse(OUT.format(held=0))
+    assert exit_bench_run.boot_ok(floor, False, 1) is None                   # the floor: registrations fail, exit 1
+    assert exit_bench_run.boot_ok(with_series, False, 0) is not None         # intents held on a kernel without it?
+    assert "many" in exit_bench_run.boot_ok(exit_bench_run.parse(OUT.split("exit_bench many")[0]), True, 0)
+    assert exit_bench_run.boot_ok(with_series, True, 0, guest_uptime=100.0, host_seconds=120.0) is None
+    assert "3.00x" in exit_bench_run.boot_ok(with_series, True, 0, guest_uptime=360.0, host_seconds=120.0)
 
 
 @pytest.mark.parametrize("a,b,word", [
@@ -131,18 +131,19 @@ def test_exit_bench_boot_reading_with_and_without_the_series() -> None:
     ([8.0, 8.2, 7.9, 8.1], [10.1, 9.9, 10.0, 10.2], "lower"),
 ])
 def test_exit_bench_difference_follows_the_interval(a: list[float], b: list[float], word: str) -> None:
-    assert exit_bench.difference(stats.rep_mean_ratio(a, b)) == word
-    assert exit_bench.difference(stats.rep_mean_ratio(a[:2], b[:2])).startswith("no interval")
+    assert exit_bench_run.difference(stats.rep_mean_ratio(a, b)) == word
+    assert exit_bench_run.difference(stats.rep_mean_ratio(a[:2], b[:2])).startswith("inconclusive: ")
 
 
 def test_states_are_compared_boot_by_boot() -> None:
     """A slow boot slows every state in it; the paired ratio cancels it, the unpaired one does not."""
     unused = [1.0, 1.0, 5.0, 1.0]                 # boot 3: the host was busy
     many = [1.2, 1.21, 6.0, 1.19]
-    paired = exit_bench.paired_ratio(many, unused)
-    assert paired.lo > 1.0 and exit_bench.difference(paired) == "higher"
-    assert exit_bench.difference(stats.rep_mean_ratio(many, unused)) == "not measurably different"
-    assert exit_bench.difference(exit_bench.paired_ratio(many[:2], unused[:2])).startswith("no interval")
+    paired = exit_bench_run.paired_ratio(many, unused)
+    assert paired.lo > 1.0 and exit_bench_run.difference(paired) == "higher"
+    assert exit_bench_run.difference(stats.rep_mean_ratio(many, unused)) == "not measurably different"
+    few = exit_bench_run.difference(exit_bench_run.paired_ratio(many[:2], unused[:2]))
+    assert few.startswith("inconclusive: ") and few.endswith("(point estimate)")   # harness.report.fmt's words
 
 
 def test_exit_bench_files_each_boots_qemu_argv_in_meta(tmp_path) -> None:
@@ -150,8 +151,8 @@ def test_exit_bench_files_each_boots_qemu_argv_in_meta(tmp_path) -> None:
     its one boot's as commands.qemu); the rest of meta.json is left as it was."""
     from harness.results import ResultStore
     run = ResultStore(tmp_path).new_run("qemu-exit-bench", {"reps": 2})
-    exit_bench.record_boot_argv(run, "k1", 0, ["qemu-system-x86_64", "-kernel", "a"])
-    exit_bench.record_boot_argv(run, "k2", 0, ["qemu-system-x86_64", "-kernel", "b"])
+    exit_bench_run.record_boot_argv(run, "k1", 0, ["qemu-system-x86_64", "-kernel", "a"])
+    exit_bench_run.record_boot_argv(run, "k2", 0, ["qemu-system-x86_64", "-kernel", "b"])
     meta = run.meta
     assert meta["config"] == {"reps": 2}
     assert meta["commands"]["qemu_boots"] == [{"kernel": "k1", "rep": 1, "argv": ["qemu-system-x86_64", "-kernel", "a"]},

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from qemu_validation import reclaim_bench, render
+from qemu_validation import reclaim_bench_run, render
 
 KVDS = [sys.executable, "-m", "harness.cli", "qemu"]
 
@@ -21,7 +21,7 @@ def _round(state: str, i: int, ns: int, swapped: int = 8192, crit_swapped: int =
             + (f" ref_ns={ref_ns}" if ref_ns is not None else ""))
 
 
-def _out(feature: int = 1, ranges: int = reclaim_bench.MAX_RANGES, rounds: int = 3, crit_swapped: int = 0) -> str:
+def _out(feature: int = 1, ranges: int = reclaim_bench_run.MAX_RANGES, rounds: int = 3, crit_swapped: int = 0) -> str:
     lines = [f"reclaim_bench feature={feature} arena_pages=8192 rounds={rounds}"]
     lines += [_round("off", i, 100_000_000 + i) for i in range(rounds)]
     for i in range(rounds):
@@ -36,24 +36,24 @@ def _out(feature: int = 1, ranges: int = reclaim_bench.MAX_RANGES, rounds: int =
 
 
 def test_a_complete_boot_is_read_and_reduced() -> None:
-    p = reclaim_bench.parse(_out())
-    assert p["feature"] and p["arena_pages"] == 8192 and p["ranges"] == reclaim_bench.MAX_RANGES
-    assert [len(p["rounds"][s]) for s in reclaim_bench.STATES] == [3, 3, 3, 3]
-    assert reclaim_bench.boot_ok(p, 3, 0) is None
-    f = reclaim_bench.boot_figures(p)
+    p = reclaim_bench_run.parse(_out())
+    assert p["feature"] and p["arena_pages"] == 8192 and p["ranges"] == reclaim_bench_run.MAX_RANGES
+    assert [len(p["rounds"][s]) for s in reclaim_bench_run.STATES] == [3, 3, 3, 3]
+    assert reclaim_bench_run.boot_ok(p, 3, 0) is None
+    f = reclaim_bench_run.boot_figures(p)
     assert f["off"]["median_ms"] == pytest.approx(100.000001)
     assert f["off"]["ns_per_stolen_page"] == pytest.approx((3 * 100_000_000 + 3) / (3 * 8192))
     assert f["critical"]["max_swapped_critical"] == 0 and f["critical"]["min_swapped_other"] == 4096
 
 
 def test_incomplete_or_wrong_boots_are_refused() -> None:
-    assert "on" in reclaim_bench.boot_ok(reclaim_bench.parse(_out().split("reclaim_bench on round=2")[0]), 3, 0)
-    assert "held 1000" in reclaim_bench.boot_ok(reclaim_bench.parse(_out(ranges=1000)), 3, 1)
-    err = reclaim_bench.parse("reclaim_bench error no swap and no unused zram0\n")
-    assert reclaim_bench.boot_ok(err, 3, 1) == "no swap and no unused zram0"
+    assert "on" in reclaim_bench_run.boot_ok(reclaim_bench_run.parse(_out().split("reclaim_bench on round=2")[0]), 3, 0)
+    assert "held 1000" in reclaim_bench_run.boot_ok(reclaim_bench_run.parse(_out(ranges=1000)), 3, 1)
+    err = reclaim_bench_run.parse("reclaim_bench error no swap and no unused zram0\n")
+    assert reclaim_bench_run.boot_ok(err, 3, 1) == "no swap and no unused zram0"
     # a kernel without the series: three states, registrations failed, exit 1 is expected
-    floor = reclaim_bench.parse(_out(feature=0, ranges=0))
-    assert "critical" not in floor["rounds"] and reclaim_bench.boot_ok(floor, 3, 1) is None
+    floor = reclaim_bench_run.parse(_out(feature=0, ranges=0))
+    assert "critical" not in floor["rounds"] and reclaim_bench_run.boot_ok(floor, 3, 1) is None
 
 
 @pytest.mark.parametrize("argv", [
@@ -67,12 +67,12 @@ def test_bad_input_is_one_line_exit_2(argv: list[str]) -> None:
 
 
 @pytest.mark.slow
-def test_critical_half_stays_resident_in_a_real_guest(tmp_path) -> None:
+def test_critical_half_stays_resident_in_a_real_guest(tmp_path, monkeypatch) -> None:
     """One boot of the default debug kernel (mm_intent with its reclaim consumer): every round of the critical
     state takes untagged pages and no latency-critical one."""
-    from harness.results import ResultStore
-    cfg = reclaim_bench.ReclaimBenchConfig(rounds=3, arena_mb=8, reps=1)
-    out, _ = reclaim_bench.bench(cfg, store=ResultStore(tmp_path))
+    monkeypatch.setenv("KVDS_RESULTS_DIR", str(tmp_path))
+    cfg = reclaim_bench_run.ReclaimBenchConfig(rounds=3, arena_mb=8, reps=1)
+    out = reclaim_bench_run.run(cfg).summary
     assert out.ok, out.failure
     (boot,) = out.boots
     assert boot["mm_intent"]
@@ -84,22 +84,22 @@ def test_critical_half_stays_resident_in_a_real_guest(tmp_path) -> None:
 def test_within_boot_ratio_cancels_a_per_boot_clock_rate() -> None:
     # the same 10% cost on every boot, measured by clocks running at 1x, 3x and 0.5x
     on, off = [110.0, 330.0, 55.0], [100.0, 300.0, 50.0]
-    w = reclaim_bench.within_boot_ratio(on, off)
+    w = reclaim_bench_run.within_boot_ratio(on, off)
     assert w["value"] == pytest.approx(1.1) and w["difference"] == "higher"
-    assert reclaim_bench._ratio(on, off)["difference"] == "not measurably different"
+    assert reclaim_bench_run._ratio(on, off)["difference"] == "not measurably different"
 
 
 def test_a_guest_clock_that_outran_the_host_refuses_the_boot() -> None:
-    p = reclaim_bench.parse(_out())
-    assert "clock ran 3.00x" in reclaim_bench.boot_ok(p, 3, 0, guest_uptime=300.0, host_seconds=100.0)
-    assert reclaim_bench.boot_ok(p, 3, 0, guest_uptime=90.0, host_seconds=100.0) is None
+    p = reclaim_bench_run.parse(_out())
+    assert "clock ran 3.00x" in reclaim_bench_run.boot_ok(p, 3, 0, guest_uptime=300.0, host_seconds=100.0)
+    assert reclaim_bench_run.boot_ok(p, 3, 0, guest_uptime=90.0, host_seconds=100.0) is None
 
 
 def test_the_reference_loop_normalises_each_round() -> None:
     # a round twice as slow with a reference loop twice as slow (the host was busy): the same normalised figure
     text = "\n".join([_round("off", 0, 100, ref_ns=10), _round("off", 1, 200, ref_ns=20),
                       _round("off", 2, 300, ref_ns=10), _round("empty", 0, 100)]) + "\n"
-    f = reclaim_bench.boot_figures(reclaim_bench.parse(text))
+    f = reclaim_bench_run.boot_figures(reclaim_bench_run.parse(text))
     assert f["off"]["median_norm"] == pytest.approx(10.0) and f["off"]["median_ms"] == pytest.approx(200e-6)
     assert f["empty"]["median_norm"] is None      # an older program's line, without the loop
 
@@ -109,10 +109,10 @@ def test_kernels_are_paired_boot_with_boot_of_the_same_repetition() -> None:
     # pairing sees the 10%, the ratio of means cannot tell it from nothing; rep 4 lacks its reference boot
     cand = {1: 110.0, 2: 440.0, 3: 220.0, 4: 999.0, 5: 165.0}
     ref = {1: 100.0, 2: 400.0, 3: 200.0, 5: 150.0}
-    p = reclaim_bench.paired_by_rep(cand, ref)
+    p = reclaim_bench_run.paired_by_rep(cand, ref)
     assert p["pairs"] == 4 and p["pairs_higher"] == 4
     assert p["value"] == pytest.approx(1.1) and p["difference"] == "higher"
-    assert reclaim_bench._ratio([110.0, 440.0, 220.0, 165.0], list(ref.values()))["difference"] == \
+    assert reclaim_bench_run._ratio([110.0, 440.0, 220.0, 165.0], list(ref.values()))["difference"] == \
         "not measurably different"
 
 
@@ -132,7 +132,7 @@ def test_verdicts_judge_ranges_on_the_series_kernel_and_off_against_the_floor() 
     boots = [_boot("floor", r + 1, 100 * s, 100 * s, 100 * s, False) for r, s in enumerate(speed)]
     boots += [_boot("series", r + 1, 101 * s, 100 * s, 100.5 * s * (1 + (-1) ** r * 0.002), True)
               for r, s in enumerate(speed)]
-    out = reclaim_bench.summarize([_KB("floor"), _KB("series")], boots, 9, 8)
+    out = reclaim_bench_run.summarize([_KB("floor"), _KB("series")], boots, 9, 8)
     v = out.verdicts
     assert not any(k.startswith("floor ") for k in v)             # no ranges were held on the floor
     assert v["series on/empty cost_within_boot"]["status"] == "met"
@@ -144,7 +144,7 @@ def test_verdicts_judge_ranges_on_the_series_kernel_and_off_against_the_floor() 
     slow = [dict(b, figures={**b["figures"], "off": {"median_ms": b["figures"]["off"]["median_ms"] * 1.2,
                                                      "median_norm": b["figures"]["off"]["median_norm"] * 1.2}})
             if b["kernel"] == "series" else b for b in boots]
-    v2 = reclaim_bench.summarize([_KB("floor"), _KB("series")], slow, 9, 8).verdicts
+    v2 = reclaim_bench_run.summarize([_KB("floor"), _KB("series")], slow, 9, 8).verdicts
     assert v2["series/floor off paired"]["status"] == "missed"
     assert v2["series on/empty cost_within_boot"]["status"] == "met"
 
@@ -152,10 +152,10 @@ def test_verdicts_judge_ranges_on_the_series_kernel_and_off_against_the_floor() 
 def test_warmup_rounds_are_read_but_never_compared() -> None:
     head, rest = _out().split("\n", 1)
     text = head + "\n" + "\n".join(_round("warmup", i, 900_000_000) for i in range(3)) + "\n" + rest
-    p = reclaim_bench.parse(text)
-    assert len(p["rounds"]["warmup"]) == 3 and reclaim_bench.boot_ok(p, 3, 0) is None
-    boot = {"rep": 1, "kernel": "k", "ok": True, "mm_intent": True, "figures": reclaim_bench.boot_figures(p)}
-    (row,) = reclaim_bench.summarize([_KB("k")], [boot], 3, 8).kernels
+    p = reclaim_bench_run.parse(text)
+    assert len(p["rounds"]["warmup"]) == 3 and reclaim_bench_run.boot_ok(p, 3, 0) is None
+    boot = {"rep": 1, "kernel": "k", "ok": True, "mm_intent": True, "figures": reclaim_bench_run.boot_figures(p)}
+    (row,) = reclaim_bench_run.summarize([_KB("k")], [boot], 3, 8).kernels
     assert "warmup" not in row["median_ms"] and row["median_ms"]["off"]["value"] == pytest.approx(100.000001)
     assert all("warmup" not in pair for pair in row["cost_within_boot"])
 
@@ -167,10 +167,10 @@ def test_the_summary_is_typed_and_rendered_from_its_json(capsys) -> None:
     for b in boots:
         b["figures"] = {s: {**f, "max_swapped_critical": 0, "min_swapped_other": 5, "median_pgsteal": 8192,
                             "median_pgscan": 9000} for s, f in b["figures"].items()}
-    out = reclaim_bench.summarize([_KB("k")], boots, 3, 8)
+    out = reclaim_bench_run.summarize([_KB("k")], boots, 3, 8)
     d = out.as_dict()
     assert list(d) == ["rounds", "arena_mb", "kernels", "comparisons", "verdicts", "boots", "ok", "failure"]
-    render.reclaim_bench(d, "/tmp/run", 3)
+    render.reclaim_bench(reclaim_bench_run.ReclaimBenchSummary.from_json(d))
     text = capsys.readouterr().out
     assert "3 boot(s) per kernel" in text and "verdict k on/empty cost_within_boot: " in text
-    assert "results: /tmp/run" in text
+    assert reclaim_bench_run.exit_status(out) == 0

@@ -1,6 +1,6 @@
 """The report's QEMU section (qemu_validation/report_section.py): the edit -> validated kernel goal read from
 rebuild-time runs, including runs stored under the kind they had before the rename (`qemu-bench`), judged by
-rebuild_time.verdict and handed to the Summary through ReportContext.headline / .verdict. No kernel is built."""
+rebuild_time_run.verdict and handed to the Summary through ReportContext.headline / .verdict. No kernel is built."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.report.context import ReportContext, load_suites
 from harness.report.document import Document
 from harness.results import ResultStore
-from qemu_validation import rebuild_time, report_section
+from qemu_validation import rebuild_time_run, report_section
 
 
 def _timed_run(store: ResultStore, kind: str, totals: list[float], ok: bool = True) -> str:
@@ -29,7 +29,7 @@ def _render(store: ResultStore, refs: list[str], tmp_path: Path) -> tuple[Report
 
 def test_a_run_under_the_old_kind_is_still_judged(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "results")
-    old = _timed_run(store, rebuild_time.LEGACY_KIND, [60.0, 61.0, 59.0])
+    old = _timed_run(store, rebuild_time_run.LEGACY_KIND, [60.0, 61.0, 59.0])
     ctx, md = _render(store, [old], tmp_path)
     (label,) = [s.label for s in ctx.suites]
     line = ctx.verdicts[label][report_section.REBUILD_GOAL]
@@ -39,8 +39,8 @@ def test_a_run_under_the_old_kind_is_still_judged(tmp_path: Path) -> None:
 
 def test_the_newest_run_of_either_kind_is_shown_and_a_failed_validate_is_missed(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "results")
-    old = _timed_run(store, rebuild_time.LEGACY_KIND, [60.0, 61.0, 59.0])
-    new = _timed_run(store, rebuild_time.KIND, [60.0, 61.0, 59.0], ok=False)
+    old = _timed_run(store, rebuild_time_run.LEGACY_KIND, [60.0, 61.0, 59.0])
+    new = _timed_run(store, rebuild_time_run.KIND, [60.0, 61.0, 59.0], ok=False)
     ctx, md = _render(store, [old, new], tmp_path)
     (suite,) = ctx.suites
     # run ids begin with their start time (and "qemu-bench" sorts before "qemu-rebuild-time" within a second)
@@ -52,7 +52,7 @@ def test_the_newest_run_of_either_kind_is_shown_and_a_failed_validate_is_missed(
 def test_a_stored_goal_met_is_rejudged_by_todays_rule(tmp_path: Path) -> None:
     """A run recorded as met (an older rule) whose repetition failed validate is missed by today's rule."""
     store = ResultStore(tmp_path / "results")
-    run = store.new_run(rebuild_time.LEGACY_KIND, {})
+    run = store.new_run(rebuild_time_run.LEGACY_KIND, {})
     run.write_summary({"reps": [{"rep": 1, "total_seconds": 40.0, "validate_ok": False},
                                 {"rep": 2, "total_seconds": 41.0, "validate_ok": True},
                                 {"rep": 3, "total_seconds": 40.0, "validate_ok": True}], "goal_met": True})

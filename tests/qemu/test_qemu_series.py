@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from qemu_validation import build, kernel_table, series_check, validate
+from qemu_validation import validate_run
+
+from qemu_validation.kernel import build, errno_table, series_check
 
 SERIES = sorted(build.series_dir("mm_intent").glob("*.patch"))
 VARIANTS = ("broken-uaf", "broken-lockdep", "broken-leak", "broken-lockkey")
@@ -54,23 +56,23 @@ def test_series_is_checkpatch_strict_clean(tmp_path: Path) -> None:
 
 def test_validator_model_agrees_with_the_kernel_table(tmp_path: Path) -> None:
     """The validator's model (what its random lines are judged by) against the kernel's table, on the host."""
-    kunit = next(p for p in SERIES if f"+++ b/{kernel_table.KUNIT_FILE}" in p.read_text())
-    rows = kernel_table.rows(kernel_table.from_patch(kunit.read_text()))
+    kunit = next(p for p in SERIES if f"+++ b/{errno_table.KUNIT_FILE}" in p.read_text())
+    rows = errno_table.rows(errno_table.from_patch(kunit.read_text()))
     codes = {e for _, e in rows}
     assert {0, errno.EBADMSG, errno.EINVAL, errno.EOPNOTSUPP, errno.ERANGE, errno.EDOM} <= codes
     table = tmp_path / "table.txt"
-    table.write_text(kernel_table.to_file(rows))
-    binary = validate.validator_binary()
+    table.write_text(errno_table.to_file(rows))
+    binary = validate_run.validator_binary()
     ok = subprocess.run([str(binary), "--check-table", str(table)], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout
     # a row with the wrong errno is caught
     line, err = next((l, e) for l, e in rows if e == errno.EDOM)
-    table.write_text(kernel_table.to_file([(line, errno.ERANGE)]))
+    table.write_text(errno_table.to_file([(line, errno.ERANGE)]))
     bad = subprocess.run([str(binary), "--check-table", str(table)], capture_output=True, text=True)
     assert bad.returncode == 1 and "model disagrees" in bad.stdout
 
 
 def test_c_string_literals() -> None:
-    assert kernel_table.c_string(r"a\n\t\x01\\\"\0") == b'a\n\t\x01\\"\x00'
+    assert errno_table.c_string(r"a\n\t\x01\\\"\0") == b'a\n\t\x01\\"\x00'
     src = 'mm_intent_parse_cases[] = {\n\t{ "1 " "2\\n", -EINVAL },\n\t{ "", 0 },\n};'
-    assert kernel_table.rows(src) == [(b"1 2\n", errno.EINVAL), (b"", 0)]
+    assert errno_table.rows(src) == [(b"1 2\n", errno.EINVAL), (b"", 0)]

@@ -13,7 +13,9 @@ import pytest
 
 from harness.emit import envelope
 from harness.results import dumps
-from qemu_validation import build, console, exit_bench, ktap, render, runner, validate
+from qemu_validation import exit_bench_run, render, validate_run
+from qemu_validation.boot import console, ktap, runner
+from qemu_validation.kernel import build
 
 KTAP_OK = """KTAP version 1
 1..2
@@ -39,32 +41,33 @@ def _boot(tmp_path: Path, console_text: str, status: int | None = 0) -> runner.B
 def test_validate_summary_fields_are_its_json_keys_and_a_splat_fails_it(tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture) -> None:
     rep = ktap.parse(KTAP_OK)
-    good = validate.summarize(_boot(tmp_path, "booted\n"), rep, _kernel(tmp_path), 10_000, 10_000, 60, seed=7,
+    good = validate_run.summarize(_boot(tmp_path, "booted\n"), rep, _kernel(tmp_path), 10_000, 10_000, 60, seed=7,
                               kselftest=ktap.parse("KTAP version 1\n1..1\nok 1 a\n"), kunit=ktap.parse(KTAP_OK),
                               leak_text="", phase_rows=[{"phase": "validator", "seconds": 61.0}])
     doc = json.loads(dumps(good.as_dict()))
-    assert list(doc) == [f.name for f in dataclasses.fields(validate.ValidateSummary)]
+    assert list(doc) == [f.name for f in dataclasses.fields(validate_run.ValidateSummary)]
     assert good.ok and good.gate and good.failure is None and good.kmemleak_leaks == 0
     assert (good.malformed_writes, good.valid_writes, good.concurrent_ms) == (10_000, 10_000, 60_010)
     assert good.fuzz_expected_errnos == {"EINVAL": 9000, "ESRCH": 1000} and good.boot["qemu_argv"]
     # the nested rows are typed key by key too (docs/results.md: qemu.validate.kernel, qemu.validate.tests, qemu.run)
-    assert list(doc["kernel"]) == [f.name for f in dataclasses.fields(validate.KernelRow)]
+    assert list(doc["kernel"]) == [f.name for f in dataclasses.fields(validate_run.KernelRow)]
     for nested in (doc["tests"], doc["kselftest"], doc["kunit"]):
         assert list(nested) == [f.name for f in dataclasses.fields(ktap.KtapSummary)]
     assert list(doc["boot"]) == [f.name for f in dataclasses.fields(runner.BootResult)]
 
-    bad = validate.summarize(_boot(tmp_path, SPLAT), rep, _kernel(tmp_path), 100, 100, 0, seed=7, leak_text="")
+    bad = validate_run.summarize(_boot(tmp_path, SPLAT), rep, _kernel(tmp_path), 100, 100, 0, seed=7, leak_text="")
     assert not bad.ok and not bad.gate and bad.splats == 1 and "kasan" in bad.failure.lower()
 
-    render.validate(bad.as_dict(), tmp_path)
+    assert validate_run.exit_status(bad) == 1 and validate_run.exit_status(good) == 0
+    render.validate(bad)
     out = capsys.readouterr().out
     assert "FAIL" in out and "splats (oops/BUG/KASAN/lockdep/WARN/leak): 1" in out and "failure:" in out
     assert "the edit loop, not the gate" in out
 
 
-def _eb_boot(kid: str, rep: int, scale: float, held: int = exit_bench.EXPECTED_HELD) -> dict:
+def _eb_boot(kid: str, rep: int, scale: float, held: int = exit_bench_run.EXPECTED_HELD) -> dict:
     states = {s: {"n": 20, "median_ns": int(1e6 * scale * (1 + i)), "p90_ns": int(2e6 * scale), "mean_ns": 1}
-              for i, s in enumerate(exit_bench.STATES)}
+              for i, s in enumerate(exit_bench_run.STATES)}
     return {"rep": rep, "kernel": kid, "mm_intent": True, "status": 0, "ok": True, "failure": None, "seconds": 9.0,
             "guest_uptime": 8.0, "states": states, "intents_held": held, "processes_holding": 257}
 
@@ -86,18 +89,26 @@ def test_boot_result_fields_are_its_json_keys_and_decide_ok_once(tmp_path: Path)
 def test_exit_bench_summary_is_typed_and_renders(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     a, b = _kernel(tmp_path, "aaaaaaaaaaaaaaaa"), _kernel(tmp_path, "bbbbbbbbbbbbbbbb", kasan=False)
     boots = [_eb_boot(k.id, r, s) for r in (1, 2, 3) for k, s in ((a, 1.0 + r / 10), (b, 2.0 + r / 10))]
-    out = exit_bench.summarize([a, b], boots, 20)
-    assert isinstance(out, exit_bench.ExitBenchSummary) and out.ok and out.failure is None
+    out = exit_bench_run.summarize([a, b], boots, 20)
+    assert isinstance(out, exit_bench_run.ExitBenchSummary) and out.ok and out.failure is None
     doc = envelope("/results/x", out.as_dict())
-    assert list(doc["summary"]) == [f.name for f in dataclasses.fields(exit_bench.ExitBenchSummary)]
-    assert [(c["kernel"], c["state"]) for c in out.comparisons] == [(b.id, s) for s in exit_bench.STATES]
+    assert list(doc["summary"]) == [f.name for f in dataclasses.fields(exit_bench_run.ExitBenchSummary)]
+    assert [(c["kernel"], c["state"]) for c in out.comparisons] == [(b.id, s) for s in exit_bench_run.STATES]
     assert all(c["difference"] == "higher" for c in out.comparisons)     # b's boots are all about twice a's
-    assert render.STATES == exit_bench.STATES
+    assert render.STATES == exit_bench_run.STATES
 
-    render.exit_bench(out.as_dict(), tmp_path, 3)
+    render.exit_bench(out)
     text = capsys.readouterr().out
     assert text.count(" boots)") == 2 and f"{b.id} / {a.id} (many)" in text and "failure" not in text
+    assert "3 boot(s) per kernel" in text
+    # the stored summary.json loads back into the same typed summary and prints the same table
+    stored = exit_bench_run.ExitBenchSummary.from_json(json.loads(dumps(out.as_dict())))
+    assert stored.as_dict() == json.loads(dumps(out.as_dict()))
+    render.exit_bench(stored)
+    assert capsys.readouterr().out == text
 
-    broken = exit_bench.summarize([a], [{**_eb_boot(a.id, 1, 1.0), "ok": False, "failure": "held 3"}], 20)
+    broken = exit_bench_run.summarize([a], [{**_eb_boot(a.id, 1, 1.0), "ok": False, "failure": "held 3"}], 20)
     assert not broken.ok and broken.failure == f"{a.id} rep 1: held 3"
-    assert render.print_end(broken.as_dict(), tmp_path) == 1
+    assert exit_bench_run.exit_status(broken) == 1 and exit_bench_run.exit_status(out) == 0
+    render.exit_bench(broken)
+    assert f"failure: {a.id} rep 1: held 3" in capsys.readouterr().out

@@ -108,8 +108,8 @@ def test_guest_target_reports_its_state() -> None:
 
 # The real `kvds` entry point with one of kvds's own modules broken: a None entry in sys.modules makes importing
 # it raise ImportError. Injected on purpose: a correct checkout cannot have a broken module of its own.
-BROKEN_GUEST_LAB = ("import sys; sys.modules['qemu_validation.guest_run'] = None; from harness.cli import main; "
-                    "sys.exit(main(sys.argv[1:]))")
+BROKEN_GUEST_LAB = ("import sys; sys.modules['qemu_validation.boot.guest_command'] = None; "
+                    "from harness.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 @pytest.mark.parametrize("argv", [["remote", "hosts", "--check", "--target", "guest", "--json"],
@@ -125,10 +125,10 @@ def test_an_import_error_inside_kvds_is_an_error_not_an_unavailable_guest(tmp_pa
     assert "unavailable" not in r.stdout + r.stderr and "Traceback" not in r.stderr
     if argv[1] == "hosts":
         assert r.stderr.strip().splitlines() == [r.stderr.strip()]
-        assert "internal error" in r.stderr and "qemu_validation.guest_run" in r.stderr
+        assert "internal error" in r.stderr and "qemu_validation.boot.guest_command" in r.stderr
     else:
         guest = json.loads(r.stdout)["summary"]["hosts"]["guest"]
-        assert guest["status"] == "failed" and "qemu_validation.guest_run" in guest["reason"], guest
+        assert guest["status"] == "failed" and "qemu_validation.boot.guest_command" in guest["reason"], guest
 
 
 def test_local_plus_guest_dispatch_files_the_local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

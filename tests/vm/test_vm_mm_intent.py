@@ -95,7 +95,8 @@ GUEST_SCRIPT = textwrap.dedent("""
 @pytest.mark.timeout(900)
 def test_guest_kernel_lists_exactly_the_arena_register_lines(tmp_path: Path) -> None:
     from harness.remote.guest import GUEST_CPU, GUEST_KERNEL_ENV, GUEST_STATE_DIR, guest_lab_status
-    from qemu_validation import build, guest_run as guest
+    from qemu_validation.boot import guest_command as guest
+    from qemu_validation.kernel import build
 
     ready, why = guest_lab_status()  # the kernel `--target guest` boots: KVDS_GUEST_KERNEL's, else the default
     if not ready:
@@ -105,7 +106,7 @@ def test_guest_kernel_lists_exactly_the_arena_register_lines(tmp_path: Path) -> 
     script = tmp_path / "reg.py"
     script.write_text(GUEST_SCRIPT)
     out = tmp_path / "out.json"
-    res = guest.run_guest(kb.id, ["sh", "-c", f"cd {Path.cwd()} && KVDS_STATE_DIR={GUEST_STATE_DIR} "
+    res = guest.boot_and_run(kb.id, ["sh", "-c", f"cd {Path.cwd()} && KVDS_STATE_DIR={GUEST_STATE_DIR} "
                                                 f"{sys.executable} {script} {out}"], tmp_path,
                           host_root=True, timeout=840, memory_mb=1024, cpu=GUEST_CPU)
     assert res.status == 0 and not res.findings and not res.timed_out, res.failure

@@ -1,7 +1,7 @@
 """Run a command inside the guest kernel: the API other tracks call for `--target guest`.
 
-    from qemu_validation.guest_run import run_in_guest
-    status = run_in_guest(None, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/out"], share_dir)
+    from qemu_validation.boot.guest_command import run_for_status
+    status = run_for_status(None, ["sh", "-c", "cat /sys/kernel/mm/lru_gen/enabled > /share/out"], share_dir)
 
 `share_dir` is a host directory mounted read-write at /share in the guest (9p), so results written there land
 back on the host. With host_root=True the guest chroots into the host's root (mounted read-only over 9p), the
@@ -14,7 +14,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness import doctor
@@ -22,33 +21,14 @@ from harness.environment import CLOCK_PARAM
 from harness.errors import Unavailable, UserError
 from harness.paths import repo_root
 from harness.progress import say
-from qemu_validation import build, cachedirs, initramfs, qemu_cmd, runner
+from qemu_validation.boot import initramfs, qemu_cmd, runner
+from qemu_validation.kernel import build, cachedirs
 
 # The kernel a run boots when none is named: mm_intent with KASAN and lockdep (the one `validate` uses), so one
 # build serves every test and experiment.
 DEFAULT_SPEC = build.BuildSpec(kasan=True)
 TIMEOUT_STATUS = 124         # like timeout(1)
 KERNEL_FAILURE_STATUS = 125  # splat on the console, or no status reported (panic)
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One `kvds qemu run`: the kernel, the command and the machine it runs on."""
-    command: tuple[str, ...]
-    kernel: str | None = None              # a build id, prefix or label; None: the default debug kernel
-    share: Path | None = None              # host directory mounted read-write at /share
-    host_root: bool = False                # chroot into the host's root (9p, read-only) to run the command
-    timeout: float = 600.0
-    memory_mb: int = 1024
-    cpus: int = 1
-    append: tuple[str, ...] = ()           # extra kernel command-line words
-    icount_shift: int | None = None        # instruction-count time (qemu_cmd.icount_args); None: real time
-
-
-def run(cfg: RunConfig) -> runner.BootResult:
-    """`kvds qemu run`: boot cfg.kernel and run cfg.command in it."""
-    return run_guest(cfg.kernel, list(cfg.command), cfg.share, timeout=cfg.timeout, host_root=cfg.host_root,
-                     memory_mb=cfg.memory_mb, cpus=cfg.cpus, extra_append=cfg.append, icount_shift=cfg.icount_shift)
 
 
 def exit_status(res: runner.BootResult) -> int:
@@ -60,25 +40,27 @@ def exit_status(res: runner.BootResult) -> int:
     return res.status
 
 
-def kernel(kernel_id: str | None) -> build.KernelBuild:
+def kernel_build(kernel_id: str | None) -> build.KernelBuild:
     """The named build, or the default debug kernel (built on first use, a no-op afterwards)."""
     if kernel_id is None:
         return build.ensure_built(DEFAULT_SPEC, say=say)
     return build.find(kernel_id)
 
 
-def accelerator() -> str:
-    if doctor.capability("qemu.kvm").ok:
+def accelerator(icount: bool = False) -> str:
+    """KVM when the doctor finds it usable, else TCG; always TCG under instruction-count time, which only TCG
+    has (QEMU's -icount)."""
+    if not icount and doctor.capability("qemu.kvm").ok:
         return "kvm"
     doctor.require("qemu.tcg")
     return "tcg"
 
 
-def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, *, timeout: float = 600,
-              host_root: bool = False, files: dict[str, Path] | None = None, cwd: str | None = None,
-              memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
-              log_dir: Path | None = None, cpu: str | None = None,
-              icount_shift: int | None = None) -> runner.BootResult:
+def boot_and_run(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, *, timeout: float = 600,
+                 host_root: bool = False, files: dict[str, Path] | None = None, cwd: str | None = None,
+                 memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
+                 log_dir: Path | None = None, cpu: str | None = None,
+                 icount_shift: int | None = None) -> runner.BootResult:
     """Boot the kernel, run argv, and return everything known about the run (status, console, findings)."""
     if not argv:
         raise UserError("no command to run in the guest")
@@ -86,7 +68,7 @@ def run_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = N
         share_dir = Path(share_dir).resolve()
         if not share_dir.is_dir():
             raise UserError(f"share directory {share_dir} does not exist")
-    kb = kernel(kernel_id)
+    kb = kernel_build(kernel_id)
     if log_dir is None:
         log_dir = cachedirs.root() / "runs" / time.strftime("%Y%m%d-%H%M%S")
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -111,19 +93,19 @@ def machine(bzimage: Path, log_dir: Path, share_dir: Path | None = None, *, host
     if icount_shift is not None:
         extra_append = (*extra_append, f"{CLOCK_PARAM}icount:{icount_shift}")
     return qemu_cmd.Machine(kernel=bzimage, initramfs=log_dir / "initramfs.cpio", console_log=log_dir / "console.log",
-                            accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
-                            host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
+                            accel=accelerator(icount_shift is not None), memory_mb=memory_mb, cpus=cpus,
+                            share_dir=share_dir, host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
                             tsc_khz=qemu_cmd.host_tsc_khz(Path("/proc/cpuinfo").read_text()),
                             icount_shift=icount_shift)
 
 
-def run_in_guest(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, **kw) -> int:
+def run_for_status(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, **kw) -> int:
     """The guest command's exit status; 124 on a timeout, 125 when the kernel splatted or never reported."""
-    res = run_guest(kernel_id, argv, share_dir, **kw)
+    res = boot_and_run(kernel_id, argv, share_dir, **kw)
     why = res.failure
     if why:
         print(f"kvds: guest: {why}", file=sys.stderr)
     return exit_status(res)
 
 
-__all__ = ["run_guest", "run_in_guest", "kernel", "DEFAULT_SPEC", "Unavailable"]
+__all__ = ["boot_and_run", "run_for_status", "kernel_build", "DEFAULT_SPEC", "Unavailable"]

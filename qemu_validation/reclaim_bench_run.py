@@ -29,16 +29,18 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import stats
 from harness.errors import UserError
 from harness.progress import say
-from harness.results import ResultStore, Run
-from qemu_validation import build, guest_programs, guest_run, phases
-from qemu_validation.exit_bench import boot_outputs, difference, paired_ratio, record_boot_argv
+from harness.results import Filed, ResultStore, Run, StoredSummary
+from qemu_validation import validate_timeline
+from qemu_validation.boot import guest_command, guest_programs
+from qemu_validation.kernel import build
+from qemu_validation.exit_bench_run import boot_outputs, difference, paired_ratio, record_boot_argv
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "reclaim_bench.c"
 GUEST_PATH = "bin/reclaim_bench"
@@ -58,15 +60,24 @@ _ERROR = re.compile(r"^reclaim_bench error (.*)$", re.M)
 class ReclaimBenchConfig:
     """What `kvds qemu reclaim-bench` was asked: the builds to boot (none: `spec` is built), how much per boot."""
     kernels: tuple[str, ...] = ()
-    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_run.DEFAULT_SPEC)
+    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_command.DEFAULT_SPEC)
     rounds: int = 5                           # memory.reclaim rounds per state per boot
     arena_mb: int = 4                         # anonymous memory reclaimed per round
     reps: int = 3                             # boots per kernel, in alternating order
     timeout: float = 1200.0                   # seconds before a hung guest is killed
 
+    def __post_init__(self) -> None:
+        """Bad counts are the user's error, refused where the config is made (before anything boots)."""
+        if self.rounds < 3:
+            raise UserError("--rounds must be at least 3 (a median of fewer rounds says nothing)")
+        if not 4 <= self.arena_mb <= 256:
+            raise UserError("--arena-mb must be between 4 and 256 (the guest has 1 GiB and a 512 MiB zram swap)")
+        if self.reps < 1:
+            raise UserError("--reps must be at least 1")
+
 
 @dataclass(frozen=True)
-class ReclaimBenchSummary:
+class ReclaimBenchSummary(StoredSummary):
     """summary.json of a `qemu-reclaim-bench` run (and `kvds qemu reclaim-bench --json`'s summary)."""
     rounds: int                        # memory.reclaim rounds per state per boot
     arena_mb: int                      # MiB of anonymous memory faulted back in and reclaimed per round
@@ -76,9 +87,6 @@ class ReclaimBenchSummary:
     boots: list[dict[str, Any]]        # every boot, in the order it ran, with its rounds and figures
     ok: bool                           # every boot usable
     failure: str | None                # the first unusable boot's reason when not ok
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def binary() -> Path:
@@ -102,7 +110,7 @@ def parse(text: str) -> dict:
 def boot_ok(parsed: dict, rounds: int, status: int | None, guest_uptime: float | None = None,
             host_seconds: float | None = None) -> str | None:
     """Why one boot's figures cannot be used (None when they can)."""
-    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * phases.CLOCK_TOLERANCE:
+    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * validate_timeline.CLOCK_TOLERANCE:
         return (f"the guest's clock ran {guest_uptime / host_seconds:.2f}x the host's ({guest_uptime:.1f} s of uptime "
                 f"in {host_seconds:.1f} s): its TSC was miscalibrated, its timings are wrong")
     if parsed["error"]:
@@ -137,7 +145,7 @@ def boot_figures(parsed: dict) -> dict:
     return out
 
 
-def guest_command(rounds: int, arena_mb: int) -> list[str]:
+def bench_argv(rounds: int, arena_mb: int) -> list[str]:
     return ["sh", "-c", f"/{GUEST_PATH} {rounds} {arena_mb} > /share/out.txt 2>&1; echo $? > /share/status.txt; "
                         "read up _ < /proc/uptime; echo $up > /share/uptime.txt"]
 
@@ -146,8 +154,8 @@ def _one_boot(kb: build.KernelBuild, rep: int, rounds: int, arena_mb: int, timeo
     share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {rounds} rounds per state of memory.reclaim on {arena_mb} MiB")
-    res = guest_run.run_guest(kb.id, guest_command(rounds, arena_mb), share, timeout=timeout,
-                              files={GUEST_PATH: binary()}, log_dir=share)
+    res = guest_command.boot_and_run(kb.id, bench_argv(rounds, arena_mb), share, timeout=timeout,
+                                     files={GUEST_PATH: binary()}, log_dir=share)
     record_boot_argv(run, kb.id, rep, res.qemu_argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
     read, status, uptime = boot_outputs(share)
@@ -257,19 +265,13 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], rounds: int,
         failure=next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None))
 
 
-def bench(cfg: ReclaimBenchConfig, store: ResultStore | None = None) -> tuple[ReclaimBenchSummary, Run]:
+def run(cfg: ReclaimBenchConfig) -> Filed[ReclaimBenchSummary]:
     """Boot each kernel `cfg.reps` times in alternating order and time memory.reclaim in every registry state.
     Without `cfg.kernels`, `cfg.spec` is built (default: the debug mm_intent kernel)."""
-    if cfg.rounds < 3:
-        raise UserError("--rounds must be at least 3 (a median of fewer rounds says nothing)")
-    if not 4 <= cfg.arena_mb <= 256:
-        raise UserError("--arena-mb must be between 4 and 256 (the guest has 1 GiB and a 512 MiB zram swap)")
-    if cfg.reps < 1:
-        raise UserError("--reps must be at least 1")
     ids = list(dict.fromkeys(cfg.kernels))
     kernels = ([build.find(k) for k in ids] if ids
-               else [build.ensure_built(cfg.spec or guest_run.DEFAULT_SPEC, say=say)])
-    run = (store or ResultStore()).new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels],
+               else [build.ensure_built(cfg.spec or guest_command.DEFAULT_SPEC, say=say)])
+    run = ResultStore().new_run("qemu-reclaim-bench", {"kernels": [k.id for k in kernels],
                                                                  "reps": cfg.reps, "rounds": cfg.rounds,
                                                                  "arena_mb": cfg.arena_mb})
     binary()
@@ -278,4 +280,9 @@ def bench(cfg: ReclaimBenchConfig, store: ResultStore | None = None) -> tuple[Re
              for r, kid in stats.alternating_order([k.id for k in kernels], cfg.reps)]
     out = summarize(kernels, boots, cfg.rounds, cfg.arena_mb)
     run.write_summary(out.as_dict())
-    return out, run
+    return Filed(run, out)
+
+
+def exit_status(summary: ReclaimBenchSummary) -> int:
+    """0 when every boot was usable, else 1 (the summary's failure says why)."""
+    return 0 if summary.ok else 1

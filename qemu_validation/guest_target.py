@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import UserError
-from qemu_validation import build
-from qemu_validation.guest_run import DEFAULT_SPEC, KERNEL_FAILURE_STATUS, TIMEOUT_STATUS, run_guest
+from qemu_validation.boot.guest_command import DEFAULT_SPEC, KERNEL_FAILURE_STATUS, TIMEOUT_STATUS, boot_and_run
+from qemu_validation.kernel import build
 
-__all__ = ["KERNEL_FAILURE_STATUS", "LABS", "TIMEOUT_STATUS", "find_kernel", "lab_kernel", "run_guest"]
+__all__ = ["KERNEL_FAILURE_STATUS", "LABS", "TIMEOUT_STATUS", "boot_and_run", "find_kernel", "lab_kernel"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ LABS = {
     "debug": LabKernel(DEFAULT_SPEC, 1, "kvds qemu build --kasan", 8),
     # two vCPUs: the endpoints of a bench (fetcher, server, bulk sender and receiver) run at once
     "net": LabKernel(build.BuildSpec(fragments=(build.NET_FRAGMENT,)), 2,
-                     "kvds qemu build --fragment qemu_validation/configs/net.config", 6),
+                     "kvds qemu build --fragment qemu_validation/kernel/configs/net.config", 6),
 }
 
 

@@ -8,7 +8,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from qemu_validation import build, cachedirs
+from qemu_validation.kernel import build, cachedirs
 
 CFLAGS = ("-static", "-O2", "-Wall", "-Wextra", "-Werror")
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from harness import atomic
 from harness.errors import UserError
 from harness.paths import repo_root
-from qemu_validation import cachedirs, kconfig_fragments
-from qemu_validation.source import GIT_IDENTITY, git, lock, resolve
+from qemu_validation.kernel import cachedirs, kconfig_fragments
+from qemu_validation.kernel.source import GIT_IDENTITY, git, lock, resolve
 
 RECIPE = 2  # bump when the build steps change, so old builds are not reused (2: allnoconfig + workspaces)
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
@@ -36,7 +36,7 @@ BASE_FRAGMENT = CONFIG_DIR / "base.config"
 DEBUG_FRAGMENT = CONFIG_DIR / "debug.config"
 NET_FRAGMENT = CONFIG_DIR / "net.config"
 """The delivery track's guest lab: IPv4, netns + veth, HTB/TBF/netem/fq (`kvds qemu build --fragment` it, or let
-`kvds net bench --target guest` name it: qemu_validation/lab.py)."""
+`kvds net bench --target guest` name it: qemu_validation/guest_target.py)."""
 CC = "ccache gcc"
 DEFAULT_SOURCE = "debian-6.12"
 DEFAULT_PATCHES = ("mm_intent",)
@@ -317,7 +317,8 @@ def _build(spec: BuildSpec, desc: dict, key: str, d: Path, ws: Path, jobs: int, 
             "options_not_in_source": absent, **desc}
     atomic.write_json(d / "build.json", info)
     timing = ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
-    say(f"built {label} ({key}) in {info['build_seconds']:.0f} s ({'incremental' if incremental else 'new tree'}: {timing})")
+    how = "incremental" if incremental else "new tree"
+    say(f"built {label} ({key}) in {info['build_seconds']:.0f} s ({how}: {timing})")
     return KernelBuild(key, label, d, info)
 
 

@@ -29,7 +29,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("bug", re.compile(r"kernel BUG at |BUG: ")),
     ("warn", re.compile(r"WARNING: CPU: \d+ PID: \d+ at |WARNING: at ")),
     ("ubsan", re.compile(r"UBSAN: ")),
-    ("stall", re.compile(r"rcu: INFO: .*detected stalls?|INFO: task .* blocked for more than|watchdog: BUG: soft lockup")),
+    ("stall", re.compile(r"rcu: INFO: .*detected stalls?|INFO: task .* blocked for more than"
+                         r"|watchdog: BUG: soft lockup")),
     # A scan that found leaks, and kmemleak switching itself off (then leaks go unseen: also a failure).
     ("kmemleak", re.compile(r"kmemleak: (\d+ new suspected memory leaks|Kernel memory leak detector disabled"
                             r"|Cannot allocate a kmemleak_object structure|Memory pool empty)")),

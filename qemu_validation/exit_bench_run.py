@@ -21,15 +21,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import stats
 from harness.errors import UserError
 from harness.progress import say
-from harness.results import ResultStore, Run
-from qemu_validation import build, guest_programs, guest_run, phases
+from harness.report import fmt
+from harness.results import Filed, ResultStore, Run, StoredSummary
+from qemu_validation import validate_timeline
+from qemu_validation.boot import guest_command, guest_programs
+from qemu_validation.kernel import build
 
 SOURCE = Path(__file__).resolve().parent / "guest" / "exit_bench.c"
 GUEST_PATH = "bin/exit_bench"
@@ -44,14 +47,21 @@ _HELD = re.compile(r"^exit_bench intents_held=(\d+) processes_holding=(\d+)$", r
 class ExitBenchConfig:
     """What `kvds qemu exit-bench` was asked: the builds to boot (none: `spec` is built), how much per boot."""
     kernels: tuple[str, ...] = ()
-    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_run.DEFAULT_SPEC)
+    spec: build.BuildSpec | None = None      # None: the debug mm_intent kernel (guest_command.DEFAULT_SPEC)
     iterations: int = 2000                    # fork+exit per state per boot
     reps: int = 3                             # boots per kernel, in alternating order
     timeout: float = 900.0                    # seconds before a hung guest is killed
 
+    def __post_init__(self) -> None:
+        """Bad counts are the user's error, refused where the config is made (before anything boots)."""
+        if self.iterations < 10:
+            raise UserError("--iterations must be at least 10 (a median and a p90 from fewer say nothing)")
+        if self.reps < 1:
+            raise UserError("--reps must be at least 1")
+
 
 @dataclass(frozen=True)
-class ExitBenchSummary:
+class ExitBenchSummary(StoredSummary):
     """summary.json of a `qemu-exit-bench` run (and `kvds qemu exit-bench --json`'s summary)."""
     iterations: int                        # fork+exit+wait per state per boot
     kernels: list[dict[str, Any]]      # per kernel: median_ms per state (mean of per-boot medians), vs_unused ratios
@@ -59,9 +69,6 @@ class ExitBenchSummary:
     boots: list[dict[str, Any]]        # every boot, in the order it ran
     ok: bool                           # every boot usable
     failure: str | None                # the first boot's reason when not ok
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def binary() -> Path:
@@ -76,7 +83,7 @@ def parse(text: str) -> dict:
             "processes_holding": int(held.group(2)) if held else None}
 
 
-def guest_command(iterations: int) -> list[str]:
+def bench_argv(iterations: int) -> list[str]:
     """Record whether the kernel has mm_intent, then run the benchmark with its status kept."""
     return ["sh", "-c", f"if [ -e {REGISTER} ]; then echo 1; else echo 0; fi > /share/feature.txt; "
                         f"/{GUEST_PATH} {iterations} > /share/out.txt; echo $? > /share/status.txt; "
@@ -88,7 +95,7 @@ def boot_ok(parsed: dict, feature: bool, status: int | None, guest_uptime: float
     """Why one boot's figures cannot be used (None when they can). Without mm_intent the holders' registrations
     fail, so the program holds 0 intents and exits 1; with it every registration must succeed and it exits 0.
     A guest whose clock ran faster than the host's (more uptime than QEMU ran) timed everything wrong."""
-    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * phases.CLOCK_TOLERANCE:
+    if guest_uptime is not None and host_seconds and guest_uptime > host_seconds * validate_timeline.CLOCK_TOLERANCE:
         return (f"the guest's clock ran {guest_uptime / host_seconds:.2f}x the host's ({guest_uptime:.1f} s of uptime "
                 f"in {host_seconds:.1f} s): its TSC was miscalibrated, its timings are wrong")
     missing = [s for s in STATES if s not in parsed["states"]]
@@ -103,9 +110,10 @@ def boot_ok(parsed: dict, feature: bool, status: int | None, guest_uptime: float
 
 
 def difference(e: stats.Estimate) -> str:
-    """A ratio read by the one rule: higher/lower only when its whole interval is on that side of 1."""
+    """A ratio read by the one rule: higher/lower only when its whole interval is on that side of 1; without an
+    interval (one repetition) inconclusive, with the estimate as harness.report.fmt prints it."""
     if not (math.isfinite(e.lo) and math.isfinite(e.hi)):
-        return f"no interval ({e.reason or 'too few repetitions'})"
+        return f"inconclusive: {fmt.estimate(e.as_dict())}"
     if e.lo > 1.0:
         return "higher"
     if e.hi < 1.0:
@@ -150,7 +158,8 @@ def _one_boot(kb: build.KernelBuild, rep: int, iterations: int, timeout: float, 
     share = run.path / "guest" / f"{kb.id[:12]}-rep{rep + 1}"
     share.mkdir(parents=True)
     say(f"rep {rep + 1}: {kb.label} ({kb.id}), {iterations} fork+exit per state under TCG")
-    res = guest_run.run_guest(kb.id, guest_command(iterations), share, timeout=timeout, files={GUEST_PATH: binary()},
+    res = guest_command.boot_and_run(kb.id, bench_argv(iterations), share, timeout=timeout,
+                                     files={GUEST_PATH: binary()},
                               log_dir=share)
     record_boot_argv(run, kb.id, rep, res.qemu_argv)
     (share / "initramfs.cpio").unlink(missing_ok=True)
@@ -196,17 +205,13 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: i
         failure=next((f"{b['kernel']} rep {b['rep']}: {b['failure']}" for b in boots if not b["ok"]), None))
 
 
-def bench(cfg: ExitBenchConfig, store: ResultStore | None = None) -> tuple[ExitBenchSummary, Run]:
+def run(cfg: ExitBenchConfig) -> Filed[ExitBenchSummary]:
     """Boot each kernel `cfg.reps` times in alternating order and time fork+exit+wait in every registry state.
     Without `cfg.kernels`, `cfg.spec` is built (default: the debug mm_intent kernel)."""
-    if cfg.iterations < 10:
-        raise UserError("--iterations must be at least 10 (a median and a p90 from fewer say nothing)")
-    if cfg.reps < 1:
-        raise UserError("--reps must be at least 1")
     ids = list(dict.fromkeys(cfg.kernels))
     kernels = ([build.find(k) for k in ids] if ids
-               else [build.ensure_built(cfg.spec or guest_run.DEFAULT_SPEC, say=say)])
-    run = (store or ResultStore()).new_run("qemu-exit-bench", {"kernels": [k.id for k in kernels], "reps": cfg.reps,
+               else [build.ensure_built(cfg.spec or guest_command.DEFAULT_SPEC, say=say)])
+    run = ResultStore().new_run("qemu-exit-bench", {"kernels": [k.id for k in kernels], "reps": cfg.reps,
                                                               "iterations": cfg.iterations})
     binary()
     by_id = {k.id: k for k in kernels}
@@ -214,4 +219,9 @@ def bench(cfg: ExitBenchConfig, store: ResultStore | None = None) -> tuple[ExitB
              for r, kid in stats.alternating_order([k.id for k in kernels], cfg.reps)]
     out = summarize(kernels, boots, cfg.iterations)
     run.write_summary(out.as_dict())
-    return out, run
+    return Filed(run, out)
+
+
+def exit_status(summary: ExitBenchSummary) -> int:
+    """0 when every boot was usable, else 1 (the summary's failure says why)."""
+    return 0 if summary.ok else 1

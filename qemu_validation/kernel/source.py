@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
-from qemu_validation import cachedirs
+from qemu_validation.kernel import cachedirs
 
 DEBIAN_SOURCES = {"debian-6.12": Path("/usr/src/linux-source-6.12.tar.xz"),
                   "debian-6.1": Path("/usr/src/linux-source-6.1.tar.xz")}

@@ -61,7 +61,8 @@ def command(m: Machine, binary: str = QEMU_BINARY) -> list[str]:
     argv = [
         # q35: its ACPI _PRT is a static table; i440fx computes it in an AML loop that KASAN+lockdep under TCG
         # can run past ACPICA's loop timeout, leaving virtio-pci without an interrupt.
-        binary, "-machine", "q35", "-accel", m.accel, *(["-cpu", "host"] if m.accel == "kvm" else (["-cpu", m.cpu] if m.cpu else [])),
+        binary, "-machine", "q35", "-accel", m.accel,
+        *(["-cpu", "host"] if m.accel == "kvm" else (["-cpu", m.cpu] if m.cpu else [])),
         "-m", f"{m.memory_mb}M", "-smp", str(m.cpus),
         "-nodefaults", "-no-user-config", "-no-reboot",
         "-display", "none", "-monitor", "none",
@@ -73,7 +74,8 @@ def command(m: Machine, binary: str = QEMU_BINARY) -> list[str]:
                              *m.extra_append)),
     ]
     if m.share_dir is not None:
-        argv += ["-virtfs", f"local,path={_escape(m.share_dir)},mount_tag={SHARE_TAG},security_model=none,id={SHARE_TAG}"]
+        argv += ["-virtfs",
+                 f"local,path={_escape(m.share_dir)},mount_tag={SHARE_TAG},security_model=none,id={SHARE_TAG}"]
     if m.host_root:
         argv += ["-virtfs", f"local,path=/,mount_tag={ROOT_TAG},security_model=none,readonly=on,id={ROOT_TAG}"]
     return argv

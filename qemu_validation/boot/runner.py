@@ -14,15 +14,17 @@ from pathlib import Path
 
 from harness.errors import Unavailable
 from harness.knobs import workers
-from qemu_validation import console, initramfs, qemu_cmd
+from harness.results import StoredSummary
+from qemu_validation.boot import console, initramfs, qemu_cmd
 
 _STATUS = re.compile(rf"{initramfs.STATUS_MARKER} (\d+)")
 
 
 @dataclass(frozen=True)
-class BootResult:
+class BootResult(StoredSummary):
     """One guest boot: what `kvds qemu run --json` prints as its summary, and validate's `boot`. The fields are
-    exactly the JSON keys (as_dict); `ok` and `failure` are decided once, by `of`, from the others."""
+    exactly the JSON keys (StoredSummary.as_dict: the console log as its path, each finding as its fields);
+    `ok` and `failure` are decided once, by `of`, from the others."""
     status: int | None           # the guest command's exit status, None when it never reported one
     qemu_status: int | None      # QEMU's own exit status, None when it was killed after the timeout
     timed_out: bool              # the guest ran past the timeout and was killed
@@ -38,14 +40,8 @@ class BootResult:
     def of(cls, status: int | None, qemu_status: int | None, timed_out: bool, seconds: float, console_log: Path,
            findings: list[console.Finding], qemu_argv: list[str]) -> BootResult:
         ok = status == 0 and not findings and not timed_out
-        return cls(status, qemu_status, timed_out, seconds, console_log, list(findings), ok,
+        return cls(status, qemu_status, timed_out, round(seconds, 2), console_log, list(findings), ok,
                    None if ok else failure_of(status, qemu_status, timed_out, console_log, findings), list(qemu_argv))
-
-    def as_dict(self) -> dict[str, object]:
-        return {"status": self.status, "qemu_status": self.qemu_status, "timed_out": self.timed_out,
-                "seconds": round(self.seconds, 2), "console_log": str(self.console_log),
-                "findings": [f.as_dict() for f in self.findings], "ok": self.ok, "failure": self.failure,
-                "qemu_argv": self.qemu_argv}
 
 
 def failure_of(status: int | None, qemu_status: int | None, timed_out: bool, console_log: Path,

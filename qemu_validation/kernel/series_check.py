@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from harness.paths import repo_root
-from qemu_validation import cachedirs
-from qemu_validation.source import GIT_IDENTITY, lock
+from qemu_validation.kernel import cachedirs
+from qemu_validation.kernel.source import GIT_IDENTITY, lock
 
 # The sources the series must apply to: vanilla Linux 6.8 (the design's kernel) and Debian's 6.12 (what the
 # guest lab builds by default).

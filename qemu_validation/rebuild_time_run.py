@@ -3,9 +3,9 @@
 Each repetition appends a one-line patch (a comment carrying a fresh nonce, inserted near the top of
 mm/mm_intent.c so every later line moves and the object really recompiles, not a ccache hit) to the mm_intent
 series, builds that new key in the warm workspace, and runs `validate` on it: the full profile (the
-gate) by default, or `quick` (validate.PROFILES: every check, fewer random lines, a 5 s concurrent phase), the
+gate) by default, or `quick` (validate_run.PROFILES: every check, fewer random lines, a 5 s concurrent phase), the
 loop a developer runs while editing. Build and boot+validate are timed separately, and the guest's time is
-broken down by phase (qemu_validation/phases.py); the kernels it builds are removed afterwards, so the cache
+broken down by phase (qemu_validation/validate_timeline.py); the kernels it builds are removed afterwards, so the cache
 holds only real builds. `source` times another kernel (a 6.8 tarball) in its own warm tree.
 
 Runs are stored under the kind KIND; runs stored before the verb had its name (`kvds qemu bench`) have the kind
@@ -24,16 +24,17 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import stats
 from harness.progress import say
-from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, guest_run, validate
-from qemu_validation.source import git
+from harness.results import Filed, ResultStore, StoredSummary
+from qemu_validation import validate_run
+from qemu_validation.boot import guest_command
+from qemu_validation.kernel import build, cachedirs
+from qemu_validation.kernel.source import git
 
 TARGET_FILE = "mm/mm_intent.c"
 GOAL_SECONDS = 90.0
@@ -50,12 +51,12 @@ class RebuildTimeConfig:
     reps: int = 3
     fuzz: int | None = None                # None: the profile's random malformed lines
     timeout: float = 600.0                 # per validate boot
-    profile: str = "full"                  # validate.PROFILES: full (the gate) or quick (the edit loop)
+    profile: str = "full"                  # validate_run.PROFILES: full (the gate) or quick (the edit loop)
     source: str = build.DEFAULT_SOURCE
 
 
 @dataclass(frozen=True)
-class RebuildTimeSummary:
+class RebuildTimeSummary(StoredSummary):
     """summary.json of a `qemu-rebuild-time` run (and `kvds qemu rebuild-time --json`'s summary)."""
     reps: list[dict[str, Any]]             # per repetition: build and boot+validate seconds, files compiled
     median_total_seconds: float            # edit -> validated kernel, median over reps
@@ -74,15 +75,6 @@ class RebuildTimeSummary:
     median_guest_phases: list[dict[str, Any]]  # guest-clock phases, median over reps
     base_kernel: dict[str, Any]            # id, label, release, source
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> RebuildTimeSummary:
-        """A stored summary.json read back (the report): a key an older kvds did not write is None, a key this
-        version no longer has is dropped, so a reader names only fields that exist."""
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
-
 
 def nonce_patch(original: str, nonce: str) -> str:
     """A `git am`-style mail adding one comment line after the first line of mm/mm_intent.c."""
@@ -98,19 +90,18 @@ def _file_at(kb: build.KernelBuild, path: str) -> str:
     return git("show", f"{kb.info['commit']}:{path}", cwd=tree) + "\n"
 
 
-def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[RebuildTimeSummary, Run]:
+def run(cfg: RebuildTimeConfig) -> Filed[RebuildTimeSummary]:
     """Time `cfg.reps` edit -> rebuild -> boot -> validate cycles on top of the (built) debug kernel of
     `cfg.source`. `cfg.fuzz` overrides the profile's number of random malformed lines."""
     reps, timeout, profile, source = cfg.reps, cfg.timeout, cfg.profile, cfg.source
-    prof = validate.PROFILES[profile]
+    prof = validate_run.PROFILES[profile]
     fuzz = prof.fuzz if cfg.fuzz is None else cfg.fuzz
-    base_spec = build.BuildSpec(source=source, patches=guest_run.DEFAULT_SPEC.patches, kasan=True,
-                                fragments=guest_run.DEFAULT_SPEC.fragments)
+    base_spec = build.BuildSpec(source=source, patches=guest_command.DEFAULT_SPEC.patches, kasan=True,
+                                fragments=guest_command.DEFAULT_SPEC.fragments)
     base = build.ensure_built(base_spec, say=say)    # built (not timed) the first time; says so when it builds
-    validate.validator_binary()
+    validate_run.validator_binary()
     say(f"base: {base.label} ({base.id}); {profile} validate, {reps} repetition(s)")
-    store = store or ResultStore()
-    run = store.new_run(KIND, {"reps": reps, "profile": profile, "fuzz": fuzz, "valid": prof.valid,
+    run = ResultStore().new_run(KIND, {"reps": reps, "profile": profile, "fuzz": fuzz, "valid": prof.valid,
                                        "concurrent": prof.concurrent, "base_kernel": base.id, "source": source,
                                        "patches": list(base_spec.patches), "touched": TARGET_FILE})
     original = _file_at(base, TARGET_FILE)
@@ -129,9 +120,9 @@ def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[R
             compiled = [line.split()[-1] for line in (kb.dir / "build.log").read_text().splitlines()
                         if line.startswith("  CC ")]
             try:
-                summary, vrun = validate.validate(validate.ValidateConfig(kernel=kb.id, fuzz=fuzz, valid=prof.valid,
-                                                                          concurrent=prof.concurrent, timeout=timeout),
-                                                  store=store)
+                validated = validate_run.run(validate_run.ValidateConfig(kernel=kb.id, fuzz=fuzz, valid=prof.valid,
+                                                                         concurrent=prof.concurrent, timeout=timeout))
+                summary, vrun = validated.summary, validated.run
                 t_total = time.monotonic() - t0
             finally:
                 shutil.rmtree(kb.dir, ignore_errors=True)
@@ -154,13 +145,18 @@ def measure(cfg: RebuildTimeConfig, store: ResultStore | None = None) -> tuple[R
         median_boot_validate_seconds=round(statistics.median(r["boot_validate_seconds"] for r in rows), 1),
         mean_total_seconds=v.estimate.as_dict(), goal=v.as_dict(), goal_text=str(v),
         goal_met=v.met, all_validated=all(r["validate_ok"] for r in rows),
-        profile=profile, gate=validate.is_gate(fuzz, prof.valid, prof.concurrent),
+        profile=profile, gate=validate_run.is_gate(fuzz, prof.valid, prof.concurrent),
         counts={"fuzz": fuzz, "valid": prof.valid, "concurrent_s": prof.concurrent},
         median_guest_phases=median_phases([r["guest_phases"] for r in rows]),
         base_kernel={"id": base.id, "label": base.label, "release": base.info.get("kernel_release"),
                      "source": source})
     run.write_summary(out.as_dict())
-    return out, run
+    return Filed(run, out)
+
+
+def exit_status(summary: RebuildTimeSummary) -> int:
+    """0 when every repetition's kernel validated, else 1 (the goal is judged apart: see the summary's goal)."""
+    return 0 if summary.all_validated else 1
 
 
 def median_phases(per_rep: list[list[dict]]) -> list[dict]:

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from harness.errors import UserError
-from qemu_validation import cpio, qemu_cmd
+from qemu_validation.boot import cpio, qemu_cmd
 
 GUEST_SHARE = "/share"
 STATUS_MARKER = "KVDS-GUEST-STATUS:"

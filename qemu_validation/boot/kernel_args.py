@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from harness.errors import UserError
-from qemu_validation import build
+from qemu_validation.kernel import build
 
 
 def add_spec_args(p: argparse.ArgumentParser) -> None:

@@ -16,16 +16,22 @@ import secrets
 import shlex
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from harness.errors import UserError
 from harness.progress import say
-from harness.results import ResultStore, Run
-from qemu_validation import build, cachedirs, console, guest_run, kernel_table, ktap, phases, runner
+from harness.results import Filed, ResultStore, StoredSummary
+from qemu_validation import validate_timeline
+from qemu_validation.boot import console, guest_command, ktap, runner
+from qemu_validation.kernel import build, cachedirs, errno_table
 
-SOURCE = Path(__file__).resolve().parent / "guest" / "mm_intent_validate.c"
+GUEST_SOURCES = Path(__file__).resolve().parent / "guest"
+SOURCE = GUEST_SOURCES / "mm_intent_validate.c"
+MODEL = GUEST_SOURCES / "mm_intent_model.c"
+"""The validator's reference model of the register parser, a C file of its own compiled in with SOURCE."""
+MODEL_HEADER = GUEST_SOURCES / "mm_intent_model.h"
 GUEST_PATH = "bin/mm_intent_validate"
 KSELFTEST_GUEST_PATH = "bin/mm_intent_kselftest"
 KSELFTEST = "tools/testing/selftests/mm/mm_intent.c"
@@ -37,7 +43,7 @@ KSELFTEST_CFLAGS = ("-static", "-O2", "-Wall", "-pthread")   # the selftests' ow
 MIN_MALFORMED = 10_000
 MIN_VALID = 10_000
 MIN_CONCURRENT_S = 60
-PHASES_FILE = "phases.txt"
+PHASES_FILE = "validate_timeline.txt"
 
 
 @dataclass(frozen=True)
@@ -60,12 +66,18 @@ PROFILES = {p.name: p for p in (Profile("full", MIN_MALFORMED, MIN_VALID, MIN_CO
 class ValidateConfig:
     """What one `kvds qemu validate` does: the kernel (a build, or the spec built first) and how much fuzzing."""
     kernel: str | None = None              # a build id, prefix or label; None: `spec` (built if needed)
-    spec: build.BuildSpec | None = None    # None: the debug mm_intent kernel (guest_run.DEFAULT_SPEC)
+    spec: build.BuildSpec | None = None    # None: the debug mm_intent kernel (guest_command.DEFAULT_SPEC)
     fuzz: int = MIN_MALFORMED              # random malformed register lines
     valid: int = MIN_VALID                 # random well-formed register lines
     concurrent: int = MIN_CONCURRENT_S     # seconds of the concurrent phase
     seed: int | None = None                # None: a fresh one, recorded in the summary
     timeout: float = 900.0                 # seconds before a hung guest is killed
+
+    def __post_init__(self) -> None:
+        """Negative counts are the user's error, refused where the config is made (before anything boots)."""
+        for name, v in (("--fuzz", self.fuzz), ("--valid", self.valid), ("--concurrent", self.concurrent)):
+            if v < 0:
+                raise UserError(f"{name} must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -78,7 +90,7 @@ class KernelRow:
 
 
 @dataclass(frozen=True)
-class ValidateSummary:
+class ValidateSummary(StoredSummary):
     """summary.json of a `qemu-validate` run (and `kvds qemu validate --json`'s summary)."""
     ok: bool                               # the guest exited 0, every KTAP report passed, no splat, no leak
     gate: bool                             # the counts meet the full profile (not a quick edit loop)
@@ -104,16 +116,7 @@ class ValidateSummary:
     boot: dict[str, Any]                   # the guest boot: runner.BootResult.as_dict() (qemu.run)
     problems: list[str]                    # every reason the run is not ok
     failure: str | None                    # why the run is not ok (None when it is)
-    phases: list[dict[str, Any]]           # where the time went, guest clock (phases.breakdown)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> ValidateSummary:
-        """A stored summary.json read back (the report): a key an older kvds did not write is None, shown as not
-        reported; a key this version no longer has is dropped, so a reader names only fields that exist."""
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+    phases: list[dict[str, Any]]           # where the time went, guest clock (validate_timeline.breakdown)
 
 
 def is_gate(fuzz: int, valid: int, concurrent: int) -> bool:
@@ -123,15 +126,17 @@ def is_gate(fuzz: int, valid: int, concurrent: int) -> bool:
 
 
 def validator_binary() -> Path:
-    """The static validator binary, compiled once per (source, compiler, flags)."""
+    """The static validator binary (the validator and its reference model), compiled once per (sources,
+    compiler, flags)."""
     gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
-    key = hashlib.sha256(SOURCE.read_bytes() + repr((gcc, CFLAGS)).encode()).hexdigest()[:16]
+    sources = b"".join(f.read_bytes() for f in (SOURCE, MODEL, MODEL_HEADER))
+    key = hashlib.sha256(sources + repr((gcc, CFLAGS)).encode()).hexdigest()[:16]
     out = cachedirs.guest_bin() / key / "mm_intent_validate"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
-    p = subprocess.run(["gcc", *CFLAGS, "-o", str(tmp), str(SOURCE)], capture_output=True, text=True)
+    p = subprocess.run(["gcc", *CFLAGS, "-o", str(tmp), str(SOURCE), str(MODEL)], capture_output=True, text=True)
     if p.returncode != 0:
         raise build.BuildError(f"compiling {SOURCE.name} failed:\n{p.stderr.strip()[-1500:]}")
     tmp.rename(out)
@@ -141,7 +146,7 @@ def validator_binary() -> Path:
 def kselftest_binary(kb: build.KernelBuild) -> Path:
     """The series' kselftest, compiled static from the commit the kernel was built from (cached by content)."""
     tree = workspace_tree(kb)
-    files = {p: kernel_table.from_commit(tree, kb.info["commit"], p) for p in (KSELFTEST, *KSELFTEST_HEADERS)}
+    files = {p: errno_table.from_commit(tree, kb.info["commit"], p) for p in (KSELFTEST, *KSELFTEST_HEADERS)}
     gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
     key = hashlib.sha256(repr((sorted(files.items()), gcc, KSELFTEST_CFLAGS)).encode()).hexdigest()[:16]
     out = cachedirs.guest_bin() / key / "mm_intent_kselftest"
@@ -174,7 +179,7 @@ def guest_script(validator_args: list[str]) -> str:
     """What the guest runs: kmemleak baseline, validator, kselftest, KUnit results, final kmemleak scan."""
     k = KMEMLEAK
     return "\n".join([
-        # Phase marks on the guest's clock (qemu_validation/phases.py turns them into a breakdown).
+        # Phase marks on the guest's clock (qemu_validation/validate_timeline.py turns them into a breakdown).
         f'mark() {{ read up _ < /proc/uptime; echo "$1 $up" >> /share/{PHASES_FILE}; }}',
         "mark start",
         # Leaks from boot are the kernel's own, not the series': scan once and forget them.
@@ -270,34 +275,31 @@ def _kunit_cases(kunit: ktap.Report | None) -> dict[str, int] | None:
             "failed": sum(1 for d in lines if d.startswith("not ok "))}
 
 
-def validate(cfg: ValidateConfig, store: ResultStore | None = None) -> tuple[ValidateSummary, Run]:
+def run(cfg: ValidateConfig) -> Filed[ValidateSummary]:
     """Build (if needed), boot and validate; returns the summary and the results-store run holding the logs.
 
     `cfg.seed` None draws a fresh one (recorded in the summary; pass it back to reproduce the random lines)."""
-    for name, v in (("--fuzz", cfg.fuzz), ("--valid", cfg.valid), ("--concurrent", cfg.concurrent)):
-        if v < 0:
-            raise UserError(f"{name} must be >= 0")
     if cfg.seed is None:
         cfg = replace(cfg, seed=secrets.randbits(32) or 1)
     fuzz, valid, concurrent, seed, timeout = cfg.fuzz, cfg.valid, cfg.concurrent, cfg.seed, cfg.timeout
-    kb = build.find(cfg.kernel) if cfg.kernel else build.ensure_built(cfg.spec or guest_run.DEFAULT_SPEC, say=say)
+    kb = build.find(cfg.kernel) if cfg.kernel else build.ensure_built(cfg.spec or guest_command.DEFAULT_SPEC, say=say)
     binary = validator_binary()
     selftest = kselftest_binary(kb)
-    table = kernel_table.rows(kernel_table.from_commit(workspace_tree(kb), kb.info["commit"]))
-    run = (store or ResultStore()).new_run("qemu-validate", {"kernel": kb.id, "label": kb.label, "fuzz": fuzz,
+    table = errno_table.rows(errno_table.from_commit(workspace_tree(kb), kb.info["commit"]))
+    run = ResultStore().new_run("qemu-validate", {"kernel": kb.id, "label": kb.label, "fuzz": fuzz,
                                                              "valid": valid, "concurrent": concurrent,
                                                              "seed": seed, "timeout": timeout})
     share = run.path / "guest"
     share.mkdir()
-    (share / "table.txt").write_text(kernel_table.to_file(table))
+    (share / "table.txt").write_text(errno_table.to_file(table))
     say(f"validating mm_intent on {kb.label} ({kb.id}) under TCG, seed {seed}; results: {run.path}")
     args = ["--fuzz", str(fuzz), "--valid", str(valid), "--seed", str(seed), "--concurrent", str(concurrent),
             "--table", "/share/table.txt", "--ktap", "/share/ktap.txt"]
     # kunit.enable=1: built-in suites run at boot (allnoconfig leaves KUNIT_DEFAULT_ENABLED off).
     # printk.time=1: timestamps in dmesg mark the boot phases (the console parser strips them).
-    res = guest_run.run_guest(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
-                          files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
-                          extra_append=("kunit.enable=1", "printk.time=1"))
+    res = guest_command.boot_and_run(kb.id, ["sh", "-c", guest_script(args)], share, timeout=timeout,
+                                     files={GUEST_PATH: binary, KSELFTEST_GUEST_PATH: selftest}, log_dir=run.path,
+                                     extra_append=("kunit.enable=1", "printk.time=1"))
     run.update_meta(commands={"qemu": res.qemu_argv})  # what ran underneath, kept with the run
     seen = {(f.kind, f.line) for f in res.findings}
     res.findings.extend(f for f in console.scan(_read(share / "dmesg.txt")) if (f.kind, f.line) not in seen)
@@ -309,7 +311,13 @@ def validate(cfg: ValidateConfig, store: ResultStore | None = None) -> tuple[Val
     if leak_text is None and kb.info.get("kasan"):
         leak_text = ""
         rep.problems.append("kmemleak did not run (no /sys/kernel/debug/kmemleak in the debug kernel?)")
-    phase_rows = phases.breakdown(_read(share / "dmesg.txt"), _read(share / PHASES_FILE), rep.counters, res.seconds)
+    phase_rows = validate_timeline.breakdown(_read(share / "dmesg.txt"), _read(share / PHASES_FILE), rep.counters,
+                                             res.seconds)
     summary = summarize(res, rep, kb, fuzz, valid, concurrent, seed, kself, kunit, leak_text, phase_rows)
     run.write_summary(summary.as_dict())
-    return summary, run
+    return Filed(run, summary)
+
+
+def exit_status(summary: ValidateSummary) -> int:
+    """0 when the kernel validated, 1 when it did not (the summary says why)."""
+    return 0 if summary.ok else 1
