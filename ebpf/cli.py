@@ -28,7 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only this process and its children (repeatable)")
     r.add_argument("--cgroup", action="append", default=[], help="only tasks in this cgroup directory (repeatable)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG per histogram")
-    _add_backend_flag(r)
     r.add_argument("--verbose", action="store_true", help="print the commands that built the BPF object loaded")
     add_json_flag(r)
     r.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...: record while CMD runs (only CMD and its children)")
@@ -42,25 +41,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--block-kib", type=positive_int, default=4, help="read size in KiB (default 4)")
     o.add_argument("--prog-stats", action="store_true",
                    help="also report runs and ns inside each program (sets kernel.bpf_stats_enabled=1 meanwhile)")
-    _add_backend_flag(o)
     add_json_flag(o)
     o.set_defaults(func=run_overhead)
 
-    t = verbs.add_parser("load-time", help="load+attach seconds per probe set, backends alternating (ABBA)",
+    t = verbs.add_parser("load-time", help="load+attach seconds per probe set, probe sets alternating (ABBA)",
                          description="kvds ebpf load-time [--probe-set blk] [--probe-set blk,reclaim,faults]... "
-                                     "[--backends libbpf,bcc] [--runs 5]")
+                                     "[--runs 5]")
     t.add_argument("--probe-set", action="append", default=[],
                    help="probe sets loaded together (repeatable; default: blk, reclaim, faults, blk,reclaim,faults)")
-    t.add_argument("--backends", default="libbpf,bcc", help="backends to compare (default libbpf,bcc)")
-    t.add_argument("--runs", type=positive_int, default=5, help="runs per backend and probe set (default 5)")
+    t.add_argument("--runs", type=positive_int, default=5, help="runs per probe set (default 5)")
     add_json_flag(t)
     t.set_defaults(func=run_load_time)
-
-
-def _add_backend_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default=None, choices=("auto", "libbpf", "bcc"),
-                   help="kernel program loader: libbpf (compiled once, cached), bcc (clang per recording), or "
-                        "auto = libbpf when usable (default: $KVDS_EBPF_BACKEND, else auto)")
 
 
 def _command(args: argparse.Namespace) -> list[str]:
@@ -87,7 +78,7 @@ def run_record(args: argparse.Namespace) -> int:
     probes = parse_probes(args.probe)
     require_root("kvds ebpf record")
     duration = args.duration if args.duration is not None else (None if cmd else 5.0)
-    cfg = RecordConfig(tuple(probes), args.backend, duration, tuple(cmd), tuple(args.device), tuple(args.pid),
+    cfg = RecordConfig(tuple(probes), duration, tuple(cmd), tuple(args.device), tuple(args.pid),
                        tuple(args.cgroup), plots=not args.no_plots)
     out = record(cfg)
     if args.verbose and out.commands is not None:
@@ -117,7 +108,7 @@ def run_overhead(args: argparse.Namespace) -> int:
     from ebpf.render import format_overhead
 
     cfg = OverheadConfig(parse_probes(args.probe), reps=args.reps, seconds=args.seconds,
-                         size_mib=args.size_mib, block_kib=args.block_kib, backend=args.backend,
+                         size_mib=args.size_mib, block_kib=args.block_kib,
                          prog_stats=args.prog_stats)
     require_root("kvds ebpf overhead")
     m = measure_overhead(cfg)
@@ -126,7 +117,6 @@ def run_overhead(args: argparse.Namespace) -> int:
 
 
 def run_load_time(args: argparse.Namespace) -> int:
-    from ebpf.backends import parse_backend
     from ebpf.loadtime import LoadTimeConfig, measure_load_times
     from ebpf.recorder import parse_probes
     from ebpf.render import format_load_times
@@ -134,10 +124,9 @@ def run_load_time(args: argparse.Namespace) -> int:
     sets = [parse_probes(s) for s in (args.probe_set or ["blk", "reclaim", "faults", "blk,reclaim,faults"])]
     if any("delays" in s for s in sets):
         raise UserError("load-time measures BPF programs; 'delays' (taskstats) loads none")
-    backends = [parse_backend(b) for b in args.backends.split(",") if b.strip()]
-    if not backends or "auto" in backends or len(set(backends)) != len(backends):
-        raise UserError("--backends takes distinct concrete backends: libbpf, bcc or libbpf,bcc")
+    if len(set(sets)) != len(sets):
+        raise UserError("--probe-set: each probe set once")
     require_root("kvds ebpf load-time")
-    t = measure_load_times(LoadTimeConfig(tuple(tuple(s) for s in sets), tuple(backends), runs=args.runs))
+    t = measure_load_times(LoadTimeConfig(tuple(tuple(s) for s in sets), runs=args.runs))
     emit(t.run, t.summary.as_dict(), args.json, lambda _: print(format_load_times(t.summary, str(t.run.path))))
     return 0

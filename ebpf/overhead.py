@@ -68,7 +68,6 @@ class OverheadConfig:
     seconds: float = 3.0           # seconds per run
     size_mib: int = 256            # the loop device's backing file
     block_kib: int = 4             # O_DIRECT read size
-    backend: str | None = None     # None: $KVDS_EBPF_BACKEND, else auto
     prog_stats: bool = False       # kernel.bpf_stats_enabled=1 (journaled): runs and ns inside each program
 
 
@@ -108,7 +107,7 @@ class OverheadSummary(StoredSummary):
 def measure_overhead(cfg: OverheadConfig) -> Filed[OverheadSummary]:
     """prog_stats: set kernel.bpf_stats_enabled=1 (through the journal) and report, per program, runs per read
     and ns inside the program; the accounting itself costs two clock reads per program run."""
-    probes, reps, seconds, backend = cfg.probes, cfg.reps, cfg.seconds, cfg.backend
+    probes, reps, seconds = cfg.probes, cfg.reps, cfg.seconds
     if cfg.prog_stats:
         sysctl("kernel.bpf_stats_enabled", 1)
     backing = create_file(work_dir() / f"ebpf-overhead-{os.getpid()}-{time.time_ns()}", cfg.size_mib << 20,
@@ -124,7 +123,7 @@ def measure_overhead(cfg: OverheadConfig) -> Filed[OverheadSummary]:
         return n / el
 
     def with_probes(rep: int) -> float:
-        rec = Recorder(probes, devices=[dev], backend=backend)
+        rec = Recorder(probes, devices=[dev])
         rec.start()
         load_s.append(rec.load_seconds or 0.0)
         used.add((rec.backend or "none") + (f" ({rec.backend_detail})" if rec.backend_detail else ""))

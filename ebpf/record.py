@@ -20,7 +20,6 @@ from ebpf.recorder import Recorder
 @dataclass(frozen=True)
 class RecordConfig:
     probes: tuple[str, ...]
-    backend: str | None = None          # None: $KVDS_EBPF_BACKEND, else auto (ebpf/backends.py)
     duration_s: float | None = None     # None with a command: until it exits
     command: tuple[str, ...] = ()       # record only this command and its children, while it runs
     devices: tuple[str, ...] = ()
@@ -32,7 +31,7 @@ class RecordConfig:
 @dataclass(frozen=True)
 class RecordSummary:
     """summary.json of an `ebpf-record` run."""
-    backend: str | None            # the loader used: libbpf or bcc
+    backend: str | None            # the loader used: libbpf (runs filed before 2026-12-02 may say bcc)
     backend_detail: str            # libbpf: how the block events were hooked
     load_attach_s: float | None    # time to load and attach the probes
     compile_s: float | None        # libbpf: 0.0 when the object was cached
@@ -71,8 +70,8 @@ class Recording:
 
 def record(cfg: RecordConfig) -> Recording:
     rec = Recorder(cfg.probes, devices=list(cfg.devices), pids=[] if cfg.command else (list(cfg.pids) or None),
-                   cgroups=list(cfg.cgroups), backend=cfg.backend)
-    config = {"probes": list(cfg.probes), "backend": rec.backend_choice, "duration_s": cfg.duration_s,
+                   cgroups=list(cfg.cgroups))
+    config = {"probes": list(cfg.probes), "duration_s": cfg.duration_s,
               "command": list(cfg.command), "devices": list(cfg.devices), "pids": list(cfg.pids),
               "cgroups": list(cfg.cgroups), "scheduler": {d: _safe_scheduler(d) for d in cfg.devices}}
     run = ResultStore().new_run("ebpf-record", config)

@@ -43,14 +43,12 @@ def format_overhead(s: "OverheadSummary", run_path: str) -> str:
 
 def format_load_times(s: "LoadTimeSummary", run_path: str) -> str:
     """`kvds ebpf load-time`'s table: load-and-attach seconds per probe set and backend."""
-    lines = [f"load+attach per recording (s), {s.runs} runs per backend, ABBA order; "
+    lines = [f"load+attach per recording (s), {s.runs} runs per probe set, ABBA order; "
              f"load average {s.loadavg_before} -> {s.loadavg_after} on {s.cpus} CPUs"]
-    if s.libbpf_compile_s is not None:
-        c = s.libbpf_compile_s
-        lines.append(f"  libbpf object: {'compiled now in %.2f s (first use)' % c if c else 'cached (compiled at set-up)'}")
-    for key, per in s.load_attach.items():
-        for backend, t in per.items():
-            lines.append(f"  {key:<20} {backend:<7} median {t['median_s']:.3f}  min {t['min_s']:.3f}  "
-                         f"max {t['max_s']:.3f}  runs {t['runs_s']}")
+    c = s.compile_s
+    lines.append(f"  BPF object: {'compiled now in %.2f s (first use)' % c if c else 'cached (compiled at set-up)'}")
+    for key, t in s.load_attach.items():
+        lines.append(f"  {key:<20} median {t['median_s']:.3f}  min {t['min_s']:.3f}  "
+                     f"max {t['max_s']:.3f}  runs {t['runs_s']}")
     lines.append(f"  run: {run_path}")
     return "\n".join(lines)
