@@ -18,7 +18,6 @@ from pathlib import Path
 
 from harness import journal
 from harness.capability import Capability, available, kvds_error, unavailable
-from harness.errors import Unavailable
 from harness.kconfig import config_state
 from harness.knobs.mounts import TRACEFS, is_mounted, mount
 
@@ -122,7 +121,8 @@ def probes() -> list[Capability]:
                        else unavailable(name, f"no events/{tp} in tracefs", AREA))
     kp = config_state("KPROBES")
     out.append(available("kprobes", "CONFIG_KPROBES on", AREA) if kp == "y"
-               else unavailable("kprobes", "CONFIG_KPROBES off: kprobe-based tools (bcc biolatency) fail; kvds uses tracepoints", AREA))
+               else unavailable("kprobes", "CONFIG_KPROBES off: kprobe-based tools (bcc biolatency) fail; kvds uses "
+                                           "tracepoints", AREA))
     fp = config_state("FPROBE")
     out.append(available("fprobe", "CONFIG_FPROBE on", AREA) if fp == "y"
                else unavailable("fprobe", "CONFIG_FPROBE off", AREA))
@@ -148,9 +148,11 @@ def probes() -> list[Capability]:
         else:
             out.append(available(name, f"tracepoints {', '.join(t.split('/')[1] for t in tps)} (libbpf)", AREA))
     if not delay.exists():
-        out.append(unavailable("ebpf.probe.delays", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)", AREA))
+        out.append(unavailable("ebpf.probe.delays", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)",
+                               AREA))
     elif not ts_cap.ok:
         out.append(unavailable("ebpf.probe.delays", f"needs ebpf.taskstats: {ts_cap.reason}", AREA))
     else:
-        out.append(available("ebpf.probe.delays", "taskstats TGID queries; kvds sets kernel.task_delayacct=1 through the journal", AREA))
+        out.append(available("ebpf.probe.delays", "taskstats TGID queries; kvds sets kernel.task_delayacct=1 through "
+                                                   "the journal", AREA))
     return out

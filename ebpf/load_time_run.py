@@ -1,4 +1,4 @@
-"""How long a recording waits before it counts: load-and-attach seconds per probe set and backend.
+"""`kvds ebpf load-time`: how long a recording waits before it counts, load-and-attach seconds per probe set.
 
 Each run is a fresh Recorder start()/stop() with nothing recorded in between, as `kvds ebpf record` and
 `session()` do it: libbpf opens the cached object (compiled once, beforehand: the compile is reported separately
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from harness import stats
 from harness.progress import progress
-from harness.results import Filed, ResultStore, StoredSummary
+from harness.results import Filed, ResultStore
 
 from ebpf.recorder import Recorder
+from ebpf.summary import LoadTimeSummary
 
 
 def _loadavg() -> list[float]:
@@ -32,22 +32,7 @@ class LoadTimeConfig:
     devices: tuple[str, ...] = ()          # a device filter, as a recording would have
 
 
-@dataclass(frozen=True)
-class LoadTimeSummary(StoredSummary):
-    """summary.json of an `ebpf-loadtime` run."""
-    runs: int                              # recordings per probe set
-    probe_sets: list[str]                  # the probe sets, each comma-separated
-    devices: list[str]                     # the device filter the recordings had
-    loadavg_before: list[float]            # the load average before the first recording
-    loadavg_after: list[float]             # and after the last
-    cpus: int | None                       # CPUs on this host
-    load_attach: dict[str, dict[str, Any]]  # probe set -> runs_s, median_s, min_s, max_s
-    order: list[str]                       # "repetition:probe set" in the order they ran
-    compile_s: float                       # the object's compile time before the runs (0.0: cached)
-
-
-
-def measure_load_times(cfg: LoadTimeConfig) -> Filed[LoadTimeSummary]:
+def run(cfg: LoadTimeConfig) -> Filed[LoadTimeSummary]:
     """Load-and-attach seconds of `runs` fresh recordings per probe set; one stored `ebpf-loadtime` run."""
     from ebpf import objects
 
@@ -56,12 +41,12 @@ def measure_load_times(cfg: LoadTimeConfig) -> Filed[LoadTimeSummary]:
     load_before = _loadavg()
 
     def one(probes: tuple[str, ...]):
-        def run(rep: int) -> float:
+        def recording(rep: int) -> float:
             rec = Recorder(probes, devices=devices)
             rec.start()
             rec.stop()
             return float(rec.load_seconds or 0.0)
-        return run
+        return recording
 
     keys = {",".join(p): p for p in cfg.probe_sets}
     with progress("load+attach runs", total=len(keys) * cfg.runs) as bar:
@@ -77,9 +62,9 @@ def measure_load_times(cfg: LoadTimeConfig) -> Filed[LoadTimeSummary]:
                               load_attach=load_attach,
                               order=[f"{r}:{k}" for r, k in stats.alternating_order(list(keys), cfg.runs)],
                               compile_s=compile_s)
-    run = ResultStore().new_run("ebpf-loadtime", {"runs": cfg.runs, "probe_sets": list(keys),
-                                                  "devices": list(devices or [])})
+    filed = ResultStore().new_run("ebpf-loadtime", {"runs": cfg.runs, "probe_sets": list(keys),
+                                                    "devices": list(devices or [])})
     for key, xs in samples.items():
-        run.write_samples(f"load_attach_s-{key.replace(',', '+')}", np.array(xs))
-    run.write_summary(summary.as_dict())
-    return Filed(run, summary)
+        filed.write_samples(f"load_attach_s-{key.replace(',', '+')}", np.array(xs))
+    filed.write_summary(summary.as_dict())
+    return Filed(filed, summary)

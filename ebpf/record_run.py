@@ -1,20 +1,20 @@
-"""`kvds ebpf record`, shaped as the track template: cli.py parses arguments into one RecordConfig, `record` attaches
-the probes, waits (a duration, or a command it starts), files the run and returns a Recording with its typed
-summary; ebpf/report.py renders it, harness/emit.py prints it with --json."""
+"""`kvds ebpf record` (harness/verbs.py's run shape): attach the probes, wait (a duration, or a command it starts
+and follows), file an `ebpf-record` run and return its RecordSummary; ebpf/render.py prints it."""
 
 from __future__ import annotations
 
 import os
+import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
 
 from harness.knobs import scheduler_of
 from harness.progress import progress, say
-from harness.results import ResultStore, Run
+from harness.results import Filed, ResultStore
 
 from ebpf.recorder import Recorder
+from ebpf.summary import RecordSummary
 
 
 @dataclass(frozen=True)
@@ -26,59 +26,23 @@ class RecordConfig:
     pids: tuple[int, ...] = ()
     cgroups: tuple[str, ...] = ()
     plots: bool = True
+    verbose: bool = False               # print the commands that built the BPF object loaded (stderr)
 
 
-@dataclass(frozen=True)
-class RecordSummary:
-    """summary.json of an `ebpf-record` run."""
-    backend: str | None            # the loader used: libbpf (runs filed before 2026-12-02 may say bcc)
-    backend_detail: str            # libbpf: how the block events were hooked
-    load_attach_s: float | None    # time to load and attach the probes
-    compile_s: float | None        # libbpf: 0.0 when the object was cached
-    duration_s: float | None       # how long events were recorded
-    command_status: int | None     # the recorded command's exit status (None: a --duration recording)
-    histograms: dict[str, int]     # events counted per histogram
-    blk_accounting: dict[str, dict[str, int]]  # "dev/class/op" -> requests timed, unfinished (issued, never seen
-    #                                completing), untimed (completion without its issue), overwritten, lost
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "RecordSummary":
-        """A stored summary.json read back (the report): a field an older kvds did not write is None; a key this
-        version no longer has is dropped, so a reader names only fields that exist."""
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
-
-    def requests(self) -> tuple[int, int] | None:
-        """(block requests timed, requests seen in all) over every device, class and op; None for a recording
-        made before kvds accounted for them (or without the blk probe)."""
-        if not self.blk_accounting:
-            return None
-        counts = list(self.blk_accounting.values())
-        return sum(c["timed"] for c in counts), sum(sum(c.values()) for c in counts)
-
-
-@dataclass
-class Recording:
-    run: Run
-    summary: RecordSummary
-    results: dict[str, Any]        # every histogram, as printed (ebpf/report.py format_results)
-    pngs: int
-    commands: dict[str, Any] | None  # libbpf: the BPF object loaded and the commands that built it
-
-
-def record(cfg: RecordConfig) -> Recording:
+def run(cfg: RecordConfig) -> Filed[RecordSummary]:
+    """Record; the run holds ebpf.json, ebpf.txt, the PNGs and summary.json (the summary returned)."""
     rec = Recorder(cfg.probes, devices=list(cfg.devices), pids=[] if cfg.command else (list(cfg.pids) or None),
                    cgroups=list(cfg.cgroups))
     config = {"probes": list(cfg.probes), "duration_s": cfg.duration_s,
               "command": list(cfg.command), "devices": list(cfg.devices), "pids": list(cfg.pids),
               "cgroups": list(cfg.cgroups), "scheduler": {d: _safe_scheduler(d) for d in cfg.devices}}
-    run = ResultStore().new_run("ebpf-record", config)
+    filed = ResultStore().new_run("ebpf-record", config)
     say(f"loading and attaching {','.join(cfg.probes)} ...")
     rec.start()
     if rec.commands is not None:  # what ran underneath, kept with the run
-        run.update_meta(commands={"bpf_object": rec.commands})
+        filed.update_meta(commands={"bpf_object": rec.commands})
+        if cfg.verbose:
+            _print_commands(rec.commands)
     status = None
     try:
         if cfg.command:
@@ -92,15 +56,25 @@ def record(cfg: RecordConfig) -> Recording:
                     bar.update(completed=duration - max(0.0, end - time.monotonic()))
     finally:
         rec.stop()
-    paths = rec.save(run, plots=cfg.plots)
+    paths = rec.save(filed, plots=cfg.plots)
     res = rec.results()
     summary = RecordSummary(rec.backend, rec.backend_detail, res["load_attach_s"], rec.compile_seconds,
                             res["duration_s"], status, {name: h["count"] for name, h in rec.histograms()},
                             {f"{dev}/{cls}/{op}": counts
                              for dev, classes in res.get("blk", {}).get("accounting", {}).items()
-                             for cls, ops in classes.items() for op, counts in ops.items()})
-    run.write_summary(summary.as_dict())
-    return Recording(run, summary, res, sum(1 for p in paths if Path(p).suffix == ".png"), rec.commands)
+                             for cls, ops in classes.items() for op, counts in ops.items()},
+                            probes=list(cfg.probes), plots=sum(1 for p in paths if Path(p).suffix == ".png"),
+                            results=res)
+    filed.write_summary(summary.as_dict())
+    return Filed(filed, summary)
+
+
+def _print_commands(commands: dict) -> None:
+    """The BPF object loaded and the commands that built it, on stderr (--verbose)."""
+    from ebpf.objects import shell_line
+
+    lines = [shell_line(c) for c in commands["built_by"] or []] or [f"({commands['note']})"]
+    print(f"BPF object {commands['object']}, built by:", *lines, sep="\n  ", file=sys.stderr)
 
 
 def _safe_scheduler(dev: str) -> str | None:
