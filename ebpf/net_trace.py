@@ -72,7 +72,6 @@ from ebpf import hist as H
 from ebpf import libbpf_loader as L
 from ebpf.bpf_structs import MAX_NETNS, MAX_PORTS, NET_MAP_TYPES, NetCfg, c_u16, c_u32
 
-SOURCE = Path(__file__).resolve().parent / "bpf_src" / "net_trace.bpf.c"
 HOOKS = ("tp_btf", "tracepoint")
 HOOK_ENV = "KVDS_NET_TRACE_HOOK"  # "tp_btf" (default; falls back to tracepoint when it does not load) or "tracepoint"
 NQ_WHAT = ("queued", "untimed", "overwritten", "lost")  # nq_acct codes
@@ -311,7 +310,7 @@ class NetTrace:
         from harness.knobs import ensure_tracefs
 
         t0 = time.perf_counter()
-        path, self.compile_seconds = objects.build(SOURCE)
+        path, self.compile_seconds = objects.build(objects.NET_SOURCE)
         try:
             if self.hook_choice == "tracepoint":
                 ensure_tracefs()  # libbpf finds a classic tracepoint's id in tracefs

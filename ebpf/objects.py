@@ -29,7 +29,8 @@ from typing import Any
 from harness.errors import Unavailable
 
 SOURCE = Path(__file__).resolve().parent / "bpf_src" / "kvds.bpf.c"
-SOURCES = (SOURCE, SOURCE.with_name("net_trace.bpf.c"))  # every object kvds loads (net_trace.py: the second)
+NET_SOURCE = SOURCE.with_name("net_trace.bpf.c")  # ebpf/net_trace.py's programs
+SOURCES = (SOURCE, NET_SOURCE)  # every object kvds loads
 HEADERS = SOURCE.parent  # kvds's own BPF headers (kvds_helpers.h), on the include path of every object
 VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 BPF_HEADERS = Path("/usr/include/bpf/bpf_helpers.h")  # Debian's libbpf-dev
