@@ -6,10 +6,10 @@ counts and taskstats delay accounting, usable as `kvds ebpf record` or as a cont
         ...  # the workload
     hists = rec.results(); rec.save(run)
 
-Kernel programs load through libbpf (ebpf/bpf_src/kvds.bpf.c, compiled once and cached: ebpf/objects.py,
-ebpf/libbpf_loader.py) or through bcc (ebpf/programs.py, clang per recording); ebpf/backends.py chooses.
+Kernel programs: ebpf/bpf_src/kvds.bpf.c, compiled once and cached (ebpf/objects.py), loaded through libbpf
+(ebpf/libbpf_loader.py, ebpf/attach.py).
 
-Attributes are imported lazily so `kvds --help` does not load bcc or matplotlib.
+Attributes are imported lazily so `kvds --help` does not load libbpf or matplotlib.
 """
 
 from __future__ import annotations

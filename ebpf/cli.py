@@ -1,25 +1,26 @@
-"""`kvds ebpf record` and `kvds ebpf overhead`."""
+"""`kvds ebpf record`, `kvds ebpf overhead` and `kvds ebpf load-time`: arguments, and the typed config each verb
+runs from (harness/verbs.py), with every input and host check done before anything changes."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
-import sys
+from typing import Any
 
-from harness.cli_args import add_json_flag, positive_float, positive_int, require_root
-from harness.emit import emit
+from harness import verbs
+from harness.cli_args import positive_float, positive_int, require_root
 from harness.errors import UserError
-from harness.progress import say
+from harness.results import Filed
+
+from ebpf import load_time_run, overhead_run, record_run, render
+from ebpf.summary import LoadTimeSummary, OverheadSummary, RecordSummary
+
+DEFAULT_PROBE_SETS = ("blk", "reclaim", "faults", "blk,reclaim,faults")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ebpf", help="tracepoint latency histograms (block I/O by priority, reclaim), faults, delays")
-    verbs = p.add_subparsers(dest="verb", metavar="VERB")
-    verbs.required = True
-
-    r = verbs.add_parser("record", help="record histograms for a duration or around a command",
-                         description="kvds ebpf record [--probe blk,reclaim,faults,delays] "
-                                     "[--duration S | -- CMD ARGS...]")
+def _record_arguments(r: argparse.ArgumentParser) -> None:
+    r.description = "kvds ebpf record [--probe blk,reclaim,faults,delays] [--duration S | -- CMD ARGS...]"
     r.add_argument("--probe", default="blk,reclaim,faults,delays",
                    help="comma-separated probe sets: blk, reclaim, faults, delays (default: all)")
     r.add_argument("--duration", type=positive_float, help="record for S seconds (the default without CMD: 5)")
@@ -28,42 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only this process and its children (repeatable)")
     r.add_argument("--cgroup", action="append", default=[], help="only tasks in this cgroup directory (repeatable)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG per histogram")
-    _add_backend_flag(r)
     r.add_argument("--verbose", action="store_true", help="print the commands that built the BPF object loaded")
-    add_json_flag(r)
-    r.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...: record while CMD runs (only CMD and its children)")
-    r.set_defaults(func=run_record)
-
-    o = verbs.add_parser("overhead", help="IOPS of an O_DIRECT read loop on a kvds loop device with/without probes")
-    o.add_argument("--probe", default="blk", help="probe sets to attach in the 'with' runs (default blk)")
-    o.add_argument("--reps", type=positive_int, default=4, help="repetitions per variant, ABBA order (default 4)")
-    o.add_argument("--seconds", type=positive_float, default=3.0, help="seconds per run (default 3)")
-    o.add_argument("--size-mib", type=positive_int, default=256, help="loop device size in MiB (default 256)")
-    o.add_argument("--block-kib", type=positive_int, default=4, help="read size in KiB (default 4)")
-    o.add_argument("--prog-stats", action="store_true",
-                   help="also report runs and ns inside each program (sets kernel.bpf_stats_enabled=1 meanwhile)")
-    _add_backend_flag(o)
-    add_json_flag(o)
-    o.set_defaults(func=run_overhead)
-
-    t = verbs.add_parser("load-time", help="load+attach seconds per probe set, backends alternating (ABBA)",
-                         description="kvds ebpf load-time [--probe-set blk] [--probe-set blk,reclaim,faults]... "
-                                     "[--backends libbpf,bcc] [--runs 5]")
-    t.add_argument("--probe-set", action="append", default=[],
-                   help="probe sets loaded together (repeatable; default: blk, reclaim, faults, blk,reclaim,faults)")
-    t.add_argument("--backends", default="libbpf,bcc", help="backends to compare (default libbpf,bcc)")
-    t.add_argument("--runs", type=positive_int, default=5, help="runs per backend and probe set (default 5)")
-    add_json_flag(t)
-    t.set_defaults(func=run_load_time)
+    r.add_argument("command", nargs=argparse.REMAINDER,
+                   help="-- CMD ARGS...: record while CMD runs (only CMD and its children)")
 
 
-def _add_backend_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default=None, choices=("auto", "libbpf", "bcc"),
-                   help="kernel program loader: libbpf (compiled once, cached), bcc (clang per recording), or "
-                        "auto = libbpf when usable (default: $KVDS_EBPF_BACKEND, else auto)")
+def record_config(args: argparse.Namespace) -> record_run.RecordConfig:
+    from ebpf.recorder import kernel_dev, parse_probes
 
-
-def _command(args: argparse.Namespace) -> list[str]:
     cmd = list(args.command or [])
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -76,68 +49,79 @@ def _command(args: argparse.Namespace) -> list[str]:
     gone = [pid for pid in args.pid if not os.path.exists(f"/proc/{pid}")]
     if gone:  # a filter on a process that does not exist would record nothing and look like an idle one
         raise UserError(f"--pid {gone[0]}: no such process")
-    return cmd
-
-
-def run_record(args: argparse.Namespace) -> int:
-    from ebpf.recorder import parse_probes
-    from ebpf.record import RecordConfig, record
-
-    cmd = _command(args)
+    for dev in args.device:
+        kernel_dev(dev)  # not a block device: a UserError naming it
     probes = parse_probes(args.probe)
     require_root("kvds ebpf record")
     duration = args.duration if args.duration is not None else (None if cmd else 5.0)
-    cfg = RecordConfig(tuple(probes), args.backend, duration, tuple(cmd), tuple(args.device), tuple(args.pid),
-                       tuple(args.cgroup), plots=not args.no_plots)
-    out = record(cfg)
-    if args.verbose and out.commands is not None:
-        from ebpf.objects import shell_line
-
-        lines = [shell_line(c) for c in out.commands["built_by"] or []] or [f"({out.commands['note']})"]
-        print(f"BPF object {out.commands['object']}, built by:", *lines, sep="\n  ", file=sys.stderr)
-    emit(out.run, out.results, args.json, lambda _: _render(out))
-    status = out.summary.command_status
-    if status:
-        say(f"command exited with status {status}")
-    return 0 if not status else 1
+    return record_run.RecordConfig(probes, duration, tuple(cmd), tuple(args.device), tuple(args.pid),
+                                   tuple(args.cgroup), plots=not args.no_plots, verbose=args.verbose)
 
 
-def _render(out) -> None:
-    from ebpf.report import format_results
+def _overhead_arguments(o: argparse.ArgumentParser) -> None:
+    o.add_argument("--probe", default="blk", help="probe sets to attach in the 'with' runs (default blk)")
+    o.add_argument("--reps", type=positive_int, default=4, help="repetitions per variant, ABBA order (default 4)")
+    o.add_argument("--seconds", type=positive_float, default=3.0, help="seconds per run (default 3)")
+    o.add_argument("--size-mib", type=positive_int, default=256, help="loop device size in MiB (default 256)")
+    o.add_argument("--block-kib", type=positive_int, default=4, help="read size in KiB (default 4)")
+    o.add_argument("--prog-stats", action="store_true",
+                   help="also report runs and ns inside each program (sets kernel.bpf_stats_enabled=1 meanwhile)")
 
-    print(format_results(out.results))
-    detail = f" ({out.summary.backend_detail})" if out.summary.backend_detail else ""
-    print(f"\nbackend {out.summary.backend}{detail}, load+attach {out.results['load_attach_s']} s")
-    print(f"run {out.run.run_id}: {out.run.path} ({out.pngs} PNG{'s' if out.pngs != 1 else ''})")
 
-
-def run_overhead(args: argparse.Namespace) -> int:
-    from ebpf.overhead import OverheadConfig, measure_overhead
+def overhead_config(args: argparse.Namespace) -> overhead_run.OverheadConfig:
     from ebpf.recorder import parse_probes
-    from ebpf.render import format_overhead
 
-    cfg = OverheadConfig(parse_probes(args.probe), reps=args.reps, seconds=args.seconds,
-                         size_mib=args.size_mib, block_kib=args.block_kib, backend=args.backend,
-                         prog_stats=args.prog_stats)
+    cfg = overhead_run.OverheadConfig(parse_probes(args.probe), reps=args.reps, seconds=args.seconds,
+                                      size_mib=args.size_mib, block_kib=args.block_kib, prog_stats=args.prog_stats)
     require_root("kvds ebpf overhead")
-    m = measure_overhead(cfg)
-    emit(m.run, m.summary.as_dict(), args.json, lambda _: print(format_overhead(m.summary, str(m.run.path))))
-    return 0
+    return cfg
 
 
-def run_load_time(args: argparse.Namespace) -> int:
-    from ebpf.backends import parse_backend
-    from ebpf.loadtime import LoadTimeConfig, measure_load_times
+def _load_time_arguments(t: argparse.ArgumentParser) -> None:
+    t.description = "kvds ebpf load-time [--probe-set blk] [--probe-set blk,reclaim,faults]... [--runs 5]"
+    t.add_argument("--probe-set", action="append", default=[],
+                   help=f"probe sets loaded together (repeatable; default: {' '.join(DEFAULT_PROBE_SETS)})")
+    t.add_argument("--runs", type=positive_int, default=5, help="runs per probe set (default 5)")
+
+
+def load_time_config(args: argparse.Namespace) -> load_time_run.LoadTimeConfig:
     from ebpf.recorder import parse_probes
-    from ebpf.render import format_load_times
 
-    sets = [parse_probes(s) for s in (args.probe_set or ["blk", "reclaim", "faults", "blk,reclaim,faults"])]
+    sets = [parse_probes(s) for s in (args.probe_set or DEFAULT_PROBE_SETS)]
     if any("delays" in s for s in sets):
         raise UserError("load-time measures BPF programs; 'delays' (taskstats) loads none")
-    backends = [parse_backend(b) for b in args.backends.split(",") if b.strip()]
-    if not backends or "auto" in backends or len(set(backends)) != len(backends):
-        raise UserError("--backends takes distinct concrete backends: libbpf, bcc or libbpf,bcc")
+    if len(set(sets)) != len(sets):
+        raise UserError("--probe-set: each probe set once")
     require_root("kvds ebpf load-time")
-    t = measure_load_times(LoadTimeConfig(tuple(tuple(s) for s in sets), tuple(backends), runs=args.runs))
-    emit(t.run, t.summary.as_dict(), args.json, lambda _: print(format_load_times(t.summary, str(t.run.path))))
-    return 0
+    return load_time_run.LoadTimeConfig(tuple(sets), runs=args.runs)
+
+
+RECORD = verbs.Verb("record", "record histograms for a duration or around a command", _record_arguments,
+                    record_config, record_run.run, render.record, RecordSummary)
+OVERHEAD = verbs.Verb("overhead", "IOPS of an O_DIRECT read loop on a kvds loop device with/without probes",
+                      _overhead_arguments, overhead_config, overhead_run.run, render.overhead, OverheadSummary)
+LOAD_TIME = verbs.Verb("load-time", "load+attach seconds per probe set, probe sets alternating (ABBA)",
+                       _load_time_arguments, load_time_config, load_time_run.run, render.load_time, LoadTimeSummary)
+
+
+def _record_then_status(args: argparse.Namespace) -> int:
+    """`kvds ebpf record -- CMD` fails (exit 1) when CMD failed: the recorded command's status, kept in the
+    summary, decides the exit status after the usual run, render or emit."""
+    filed: list[Filed[RecordSummary]] = []
+
+    def run(cfg: record_run.RecordConfig) -> Filed[RecordSummary]:
+        filed.append(record_run.run(cfg))
+        return filed[0]
+
+    verbs.execute(dataclasses.replace(RECORD, run=run), args)
+    return 1 if filed and filed[0].summary.command_status else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ebpf", help="tracepoint latency histograms (block I/O by priority, reclaim), faults, delays")
+    group: Any = p.add_subparsers(dest="verb_name", metavar="VERB")
+    group.required = True
+    record = verbs.add(group, RECORD)
+    record.set_defaults(func=_record_then_status)
+    verbs.add(group, OVERHEAD)
+    verbs.add(group, LOAD_TIME)

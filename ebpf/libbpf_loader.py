@@ -1,6 +1,6 @@
 """A thin ctypes layer over Debian's libbpf.so.1 (1.1.x) that loads ebpf/bpf_src/kvds.bpf.c's compiled object
-and exposes its maps through the subset of bcc's BPF API the recorder uses (`obj[b"map"]`, `.Key`, `.Leaf`,
-`table[key] = leaf`, `table.items()`, `obj.cleanup()`), so recorder.py decodes both backends with one code path.
+and exposes its maps as tables (`obj[b"map"]`, `.Key`, `.Leaf`, `table[key] = leaf`, `table.items()`,
+`obj.cleanup()`; the shape of bcc's table API, which kvds used before libbpf was its only loader).
 
 Only symbols exported by libbpf 1.1 are used (checked with `nm -D`): bpf_object__open_file, bpf_object__load,
 bpf_object__next_program/_next_map, bpf_program__name/__set_autoload/__attach, bpf_map__name/__set_autocreate/
@@ -20,58 +20,10 @@ from typing import Any, Iterator
 
 from harness.errors import Unavailable
 
+from ebpf.bpf_structs import MAP_TYPES, MAX_DEVS, KvdsCfg, c_u32, c_u64
+
 LIBBPF = "libbpf.so.1"
-c_u8, c_u16, c_u32, c_u64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64
 
-
-# ---- the maps' key and value types: the C structs of kvds.bpf.c (and of programs.py for bcc) ----------------
-class CommT(ctypes.Structure):
-    _fields_ = [("c", ctypes.c_char * 16)]
-
-
-class BlkHkey(ctypes.Structure):
-    _fields_ = [("dev", c_u32), ("cls", c_u8), ("op", c_u8), ("kind", c_u8), ("slot", c_u8)]
-
-
-class BlkAkey(ctypes.Structure):
-    _fields_ = [("dev", c_u32), ("cls", c_u8), ("op", c_u8), ("what", c_u8), ("pad", c_u8)]
-
-
-class RqKey(ctypes.Structure):
-    _fields_ = [("dev", c_u32), ("pad", c_u32), ("sector", c_u64)]
-
-
-class RqVal(ctypes.Structure):
-    _fields_ = [("ts", c_u64), ("cls", c_u8), ("op", c_u8), ("pad", c_u16), ("pad2", c_u32)]
-
-
-class RcStart(ctypes.Structure):
-    _fields_ = [("ts", c_u64), ("kind", c_u32)]
-
-
-class RcHkey(ctypes.Structure):
-    _fields_ = [("tgid", c_u32), ("kind", c_u8), ("slot", c_u8), ("pad", c_u16)]
-
-
-class RcSkey(ctypes.Structure):
-    _fields_ = [("tgid", c_u32), ("kind", c_u32)]
-
-
-class RcStat(ctypes.Structure):
-    _fields_ = [("count", c_u64), ("ns", c_u64), ("reclaimed", c_u64), ("cgid", c_u64)]
-
-
-class FaultKey(ctypes.Structure):
-    _fields_ = [("tgid", c_u32), ("kind", c_u8), ("user", c_u8), ("pad", c_u16)]
-
-
-MAP_TYPES: dict[str, tuple[type, type]] = {
-    "want_tgid": (c_u32, c_u8), "want_cgid": (c_u64, c_u8), "comms": (c_u32, CommT),
-    "blk_inserted": (RqKey, c_u64), "blk_issued": (RqKey, RqVal), "blk_marked": (RqKey, c_u8),
-    "blk_devs": (c_u32, c_u8), "blk_hist": (BlkHkey, c_u64), "blk_acct": (BlkAkey, c_u64),
-    "rc_start": (c_u32, RcStart), "rc_hist": (RcHkey, c_u64), "rc_stats": (RcSkey, RcStat),
-    "fault_counts": (FaultKey, c_u64),
-}
 
 # Which programs and maps each probe set needs (names as in kvds.bpf.c). The blk set's insert/issue/complete
 # programs are chosen as one set by hook: tp_btf first (struct request read directly: no perf record is
@@ -84,7 +36,7 @@ PROGRAMS = {
 BLK_HOOKS = {"tp_btf": ("blk_insert_btf", "blk_issue_btf", "blk_complete_btf"),
              "tracepoint": ("blk_insert", "blk_issue", "blk_complete")}
 COMPLETE_HOOKS = {hook: progs[-1] for hook, progs in BLK_HOOKS.items()}  # the block_rq_complete program per hook
-# Program name -> the tracepoint it reports on (missed_events keys, the same for both backends).
+# Program name -> the tracepoint it reports on (missed_events keys, the same for both hooks).
 TRACEPOINT_OF = {
     "blk_insert": "block/block_rq_insert", "blk_issue": "block/block_rq_issue", "blk_getrq": "block/block_getrq",
     "blk_complete": "block/block_rq_complete", "blk_insert_btf": "block/block_rq_insert",
@@ -100,15 +52,6 @@ MAPS = {
     "reclaim": ("rc_start", "rc_hist", "rc_stats"),
     "faults": ("fault_counts",),
 }
-
-
-MAX_DEVS = 16  # KVDS_MAX_DEVS in kvds.bpf.c
-
-
-class KvdsCfg(ctypes.Structure):
-    """struct kvds_cfg in .rodata: written before load, constants for the verifier. Up to MAX_DEVS filtered
-    devices are compared as constants; ndevs = 0 with filter_devices set means "look them up in blk_devs"."""
-    _fields_ = [("filter_tasks", c_u32), ("filter_devices", c_u32), ("ndevs", c_u32), ("devs", c_u32 * MAX_DEVS)]
 
 
 def kvds_cfg(filter_tasks: bool, filter_devices: bool, devices: tuple[int, ...] = ()) -> KvdsCfg:
@@ -210,9 +153,9 @@ def recursion_misses(prog_fd: int) -> int | None:
     return int.from_bytes(bytes(buf[RECURSION_MISSES_AT:RECURSION_MISSES_AT + 8]), "little")
 
 
-# ---- bcc-like tables -------------------------------------------------------------------------------------------
+# ---- tables ---------------------------------------------------------------------------------------------------
 class Table:
-    """One BPF map by fd, with bcc's table interface (the part recorder.py uses)."""
+    """One BPF map by fd: key/leaf types, update, keys, items (what recorder.py and net_trace.py use)."""
 
     def __init__(self, name: str, fd: int, key_t: type, leaf_t: type) -> None:
         self.name, self.fd, self.Key, self.Leaf = name, fd, key_t, leaf_t

@@ -6,9 +6,8 @@
     res = nt.results()          # the same dict stop() returned
 
 Programs: ebpf/bpf_src/net_trace.bpf.c, compiled once against the running kernel's BTF (ebpf/objects.build,
-cached like kvds.bpf.c) and loaded through libbpf (ebpf/libbpf_loader's ctypes binding). There is no bcc variant:
-the programs read struct sk_buff / net_device / sock, and bcc compiles against Debian 6.12 headers, not this
-kernel's layout (the same reason ebpf/README.md gives for struct request). Every offset is CO-RE relocated.
+cached like kvds.bpf.c) and loaded through libbpf (ebpf/libbpf_loader's ctypes binding). The programs read
+struct sk_buff / net_device / sock; every offset is CO-RE relocated against the running kernel.
 
 Shape of stop() / results() (priorities, errnos are int keys; json.dumps writes them as strings):
 
@@ -71,57 +70,12 @@ from harness.errors import Unavailable, UserError
 
 from ebpf import hist as H
 from ebpf import libbpf_loader as L
+from ebpf.bpf_structs import MAX_NETNS, MAX_PORTS, NET_MAP_TYPES, NetCfg, c_u16, c_u32
 
-SOURCE = Path(__file__).resolve().parent / "bpf_src" / "net_trace.bpf.c"
 HOOKS = ("tp_btf", "tracepoint")
 HOOK_ENV = "KVDS_NET_TRACE_HOOK"  # "tp_btf" (default; falls back to tracepoint when it does not load) or "tracepoint"
-MAX_PORTS, MAX_NETNS = 16, 4      # NET_MAX_PORTS / NET_MAX_NETNS in net_trace.bpf.c
 NQ_WHAT = ("queued", "untimed", "overwritten", "lost")  # nq_acct codes
 
-c_u16, c_u32, c_s32, c_u64 = ctypes.c_uint16, ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64
-
-
-class NetCfg(ctypes.Structure):
-    """struct net_cfg in .rodata (constants for the verifier)."""
-    _fields_ = [("ifindex", c_u32), ("dev_netns", c_u32), ("nports", c_u32), ("nnetns", c_u32),
-                ("ports", c_u16 * MAX_PORTS), ("netns", c_u32 * MAX_NETNS)]
-
-
-class NqVal(ctypes.Structure):
-    _fields_ = [("ts", c_u64), ("prio", c_u32), ("len", c_u32)]
-
-
-class NqHkey(ctypes.Structure):
-    _fields_ = [("prio", c_u32), ("slot", c_u32)]
-
-
-class NqStat(ctypes.Structure):
-    _fields_ = [("count", c_u64), ("bytes", c_u64), ("sum_ns", c_u64), ("max_ns", c_u64)]
-
-
-class NqAkey(ctypes.Structure):
-    _fields_ = [("prio", c_u32), ("what", c_u32)]
-
-
-class RtxKey(ctypes.Structure):
-    _fields_ = [("netns", c_u32), ("prio", c_u32), ("sport", c_u16), ("dport", c_u16), ("err", c_s32)]
-
-
-class ProbeKey(ctypes.Structure):
-    _fields_ = [("netns", c_u32), ("sport", c_u16), ("dport", c_u16)]
-
-
-class ProbeVal(ctypes.Structure):
-    _fields_ = [("samples", c_u64), ("srtt_sum_us", c_u64), ("cwnd_sum", c_u64), ("srtt_min_us", c_u32),
-                ("srtt_max_us", c_u32), ("srtt_last_us", c_u32), ("cwnd_min", c_u32), ("cwnd_max", c_u32),
-                ("cwnd_last", c_u32), ("prio", c_u32), ("pad", c_u32)]
-
-
-MAP_TYPES: dict[str, tuple[type, type]] = {
-    "nq_inflight": (c_u64, NqVal), "nq_hist": (NqHkey, c_u64), "nq_stats": (c_u32, NqStat),
-    "nq_acct": (NqAkey, c_u64), "rtx_counts": (RtxKey, c_u64), "probe_flows": (ProbeKey, ProbeVal),
-    "probe_srtt_hist": (NqHkey, c_u64),
-}
 PERCPU_MAPS = {"nq_stats"}
 # Programs per hook and event group; the tracepoint each reports on (missed_events keys).
 PROGRAMS = {
@@ -240,7 +194,7 @@ class NetObject:
             for name in sorted(wanted):
                 self.program_fds[name] = lb.bpf_program__fd(progs[name])
             ncpus = possible_cpus()
-            for name, (key_t, leaf_t) in MAP_TYPES.items():
+            for name, (key_t, leaf_t) in NET_MAP_TYPES.items():
                 mp = lb.bpf_object__find_map_by_name(obj, name.encode())
                 ks, vs = lb.bpf_map__key_size(mp), lb.bpf_map__value_size(mp)
                 if (ks, vs) != (ctypes.sizeof(key_t), ctypes.sizeof(leaf_t)):
@@ -356,7 +310,7 @@ class NetTrace:
         from harness.knobs import ensure_tracefs
 
         t0 = time.perf_counter()
-        path, self.compile_seconds = objects.build(SOURCE)
+        path, self.compile_seconds = objects.build(objects.NET_SOURCE)
         try:
             if self.hook_choice == "tracepoint":
                 ensure_tracefs()  # libbpf finds a classic tracepoint's id in tracefs

@@ -1,7 +1,7 @@
 """Compile-once BPF objects for the libbpf backend: vmlinux.h from the running kernel's BTF, clang -target bpf,
-cached by content so a recording only opens a finished object (no clang per session, unlike bcc).
+cached by content so a recording only opens a finished object (no clang per session).
 
-Cache: $KVDS_BPF_OBJECTS, else /var/cache/kvds/bpf-objects (next to the bcc headers; survives fresh clones).
+Cache: $KVDS_BPF_OBJECTS, else /var/cache/kvds/bpf-objects (outside the checkout: survives fresh clones).
 An object is named by the sha256 of its source, the clang flags and the kernel build (uname release + version,
 because vmlinux.h comes from that kernel). Accesses to trace_event_raw_* records carry CO-RE relocations, so
 an object compiled on one kernel loads on another; the kernel key only avoids reusing a stale vmlinux.h.
@@ -29,6 +29,8 @@ from typing import Any
 from harness.errors import Unavailable
 
 SOURCE = Path(__file__).resolve().parent / "bpf_src" / "kvds.bpf.c"
+NET_SOURCE = SOURCE.with_name("net_trace.bpf.c")  # ebpf/net_trace.py's programs
+SOURCES = (SOURCE, NET_SOURCE)  # every object kvds loads
 HEADERS = SOURCE.parent  # kvds's own BPF headers (kvds_helpers.h), on the include path of every object
 VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 BPF_HEADERS = Path("/usr/include/bpf/bpf_helpers.h")  # Debian's libbpf-dev
@@ -195,24 +197,26 @@ def check_fault_format(tracefs: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ebpf.objects [--force]`: compile (or find) the object; used by provision-bpf-objects.sh."""
+    """`python -m ebpf.objects [--force]`: compile (or find) every object; used by provision-bpf-objects.sh."""
     p = argparse.ArgumentParser(prog="python -m ebpf.objects", description=__doc__.splitlines()[0])
     p.add_argument("--force", action="store_true", help="recompile even when cached")
     p.add_argument("--quiet", action="store_true", help="print nothing when the object is already cached")
     p.add_argument("--dry-run", action="store_true", help="print the commands that would build it; run nothing")
     args = p.parse_args(argv)
     if args.dry_run:
-        for cmd in commands(SOURCE, object_path(), Path(tempfile.gettempdir()) / "kvds-bpf-include",
-                            vmlinux_header_path()):
-            print(shell_line(cmd))
+        for source in SOURCES:
+            for cmd in commands(source, object_path(source), Path(tempfile.gettempdir()) / "kvds-bpf-include",
+                                vmlinux_header_path()):
+                print(shell_line(cmd))
         return 0
-    try:
-        path, secs = build(force=args.force)
-    except Unavailable as exc:
-        print(f"kvds bpf objects: {exc}", file=sys.stderr)
-        return 3
-    if secs or not args.quiet:
-        print(f"kvds bpf objects: {path} ({'compiled in %.2f s' % secs if secs else 'cached'})")
+    for source in SOURCES:
+        try:
+            path, secs = build(source, force=args.force)
+        except Unavailable as exc:
+            print(f"kvds bpf objects: {exc}", file=sys.stderr)
+            return 3
+        if secs or not args.quiet:
+            print(f"kvds bpf objects: {path} ({'compiled in %.2f s' % secs if secs else 'cached'})")
     return 0
 
 

@@ -1,11 +1,11 @@
 """The ebpf track's doctor probes (area "ebpf", registered in pyproject.toml's `kvds.probes`): tracefs, the
-tracepoints kvds uses, kprobes, fprobe, bcc, libbpf, taskstats delay accounting.
+tracepoints kvds uses, kprobes, fprobe, libbpf, taskstats delay accounting.
 
-The `ebpf.*` capabilities are found by trying: bcc compiles and loads a trivial tracepoint program (not
-attached), libbpf loads kvds's compiled object with every program (compiling it first when not cached), the TASKSTATS genetlink family answers a query, and the tracepoints of each probe set exist in
-tracefs (mounted for the look in a scoped journal when it is not mounted).
+The `ebpf.*` capabilities are found by trying: libbpf loads kvds's compiled object with every program (compiling
+it first when not cached), the TASKSTATS genetlink family answers a query, and the tracepoints of each probe set
+exist in tracefs (mounted for the look in a scoped journal when it is not mounted).
 
-Only the host's answers are "unavailable": a missing library, toolchain, header tree, kernel feature or genetlink
+Only the host's answers are "unavailable": a missing library, toolchain, kernel BTF, kernel feature or genetlink
 family. This module failing to import (the doctor then reports the area as one error row), or kvds's own BPF object
 failing to compile or load once libbpf and the toolchain are there, is a kvds error (status "error", traceback
 kept), never a reason to skip.
@@ -18,13 +18,11 @@ from pathlib import Path
 
 from harness import journal
 from harness.capability import Capability, available, kvds_error, unavailable
-from harness.errors import Unavailable
 from harness.kconfig import config_state
 from harness.knobs.mounts import TRACEFS, is_mounted, mount
 
 from ebpf import libbpf_loader, objects
-from ebpf.backends import libbpf_status
-from ebpf.bcc_loader import headers_status, load_bcc
+from ebpf.attach import libbpf_status
 from ebpf.objects import check_fault_format
 from ebpf.programs import TRACEPOINTS as PROBE_TPS
 from ebpf.taskstats import family_status
@@ -61,35 +59,12 @@ def _present_tracepoints(names: tuple[str, ...]) -> tuple[dict[str, bool] | None
 
 
 def _host_lacks(name: str, ok: bool, reason: str) -> Capability | None:
-    """A loader's host part: unavailable without it, needs-root to load programs; None when the probe goes on."""
+    """The loader's host part: unavailable without it, needs-root to load programs; None when the probe goes on."""
     if not ok:
         return unavailable(name, reason, AREA)
     if os.geteuid() != 0:
         return Capability(name, "needs-root", f"loading BPF programs needs root ({reason})", AREA)
     return None
-
-
-def _bcc_probe() -> Capability:
-    """A real compile + verifier load of a tracepoint program, without attaching it."""
-    ok, reason = headers_status()
-    if lacking := _host_lacks("ebpf.bcc", ok, reason):
-        return lacking
-    try:
-        bcc = load_bcc()
-    except Unavailable as exc:  # python3-bpfcc not importable
-        return unavailable("ebpf.bcc", str(exc), AREA)
-    try:
-        b = bcc.BPF(text=b"int kvds_probe(void *ctx) { return 0; }", cflags=["-w"])
-        try:
-            b.load_func(b"kvds_probe", bcc.BPF.TRACEPOINT)
-        finally:
-            b.cleanup()
-    except Exception as exc:
-        if type(exc) is not Exception:  # bcc reports compiler/verifier refusals as a bare Exception
-            return kvds_error("ebpf.bcc", "loading a trivial program through bcc", AREA, exc)
-        msg = str(exc).strip().splitlines()
-        return unavailable("ebpf.bcc", f"bcc compile/load failed: {msg[-1] if msg else 'no message'}", AREA)
-    return available("ebpf.bcc", f"bcc compiles and loads tracepoint programs ({reason})", AREA)
 
 
 def _libbpf_probe() -> Capability:
@@ -146,7 +121,8 @@ def probes() -> list[Capability]:
                        else unavailable(name, f"no events/{tp} in tracefs", AREA))
     kp = config_state("KPROBES")
     out.append(available("kprobes", "CONFIG_KPROBES on", AREA) if kp == "y"
-               else unavailable("kprobes", "CONFIG_KPROBES off: kprobe-based tools (bcc biolatency) fail; kvds uses tracepoints", AREA))
+               else unavailable("kprobes", "CONFIG_KPROBES off: kprobe-based tools (bcc biolatency) fail; kvds uses "
+                                           "tracepoints", AREA))
     fp = config_state("FPROBE")
     out.append(available("fprobe", "CONFIG_FPROBE on", AREA) if fp == "y"
                else unavailable("fprobe", "CONFIG_FPROBE off", AREA))
@@ -154,33 +130,29 @@ def probes() -> list[Capability]:
     out.append(available("delayacct", f"kernel.task_delayacct = {delay.read_text().strip()}", AREA) if delay.exists()
                else unavailable("delayacct", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)", AREA))
 
-    bcc_cap = _bcc_probe()
     libbpf_cap = _libbpf_probe()
     ts_cap = _taskstats_probe()
-    out += [bcc_cap, libbpf_cap, ts_cap]
-    loaders = [c.name.split(".")[1] for c in (libbpf_cap, bcc_cap) if c.ok]
+    out += [libbpf_cap, ts_cap]
     for probe, tps in PROBE_TPS.items():
         name = f"ebpf.probe.{probe}"
         missing = [tp for tp in tps if present is not None and not present.get(tp, False)]
-        usable = list(loaders)
-        if probe == "faults" and "libbpf" in usable and fault_format_problem:
-            usable.remove("libbpf")  # kvds.bpf.c's hand-declared page-fault record differs from tracefs
-        if not usable:
-            statuses = (bcc_cap.status, libbpf_cap.status)
-            status = next((s for s in ("error", "needs-root") if s in statuses), bcc_cap.status)
-            out.append(Capability(name, status, f"needs ebpf.libbpf ({libbpf_cap.reason}) or ebpf.bcc "
-                                                f"({bcc_cap.reason})", AREA))
+        if not libbpf_cap.ok:
+            out.append(Capability(name, libbpf_cap.status, f"needs ebpf.libbpf ({libbpf_cap.reason})", AREA))
+        elif probe == "faults" and fault_format_problem:  # kvds.bpf.c's hand-declared page-fault record
+            out.append(unavailable(name, f"the page-fault record differs from kvds.bpf.c's: {fault_format_problem}",
+                                   AREA))
         elif present is None:
             out.append(unavailable(name, "tracefs not mounted and cannot be mounted to check tracepoints", AREA))
         elif missing:
             out.append(unavailable(name, f"tracepoints missing: {', '.join(missing)}", AREA))
         else:
-            out.append(available(name, f"tracepoints {', '.join(t.split('/')[1] for t in tps)} "
-                                       f"(backends: {', '.join(usable)})", AREA))
+            out.append(available(name, f"tracepoints {', '.join(t.split('/')[1] for t in tps)} (libbpf)", AREA))
     if not delay.exists():
-        out.append(unavailable("ebpf.probe.delays", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)", AREA))
+        out.append(unavailable("ebpf.probe.delays", "no kernel.task_delayacct sysctl (CONFIG_TASK_DELAY_ACCT off)",
+                               AREA))
     elif not ts_cap.ok:
         out.append(unavailable("ebpf.probe.delays", f"needs ebpf.taskstats: {ts_cap.reason}", AREA))
     else:
-        out.append(available("ebpf.probe.delays", "taskstats TGID queries; kvds sets kernel.task_delayacct=1 through the journal", AREA))
+        out.append(available("ebpf.probe.delays", "taskstats TGID queries; kvds sets kernel.task_delayacct=1 through "
+                                                   "the journal", AREA))
     return out

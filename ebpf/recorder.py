@@ -22,7 +22,7 @@ from harness.knobs.cgroups import v2_root
 from harness.knobs.mounts import TRACEFS
 
 from ebpf import hist as H
-from ebpf.backends import choose_backend, load_program, missed_events, parse_backend, program_stats
+from ebpf.attach import LOADER, load_program, missed_events, program_stats
 from ebpf.programs import BLK_ACCT, BLK_KINDS, CLASSES, OPS, RECLAIM_KINDS, TRACEPOINTS, ProgramSpec
 from ebpf.taskstats import Delays, TaskstatsClient
 
@@ -94,14 +94,12 @@ class Recorder:
     children too, via sched_process_fork); pids=[] means "filter, processes added later with add_pid()".
     cgroups:  cgroup directories to follow (v2: by cgroup id in the kernel; v1: by their member pids, re-read
     every 0.25 s). delays: taskstats of the followed pids, or of every process when nothing is followed.
-    backend:  "auto" | "libbpf" | "bcc" (None: $KVDS_EBPF_BACKEND, default auto); see ebpf/backends.py.
     """
 
     def __init__(self, probes: Sequence[str] = ("blk",), devices: Sequence[str] | None = None,
                  pids: Sequence[int] | None = None, cgroups: Sequence[str] | None = None,
-                 follow_children: bool = True, backend: str | None = None) -> None:
+                 follow_children: bool = True) -> None:
         self.probes = parse_probes(probes)
-        self.backend_choice = parse_backend(backend)  # bad names fail here, before anything loads
         self.kernel_probes = tuple(p for p in self.probes if p != "delays")
         self.devices = {kernel_dev(d)[0]: d for d in (devices or [])}
         self.pids: list[int] = list(pids or [])
@@ -114,10 +112,10 @@ class Recorder:
                                 tuple(self.devices))
         self.bpf: Any = None
         self.load_seconds: float | None = None
-        self.backend: str | None = None  # "libbpf" or "bcc", decided at start()
-        self.compile_seconds: float | None = None  # libbpf: clang on first use (0.0 when cached); bcc: in load
-        self.backend_detail = ""  # libbpf: "block_rq_complete via tp_btf" (or via tracepoint, and why)
-        self.commands: dict | None = None  # libbpf: the BPF object loaded and the commands that built it
+        self.backend: str | None = None  # the loader ("libbpf") once programs are loaded
+        self.compile_seconds: float | None = None  # clang on first use (0.0 when the object was cached)
+        self.backend_detail = ""  # "block_rq_insert/issue/complete via tp_btf" (or via tracepoint, and why)
+        self.commands: dict | None = None  # the BPF object loaded and the commands that built it
         self.started_at: float | None = None
         self.duration_s: float | None = None
         self._ts: TaskstatsClient | None = None
@@ -144,8 +142,8 @@ class Recorder:
                        if not (Path(TRACEFS) / "events" / tp).is_dir()]
             if missing:
                 raise Unavailable(f"tracepoints missing on this kernel: {', '.join(missing)}")
-            self.backend = choose_backend(self.backend_choice, self.kernel_probes)
-            loaded = load_program(self.backend, self.spec)
+            loaded = load_program(self.spec)
+            self.backend = LOADER
             self.bpf, self.load_seconds, self.compile_seconds = loaded.bpf, loaded.load_seconds, loaded.compile_seconds
             self.backend_detail = loaded.detail
             self.commands = loaded.commands
@@ -403,13 +401,9 @@ def iter_histograms(res: dict[str, Any]) -> Iterator[tuple[str, H.Hist]]:
 @contextmanager
 def session(probes: Sequence[str] = ("blk",), devices: Sequence[str] | None = None,
             pids: Sequence[int] | None = None, cgroups: Sequence[str] | None = None,
-            follow_children: bool = True, backend: str | None = None) -> Iterator[Recorder]:
-    """`with session(...) as rec:` records around the block; rec.results() / rec.save(run) afterwards.
-
-    backend: "auto" (libbpf's compiled object when usable, else bcc), "libbpf" or "bcc"; None reads
-    $KVDS_EBPF_BACKEND, default auto. `rec.backend` says which one ran.
-    """
-    rec = Recorder(probes, devices, pids, cgroups, follow_children, backend)
+            follow_children: bool = True) -> Iterator[Recorder]:
+    """`with session(...) as rec:` records around the block; rec.results() / rec.save(run) afterwards."""
+    rec = Recorder(probes, devices, pids, cgroups, follow_children)
     rec.start()
     try:
         yield rec

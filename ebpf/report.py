@@ -47,8 +47,9 @@ def format_results(res: dict[str, Any], top: int = 10) -> str:
                     for op, h in sorted(ops.items()):
                         if h["count"]:
                             any_hist = True
-                            out.append(H.format_log2(h, f"\nblk {KIND_TITLES[kind]}: {dev} ({blk['devices'].get(dev, '')}) "
-                                                        f"class={cls} op={op}"))
+                            title = (f"\nblk {KIND_TITLES[kind]}: {dev} ({blk['devices'].get(dev, '')}) "
+                                     f"class={cls} op={op}")
+                            out.append(H.format_log2(h, title))
             if not any_hist:
                 out.append(f"\nblk {KIND_TITLES[kind]}: no requests")
         out.extend(format_accounting(blk.get("accounting", {})))
@@ -73,7 +74,8 @@ def format_results(res: dict[str, Any], top: int = 10) -> str:
         for kind, n in sorted(f["totals"].items(), key=lambda kv: -kv[1]):
             out.append(f"  {kind:<24} {n}")
         for pid, rec in sorted(f["by_pid"].items(), key=lambda kv: -kv[1]["total"])[:top]:
-            out.append(f"  pid {pid:>7} {rec['comm']:<16} total {rec['total']:<9} user {rec['user']} kernel {rec['kernel']}")
+            out.append(f"  pid {pid:>7} {rec['comm']:<16} total {rec['total']:<9} user {rec['user']} "
+                       f"kernel {rec['kernel']}")
     d = res.get("delays")
     if d is not None:
         out.append(f"\ndelay accounting ({d['source']}), per process: count / total")

@@ -14,9 +14,9 @@ from typing import Any
 from harness.report import plots
 from harness.report.context import ReportContext, Suite
 
-from ebpf.overhead import OverheadSummary, summary_verdict
-from ebpf.record import RecordSummary
+from ebpf.overhead import summary_verdict
 from ebpf.recorder import iter_histograms
+from ebpf.summary import OverheadSummary, RecordSummary
 
 # (histogram prefix, figure file name, title, caption) of each figure a recording gets
 RECORD_FIGURES = (("blk/issue_to_complete/", "blk", "Block-layer latency by priority class",

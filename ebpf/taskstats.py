@@ -3,8 +3,8 @@
 Delays are cumulative since a task started and summed over a thread group (TASKSTATS_CMD_ATTR_TGID); kvds
 reports the change between the start and the end of a recording. A child that has exited but is not reaped
 yet (waitid WNOWAIT) still answers: a multi-threaded group through the kernel's per-group exit record, a
-single-threaded one through its own task record; a process reaped by someone else before the end is lost. The kernel only accounts while
-`kernel.task_delayacct` is 1; kvds sets it through the knob journal.
+single-threaded one through its own task record; a process reaped by someone else before the end is lost. The
+kernel only accounts while `kernel.task_delayacct` is 1; kvds sets it through the knob journal.
 
 The struct is decoded here from the uapi layout (append-only across versions; verified against
 include/uapi/linux/taskstats.h of 6.12, version 14): pyroute2 0.9 decodes version 16 with its pre-v8 layout

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* kvds tracepoint programs for the libbpf backend: the same probes, maps and key layouts as ebpf/programs.py
- * (the bcc backend), compiled ONCE by clang against the running kernel's BTF (vmlinux.h) and loaded through
- * libbpf. Filters and the choice of probe sets are run-time settings, not compile-time ones:
+/* kvds tracepoint programs (block I/O, reclaim, page faults), the only source of them: compiled ONCE by clang
+ * against the running kernel's BTF (vmlinux.h, ebpf/objects.py) and loaded through libbpf (ebpf/attach.py). The
+ * map key/value structs have one Python twin each, in ebpf/bpf_structs.py (tests/ebpf/test_ebpf_structs.py checks
+ * them against this object's BTF). Filters and the choice of probe sets are run-time settings, not compile-time ones:
  *   - `cfg` lives in .rodata and is written before load, so the verifier sees constants and prunes the filter
  *     branches a session does not use (the hot path does no filter lookups when nothing is filtered);
  *   - the loader disables autoload of the programs, and autocreate of the maps, of probe sets not chosen.
@@ -20,7 +21,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Up to KVDS_MAX_DEVS filtered devices are compared as constants (no map lookup on the hot path, which matters:
  * a loop device's read also fires every block program for the backing disk's request); with more, ndevs is 0
- * and the blk_devs map is consulted. Keep in step with KvdsCfg in ebpf/libbpf_loader.py. */
+ * and the blk_devs map is consulted. Keep in step with KvdsCfg in ebpf/bpf_structs.py. */
 #define KVDS_MAX_DEVS 16
 struct kvds_cfg {
     __u32 filter_tasks;
@@ -154,7 +155,7 @@ int blk_getrq(struct trace_event_raw_block_bio *args) {
  *    sector = blk_rq_pos(rq), ioprio = req_get_ioprio(rq), op from cmd_flags as blk_fill_rwbs + blk_op() would
  *    classify it. The kernel neither formats a perf record for them nor skips them when another BPF program is
  *    running on that CPU (only recursion of the same program is refused).
- *  - tracepoint: classic tracepoints (bcc's way), the fall-back for a kernel whose BTF lacks those fields. The
+ *  - tracepoint: classic tracepoints, the fall-back for a kernel whose BTF lacks those fields. The
  *    kernel fills a perf record first (rwbs string and all), and does not run the program when another
  *    kprobe/tracepoint BPF program is already running on that CPU (bpf_prog_active): a completion interrupt
  *    arriving during our block_rq_issue program is lost (recursion_misses; 0-28 of 1500 reads on this loaded VM).

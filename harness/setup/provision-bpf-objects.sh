@@ -3,7 +3,7 @@
 # BTF (bpftool), then clang -target bpf of ebpf/bpf_src/*.bpf.c into /var/cache/kvds/bpf-objects (override with
 # KVDS_BPF_OBJECTS), named by a hash of source, flags and kernel build. Recordings then only open the object.
 # Idempotent: a cached object returns at once. setup.sh installs clang, bpftool and libbpf-dev first, so a build
-# that fails here is a failed set-up (exit 1 with the compiler's message), never a silent fall-back to bcc.
+# that fails here is a failed set-up (exit 1 with the compiler's message).
 # Usage: provision-bpf-objects.sh [checkout]   env: KVDS_PYTHON (default: the checkout's .venv/bin/python)
 set -euo pipefail
 top="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"

@@ -43,14 +43,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# bcc ships only as Debian's python3-bpfcc; expose just that package to the venv (PLATFORM.md).
-site="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-mkdir -p .venv/debian-bcc
-ln -sfn /usr/lib/python3/dist-packages/bcc .venv/debian-bcc/bcc
-echo "$top/.venv/debian-bcc" > "$site/kvds-debian-bcc.pth"
-
-.venv/bin/python -c 'import bcc' || { echo "kvds setup: bcc does not import from .venv (python3-bpfcc)" >&2; exit 1; }
-
 for step in "$here"/provision-*.sh; do
   [ -e "$step" ] || continue
   bash "$step" "$top" || { echo "kvds setup: $(basename "$step") failed" >&2; exit 1; }

@@ -109,7 +109,7 @@ def test_an_exception_in_a_probe_is_an_error_with_its_traceback(kvds_env) -> Non
             "def broken(*a, **k): raise KeyError('kvds bug under test')\n"
             "ebpf.objects.build = broken\n"
             "from harness.cli import main\n"
-            "sys.exit(main(['doctor', '--json', 'ebpf.libbpf', 'ebpf.bcc']))\n")
+            "sys.exit(main(['doctor', '--json', 'ebpf.libbpf', 'ebpf.taskstats']))\n")
     res = subprocess.run([sys.executable, "-c", code], env=kvds_env, capture_output=True, text=True,
                          timeout=300, cwd=REPO)
     caps = {c["name"]: c for c in json.loads(res.stdout)["summary"]["capabilities"]}
@@ -121,7 +121,7 @@ def test_an_exception_in_a_probe_is_an_error_with_its_traceback(kvds_env) -> Non
     assert lib["status"] == "error" and "KeyError" in lib["reason"] and "kvds bug under test" in lib["reason"]
     assert "Traceback (most recent call last)" in lib["traceback"] and "def broken" not in lib["reason"]
     assert "kvds error probing ebpf.libbpf" in res.stderr and "KeyError: 'kvds bug under test'" in res.stderr
-    assert caps["ebpf.bcc"]["status"] == doctor.capability("ebpf.bcc").status  # the rest of the area answers
+    assert caps["ebpf.taskstats"]["status"] == doctor.capability("ebpf.taskstats").status  # the rest of the area answers
 
 
 def test_hidden_capability_is_reported_unavailable(kvds_env, monkeypatch) -> None:

@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     # the goal bench and the load-time bench at their smallest (a 16 MiB journaled loop device; one libbpf load)
     "ebpf-overhead": (["ebpf", "overhead", "--probe", "blk", "--reps", "3", "--seconds", "0.2", "--size-mib", "16",
                        "--json"], ("root", "ebpf.probe.blk"), True),
-    "ebpf-load-time": (["ebpf", "load-time", "--probe-set", "blk", "--backends", "libbpf", "--runs", "1", "--json"],
+    "ebpf-load-time": (["ebpf", "load-time", "--probe-set", "blk", "--runs", "1", "--json"],
                        ("root", "ebpf.libbpf", "ebpf.probe.blk"), True),
     "qemu-run-dry-run": (["qemu", "run", "--dry-run", "--json", "--", "true"], ("qemu.tcg",), False),
     "qemu-build-list": (["qemu", "build", "--list", "--json"], (), False),

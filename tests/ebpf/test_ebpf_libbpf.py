@@ -1,6 +1,6 @@
-"""The libbpf backend (compile-once kvds.bpf.c loaded through libbpf.so.1) on real kernel objects: every block
-request on a kvds loop device is accounted for in its class (tests/blk_workload.assert_accounted), children are followed through
-sched_process_fork, and bcc and libbpf give results() of the same shape for the same workload."""
+"""kvds.bpf.c (compiled once, loaded through libbpf.so.1) on real kernel objects: every block request on a kvds
+loop device is accounted for in its class (tests/ebpf/blk_workload.assert_accounted), children are followed through
+sched_process_fork, and one recording of blk, reclaim and faults together gives results() of the documented shape."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_libbpf_class_counts_match_issued(filtering: str, hook: str, monkeypatch
         backing = create_file(work_dir() / f"ebpf-libbpf-{os.getpid()}-{filtering}", DEVICE_BYTES, fill=b"b")
         dev = loop_attach(backing)
         pids = [os.getpid()] if filtering == "pid" else None
-        with session(probes=("blk",), devices=[dev], pids=pids, backend="libbpf") as rec:
+        with session(probes=("blk",), devices=[dev], pids=pids) as rec:
             _rt_reads_idle_writes(dev, N_READS, N_WRITES)
         full = rec.results()
     res = full["blk"]
@@ -108,7 +108,7 @@ def test_libbpf_follows_children_and_reuses_the_compiled_object() -> None:
             f"m.madvise(15)\nfor o in range(0, {pages * 4096}, 4096): m[o] = 1"
     with journal.session():
         for attempt in range(2):
-            rec = Recorder(probes=("faults",), pids=[os.getpid()], backend="libbpf")
+            rec = Recorder(probes=("faults",), pids=[os.getpid()])
             rec.start()
             try:
                 child = subprocess.run([sys.executable, "-c", touch], check=True)
@@ -137,7 +137,7 @@ sys.stdin.readline()
 """
 
 
-def _record_mixed(backend: str, dev: str, cg, size: int) -> tuple[dict, int, str]:
+def _record_mixed(dev: str, cg, size: int) -> tuple[dict, int, str]:
     """blk + reclaim + faults around rt reads / idle writes on `dev` and a child squeezed by a memcg limit."""
     from ebpf.recorder import Recorder
 
@@ -145,7 +145,7 @@ def _record_mixed(backend: str, dev: str, cg, size: int) -> tuple[dict, int, str
                              stdout=subprocess.PIPE, text=True)
     try:
         cg.add_pid(child.pid)
-        rec = Recorder(probes=("blk", "reclaim", "faults"), devices=[dev], pids=[], backend=backend)
+        rec = Recorder(probes=("blk", "reclaim", "faults"), devices=[dev], pids=[])
         rec.start()
         try:
             rec.add_pid(os.getpid())
@@ -166,67 +166,60 @@ def _hist_ok(h: dict) -> bool:
     return set(h) == {"unit", "buckets", "count"} and h["unit"] == "usecs" and sum(h["buckets"]) == h["count"]
 
 
-@doctor.skip_unless("ebpf.libbpf", "ebpf.bcc", "ebpf.probe.blk", "ebpf.probe.reclaim", "ebpf.probe.faults",
-                    "swap.zram", "memcg")
+@doctor.skip_unless("ebpf.libbpf", "ebpf.probe.blk", "ebpf.probe.reclaim", "ebpf.probe.faults", "swap.zram", "memcg")
 @pytest.mark.timeout(180)
-def test_backends_give_results_of_the_same_shape() -> None:
+def test_one_recording_of_every_probe_set_accounts_every_request() -> None:
+    """blk + reclaim + faults in one object: every block request accounted for in its class, and results() of the
+    documented shape (the same shape the bcc loader gave, when kvds had one)."""
     size = 96 * MiB
-    out = {}
     with journal.session():
         zram_swap(256 * MiB)
-        backing = create_file(work_dir() / f"ebpf-parity-{os.getpid()}", DEVICE_BYTES, fill=b"p")
+        backing = create_file(work_dir() / f"ebpf-mixed-{os.getpid()}", DEVICE_BYTES, fill=b"p")
         dev = loop_attach(backing)
-        cg = create_cgroup("ebpf-parity", ("memory",))
+        cg = create_cgroup("ebpf-mixed", ("memory",))
         cg.set("memory", "memory.limit_in_bytes", 48 * MiB)
-        for backend in ("libbpf", "bcc"):
-            out[backend] = _record_mixed(backend, dev, cg, size)
-    (lb, lb_child, lb_used), (bc, bc_child, bc_used) = out["libbpf"], out["bcc"]
-    assert (lb_used, bc_used) == ("libbpf", "bcc")
-    assert set(lb) == set(bc)
-    assert lb["probes"] == bc["probes"] and set(lb["filters"]) == set(bc["filters"])
+        res, child, used = _record_mixed(dev, cg, size)
+    assert used == "libbpf"
+    assert res["probes"] == ["blk", "reclaim", "faults"] and set(res["filters"]) == {"devices", "pids", "cgroups"}
     name = os.path.basename(dev)
-    for res, child in ((lb, lb_child), (bc, bc_child)):
-        rt, idle, done = _class_counts(res["blk"], dev)
-        assert assert_accounted(res, dev, "rt", "read", 600) == rt
-        assert assert_accounted(res, dev, "idle", "write", 400) == idle
-        assert set(res["missed_events"]) == set(lb["missed_events"])  # the same tracepoints, both backends
-        assert set(res["blk"]) == {"issue_to_complete", "insert_to_issue", "accounting", "devices"}
-        assert res["blk"]["devices"][name] == f"{os.major(os.stat(dev).st_rdev)}:{os.minor(os.stat(dev).st_rdev)}"
-        assert all(_hist_ok(h) for ops in done.values() for h in ops.values())
-        rc = res["reclaim"]
-        assert set(rc) == {"latency", "by_pid", "by_cgroup"} and set(rc["latency"]) == {"direct", "memcg"}
-        assert rc["latency"]["memcg"]["count"] > 0 and _hist_ok(rc["latency"]["memcg"])
-        mine = rc["by_pid"][str(child)]
-        assert set(mine) == {"comm", "memory_cgroup", "memcg"} and mine["memory_cgroup"].endswith(cg.name)
-        assert set(mine["memcg"]) == {"count", "total_ns", "pages_reclaimed", "hist"}
-        assert mine["memcg"]["count"] == mine["memcg"]["hist"]["count"] > 0
-        faults = res["faults"]
-        assert set(faults) == {"note", "by_pid", "totals"} and faults["note"] == lb["faults"]["note"]
-        f = faults["by_pid"][str(child)]
-        assert set(f) == {"comm", "user", "kernel", "total"} and f["comm"].startswith("python")
-        assert f["user"].get("write-not-present", 0) >= size // 4096
-    # Same classes and operations seen on the device by both backends.
-    assert {c: set(o) for c, o in _class_counts(lb["blk"], dev)[2].items()} == \
-           {c: set(o) for c, o in _class_counts(bc["blk"], dev)[2].items()}
+    rt, idle, done = _class_counts(res["blk"], dev)
+    assert assert_accounted(res, dev, "rt", "read", 600) == rt
+    assert assert_accounted(res, dev, "idle", "write", 400) == idle
+    assert set(res["missed_events"]) >= {"block/block_rq_issue", "block/block_rq_complete",
+                                         "vmscan/mm_vmscan_memcg_reclaim_end", "exceptions/page_fault_user"}
+    assert set(res["blk"]) == {"issue_to_complete", "insert_to_issue", "accounting", "devices"}
+    assert res["blk"]["devices"][name] == f"{os.major(os.stat(dev).st_rdev)}:{os.minor(os.stat(dev).st_rdev)}"
+    assert all(_hist_ok(h) for ops in done.values() for h in ops.values())
+    assert {c: set(o) for c, o in done.items()} == {"rt": {"read"}, "idle": {"write"}}
+    rc = res["reclaim"]
+    assert set(rc) == {"latency", "by_pid", "by_cgroup"} and set(rc["latency"]) == {"direct", "memcg"}
+    assert rc["latency"]["memcg"]["count"] > 0 and _hist_ok(rc["latency"]["memcg"])
+    mine = rc["by_pid"][str(child)]
+    assert set(mine) == {"comm", "memory_cgroup", "memcg"} and mine["memory_cgroup"].endswith(cg.name)
+    assert set(mine["memcg"]) == {"count", "total_ns", "pages_reclaimed", "hist"}
+    assert mine["memcg"]["count"] == mine["memcg"]["hist"]["count"] > 0
+    faults = res["faults"]
+    assert set(faults) == {"note", "by_pid", "totals"} and "no latency" in faults["note"]
+    f = faults["by_pid"][str(child)]
+    assert set(f) == {"comm", "user", "kernel", "total"} and f["comm"].startswith("python")
+    assert f["user"].get("write-not-present", 0) >= size // 4096
 
 
-def test_backend_choice_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ebpf.backends import choose_backend, parse_backend
-    from ebpf.recorder import Recorder
+def test_hook_choice_is_validated_and_bcc_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The block programs' hook is tp_btf or tracepoint (anything else: a one-line error); the bcc loader is
+    gone, so asking for it is bad input (exit 2, no traceback)."""
+    from ebpf.attach import complete_hook
 
+    monkeypatch.setenv("KVDS_EBPF_COMPLETE_HOOK", "nope")
     with pytest.raises(UserError):
-        Recorder(("blk",), backend="bpftrace")
-    monkeypatch.setenv("KVDS_EBPF_BACKEND", "nope")
-    with pytest.raises(UserError):
-        parse_backend(None)
-    monkeypatch.setenv("KVDS_EBPF_BACKEND", "bcc")
-    assert choose_backend(None) == "bcc"
-    monkeypatch.delenv("KVDS_EBPF_BACKEND")
-    if doctor.capability("ebpf.libbpf").ok:
-        assert choose_backend("auto") == "libbpf"
-    proc = subprocess.run([str(Path(sys.executable).parent / "kvds"), "ebpf", "record", "--backend", "foo"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        complete_hook()
+    monkeypatch.setenv("KVDS_EBPF_COMPLETE_HOOK", "tracepoint")
+    assert complete_hook() == "tracepoint"
+    monkeypatch.delenv("KVDS_EBPF_COMPLETE_HOOK")
+    assert complete_hook() == "tp_btf"
+    for argv in (["ebpf", "record", "--backend", "bcc"], ["ebpf", "load-time", "--backends", "libbpf,bcc"]):
+        proc = subprocess.run([str(Path(sys.executable).parent / "kvds"), *argv], capture_output=True, text=True)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_object_key_follows_source_and_fault_format_is_checked(tmp_path: Path) -> None:
@@ -280,8 +273,7 @@ def test_a_recording_keeps_the_commands_that_built_its_bpf_object(tmp_path: Path
     argv[argv.index("-I") + 1] = str(inc)
     assert subprocess.run(argv, capture_output=True).returncode == 0 and again.stat().st_size > 0
 
-    r = run_kvds(["ebpf", "record", "--probe", "blk", "--duration", "0.2", "--no-plots", "--backend", "libbpf",
-                  "--verbose", "--json"], env)
+    r = run_kvds(["ebpf", "record", "--probe", "blk", "--duration", "0.2", "--no-plots", "--verbose", "--json"], env)
     assert r.returncode == 0, r.stderr
     run = Path(json.loads(r.stdout)["run"])
     meta = json.loads((run / "meta.json").read_text())

@@ -71,37 +71,34 @@ def test_taskstats_reports_this_process() -> None:
     ["ebpf", "record", "--device", "/etc/passwd", "--duration", "1"],
 ])
 def test_bad_input_is_one_line_exit_2(argv: list[str], kvds_env: dict[str, str]) -> None:
-    p = subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True, timeout=60, env=kvds_env)
+    p = subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True, timeout=60,
+                       env=kvds_env)
     assert p.returncode == 2, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
 
 
 def test_device_filter_is_constants_up_to_16_devices_then_the_map() -> None:
-    """Few filtered devices are compared as constants in both backends (no map lookup per block event); more
-    than 16 fall back to the blk_devs map (the recorder fills it either way)."""
+    """Few filtered devices are compared as constants in .rodata (no map lookup per block event); more than 16
+    fall back to the blk_devs map (the recorder fills it either way)."""
     from ebpf.libbpf_loader import MAX_DEVS, kvds_cfg
-    from ebpf.programs import MAX_CONST_DEVS, ProgramSpec
 
     devs = ((7 << 20) | 5, (254 << 20) | 0)
     cfg = kvds_cfg(False, True, devs)
     assert (cfg.filter_devices, cfg.ndevs, tuple(cfg.devs[:3])) == (1, 2, (*devs, 0))
     many = tuple(range(1, MAX_DEVS + 2))
     assert kvds_cfg(False, True, many).ndevs == 0 and kvds_cfg(False, False, devs).ndevs == 0
-    src = ProgramSpec(("blk",), filter_devices=True, devices=devs).source()
-    assert f"#define BLK_DEVS_MATCH(d) ((d) == {devs[0]}u || (d) == {devs[1]}u)" in src
-    assert "#define BLK_DEVS_MATCH" not in ProgramSpec(("blk",), filter_devices=True,
-                                                       devices=tuple(range(1, MAX_CONST_DEVS + 2))).source()
 
 
 @doctor.skip_unless("root", "ebpf.probe.blk")
 def test_record_files_its_typed_summary_and_prints_the_one_shape(kvds_env: dict[str, str]) -> None:
     """`kvds ebpf record -- CMD`: summary.json holds exactly RecordSummary's fields (the command's status among
-    them), --json the one envelope with the run it filed, and a failing CMD makes the command fail."""
+    them), --json the one envelope with the run it filed and that very summary, and a failing CMD makes the
+    command fail."""
     import dataclasses
     import json
     from pathlib import Path
 
-    from ebpf.record import RecordSummary
+    from ebpf.summary import RecordSummary
     from tests.conftest import run_kvds
 
     r = run_kvds(["ebpf", "record", "--probe", "blk", "--no-plots", "--json", "--", "sh", "-c", "exit 3"], kvds_env)
@@ -110,7 +107,9 @@ def test_record_files_its_typed_summary_and_prints_the_one_shape(kvds_env: dict[
     assert list(doc) == ["schema", "run", "summary"] and "blk" in doc["summary"]["probes"]
     summary = json.loads((Path(doc["run"]) / "summary.json").read_text())
     assert sorted(summary) == sorted(f.name for f in dataclasses.fields(RecordSummary))
-    assert summary["command_status"] == 3 and summary["backend"] in ("libbpf", "bcc")
+    assert summary["command_status"] == 3 and summary["backend"] == "libbpf"
+    assert doc["summary"] == summary  # --json prints the RecordSummary the run filed, not the raw results
+    assert summary["results"]["probes"] == ["blk"] and "accounting" in summary["results"]["blk"]
 
 
 def test_report_section_reads_the_typed_summaries(tmp_path) -> None:
@@ -125,7 +124,7 @@ def test_report_section_reads_the_typed_summaries(tmp_path) -> None:
     from harness.results import ResultStore
 
     from ebpf.overhead import OverheadSummary, summary_verdict
-    from ebpf.record import RecordSummary
+    from ebpf.summary import RecordSummary
 
     store = ResultStore(tmp_path / "results")
     h = H.new_hist()
@@ -156,22 +155,21 @@ def test_report_section_reads_the_typed_summaries(tmp_path) -> None:
 def test_overhead_and_load_time_summaries_are_typed() -> None:
     """`kvds ebpf overhead` and `load-time` print and store one typed summary each: strict JSON (NaN as null), the
     optional figures present only when measured, and a stored run read back field for field."""
-    from ebpf.loadtime import LoadTimeSummary
-    from ebpf.overhead import OverheadSummary
+    from ebpf.summary import LoadTimeSummary, OverheadSummary
 
     nan = float("nan")
     o = OverheadSummary(["blk"], "libbpf", [0.5, 0.4, 0.3], "/dev/loop5", "mq-deadline", 2, 0.2, 4096,
                         ["0:without", "0:with", "1:with", "1:without"], [900.0, 910.0], [880.0, 905.0], 905.0,
-                        892.5, 0.986, [nan, nan], 1.4, {"value": 0.986, "lo": None, "hi": None}, {"status": "inconclusive"},
+                        892.5, 0.986, [nan, nan], 1.4, {"value": 0.986, "lo": None, "hi": None},
+                        {"status": "inconclusive"},
                         "inconclusive", [0.1, 0.1], [[180, 180], [181, 181]], [0, 0], [0, 0])
     d = o.as_dict()
     assert d["ratio_ci95"] == [None, None] and "program_stats" not in d and "program_ns_per_read" not in d
     json.dumps(d, allow_nan=False)
     assert OverheadSummary.from_json(d).iops_with == [880.0, 905.0]
     assert set(OverheadSummary.from_json({}).as_dict()) < set(f.name for f in dataclasses.fields(OverheadSummary))
-    t = LoadTimeSummary(["libbpf"], 1, ["blk"], [], [0.1, 0.1, 0.1], [0.2, 0.1, 0.1], 2,
-                        {"blk": {"libbpf": {"runs_s": [0.05], "median_s": 0.05, "min_s": 0.05, "max_s": 0.05}}},
-                        ["blk:0:libbpf"], 0.0)
-    assert t.as_dict()["libbpf_compile_s"] == 0.0  # measured (cached): kept
-    assert "libbpf_compile_s" not in LoadTimeSummary(**{**t.as_dict(), "libbpf_compile_s": None}).as_dict()
+    t = LoadTimeSummary(1, ["blk"], [], [0.1, 0.1, 0.1], [0.2, 0.1, 0.1], 2,
+                        {"blk": {"runs_s": [0.05], "median_s": 0.05, "min_s": 0.05, "max_s": 0.05}},
+                        ["0:blk"], 0.0)
+    assert t.as_dict()["compile_s"] == 0.0  # measured (cached): kept
     assert LoadTimeSummary.from_json(t.as_dict()) == t
