@@ -194,7 +194,7 @@ def fio_check(summary: FioCheckSummary) -> None:
           f"{summary.compared_clock or 'latency'}")
     for name, t in summary.tools.items():
         lat = t["latency_us"]
-        print(f"  {name:5s} reads {t['reads']:7d}  p50 {cell(lat['p50'])}  p99 {cell(lat['p99'])}"
+        print(f"  {name:5s} reads {t['reads']:7d}  latency (us): p50 {cell(lat['p50'])}  p99 {cell(lat['p99'])}"
               f"  p99.9 {value_cell(lat['p99.9'])}  per-rep p50 {', '.join(f'{x:.1f}' for x in t['per_rep_p50_us'])}")
     for name, t in summary.tools.items():
         if "p50_ratio_over_fio" in t:
@@ -206,7 +206,7 @@ def fio_check(summary: FioCheckSummary) -> None:
         print(f"  p99 kvds/fio = {cell(r99)}{pairing_note(r99)}")
     k = summary.tools["kvds"]
     if k.get("end_to_end_us"):
-        print(f"  kvds end-to-end (from the intended time, no fio counterpart): p50 "
+        print(f"  kvds end-to-end (us, from the intended time, no fio counterpart): p50 "
               f"{cell(k['end_to_end_us']['p50'])}, p99 {cell(k['end_to_end_us']['p99'])}; "
               f"wake-up p99 {cell((k.get('wakeup_us') or {}).get('p99'))}")
     print(f"  verdict: {stats.verdict_from_dict(summary.goal)}")
