@@ -77,13 +77,14 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
         if st:
             ctx.doc.para(f"{key.upper()}: {st.get('status')}" + (f" ({st.get('reason')})" if st.get("reason") else ""))
     h = s.headline
-    fig = {"decode_critical_swapped_out": {"baseline": fmt.value(h.baseline_decode_critical_swapped_out, "mean", "value"),
-                                           "intent": fmt.value(h.intent_decode_critical_swapped_out, "mean", "value")},
+    swapped = {"baseline": fmt.value(h.baseline_decode_critical_swapped_out, "mean", "value"),
+               "intent": fmt.value(h.intent_decode_critical_swapped_out, "mean", "value")}
+    fig = {"decode_critical_swapped_out": swapped,
            "decode_critical_p99_us": {"baseline": fmt.value(h.baseline_decode_critical_p99_us, "value"),
                                       "intent": fmt.value(h.intent_decode_critical_p99_us, "value")}}
     ctx.summary.setdefault("vm", {})[suite.label] = fig
     for role in ("baseline", "intent"):
-        ctx.headline(f"decode-critical pages swapped out, {role}", suite.label, fig["decode_critical_swapped_out"][role])
+        ctx.headline(f"decode-critical pages swapped out, {role}", suite.label, swapped[role])
         ctx.headline(f"decode-critical re-access p99, {role} (us)", suite.label, fig["decode_critical_p99_us"][role])
 
 
