@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness import stats
-from io_priority.goal import GOAL_INTERFERENCE, finite, goal_interference
+from io_priority.clocks import finite
+from io_priority.goal import GOAL_INTERFERENCE, goal_interference
 from io_priority.variant_figures import estimate_of
 
 

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness import stats
+from io_priority.clocks import finite
 from io_priority.variant_figures import estimate_of
 
 GOAL_INTERFERENCE = 1.5
@@ -61,9 +62,6 @@ def reference_stability(per_sched: dict[str, Any] | None) -> dict[str, stats.Ver
         out[sched] = stats.verdict_of(status, goal, stats.Estimate(sp, math.nan, math.nan, reason=seen), seen)
     return out
 
-
-def finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def judge(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from io_priority.goal import finite
+from io_priority.clocks import finite
 from io_priority.sweep_points import mb_s, p99
 
 

@@ -35,7 +35,8 @@ from harness import stats
 from harness.results import Run
 from io_priority import clocks as clockmod, pairing, stalls as stallmod
 from io_priority.auto_grow import Grow, grow_step
-from io_priority.goal import finite, goal_interference, goal_summary, judge
+from io_priority.clocks import finite
+from io_priority.goal import goal_interference, goal_summary, judge
 from io_priority.summary import SWEEP_SCHEMA
 from io_priority.workload import RepResult
 

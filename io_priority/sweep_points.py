@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from io_priority.goal import finite, judge
+from io_priority.clocks import finite
+from io_priority.goal import judge
 from io_priority.summary import SweepPoint
 
 
 def points(per_sched: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every scheduler x loaded variant of `per_sched` (scheduler -> {"modes": variant figures}) as a typed,
+    judged SweepPoint dict, the Pareto frontier marked."""
     out = []
     for sched, doc in per_sched.items():
         for label, m in doc["modes"].items():
