@@ -2,10 +2,10 @@
 long the device held it (issue -> `block:block_rq_complete`, paired by direction and sector): the fourth clock.
 
 A tracefs instance of our own (`instances/kvds-<pid>-<token>`, under a tracefs mount of our own, both created
-through the journal so restore removes them) with the event filtered to one device: other users of tracefs and other devices are not disturbed. The
-ring buffer is read after each repetition (not during it, so parsing costs no CPU while latency is measured).
-The instance's trace clock is `mono` (CLOCK_MONOTONIC, what ioload stamps its reads with), so a slow read can be
-placed before or inside the device.
+through the journal so restore removes them) with the event filtered to one device: other users of tracefs and
+other devices are not disturbed. The ring buffer is read after each repetition (not during it, so parsing costs
+no CPU while latency is measured). The instance's trace clock is `mono` (CLOCK_MONOTONIC, what ioload stamps its
+reads with), so a slow read can be placed before or inside the device.
 """
 
 from __future__ import annotations

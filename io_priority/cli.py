@@ -1,6 +1,7 @@
-"""`kvds io bench|sweep|fio-check|repro`: decode-critical KV reads under spill pressure (issue 3). Parses the
-arguments into one config per verb and hands it to that verb's run module (bench_run, sweep_run, fio_check_run,
-repro, dry_run); render.py prints the result, harness/emit.py with --json."""
+"""`kvds io bench|sweep|fio-check|repro`: decode-critical KV reads under spill pressure. One harness.verbs.Verb
+per command: its config function here parses the arguments and checks input and host before anything changes; the
+verb's run module (bench_run, sweep_run, fio_check_run, repro_run) does the work; render.py prints the typed
+summary, harness/emit.py with --json."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import argparse
 import os
 
 from harness import doctor
-from harness.cli_args import add_json_flag, nonneg_float, nonneg_int, positive_float, positive_int, require_root
+from harness.cli_args import nonneg_float, nonneg_int, positive_float, positive_int, require_root
 from harness.errors import UserError
 from harness.mapping import available_mappings
 from harness.remote import add_target_args
-from harness.progress import say
+from harness.verbs import Verb, add
+from io_priority import bench_run, fio_check_run, render, repro_run, sweep_run
+from io_priority.auto_grow import Grow
 from io_priority.device import CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
-from io_priority import sweep
+from io_priority.summary import BenchSummary, FioCheckSummary, ReproSummary, SweepSummary
+from io_priority.sweep_run import (DEFAULT_DURATION_S, DEFAULT_MAPPINGS, DEFAULT_PLAN, DEFAULT_REPS, DEFAULT_SCHEDULERS,
+                                   DEFAULT_TIME_CAP_S, DEFAULT_UNTIL_WIDTH, QUICK_MAPPINGS)
 from io_priority.workload import ENGINES, SPILL_KINDS, WAITS, Workload
-from harness.emit import emit
 
 SCHEDULERS = ("mq-deadline", "bfq", "kyber", "none")
 KV_MIB, SPILL_MIB = 256, 512
@@ -64,7 +68,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=positive_float, default=5.0, help="seconds per repetition (default 5)")
     p.add_argument("--reps", type=positive_int, default=3, help="repetitions per variant, alternating (default 3)")
     p.add_argument("--rate", type=nonneg_float, default=200.0,
-                   help="critical reads per second, one per decode step, open loop (0 = closed loop at QD1; default 200)")
+                   help="critical reads per second, one per decode step, open loop (0 = closed loop at QD1; "
+                        "default 200)")
     p.add_argument("--wait", choices=WAITS, default="sleep",
                    help="how the reader waits for each read's due time and (io_uring) its completion: sleep "
                         "(clock_nanosleep and a blocking io_uring_enter, like fio's rate limiting; default) or spin "
@@ -88,20 +93,20 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="the slack pacer budgets each write at mean + this many mean deviations (default 2)")
     p.add_argument("--stall-ms", type=positive_float, default=50.0,
                    help="a read slower than this (service time) during which no spill write completed is a stall: "
-                        "counted and reported apart, with the stall-free figures beside the all-reads ones (default 50)")
+                        "counted and reported apart, with the stall-free figures beside the all-reads ones "
+                        "(default 50)")
     p.add_argument("--no-trace", dest="trace", action="store_false",
                    help="do not record block-layer priorities (block:block_rq_issue)")
     p.add_argument("--verbose", action="store_true",
                    help="print each helper command (ioload, fio) on stderr as it starts (meta.json keeps them all)")
-    add_json_flag(p)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    io = sub.add_parser("io", help="I/O priority track: critical KV reads under spill pressure")
-    verbs = io.add_subparsers(dest="verb", metavar="VERB")
-    verbs.required = True
+def _check_mapping(name: str) -> None:
+    if name not in available_mappings() and not name.endswith(".toml"):
+        raise UserError(f"unknown mapping {name!r} (available: {', '.join(available_mappings())})")
 
-    b = verbs.add_parser("bench", help="unloaded / baseline / separated critical-read latency and spill MB/s")
+
+def _bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--mode", type=_mode_list, default=list(MODES),
                    help="comma-separated modes (default unloaded,baseline,separated)")
     b.add_argument("--mapping", default="ioprio-only", help="mapping for 'separated' (default ioprio-only)")
@@ -112,59 +117,118 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--ebpf", action="store_true",
                    help="also record the eBPF track's per-class block-layer histograms (one session per repetition)")
     _common(b)
-    b.set_defaults(func=cmd_bench)
 
-    s = verbs.add_parser("sweep", help="scheduler x mapping grid: table, Pareto frontier, PNG scatter (default "
-                                       f"{sweep.DEFAULT_REPS} reps x {sweep.DEFAULT_DURATION_S:g} s, auto-grown)")
+
+def bench_config(args: argparse.Namespace) -> bench_run.BenchConfig:
+    """A dry run checks the input only (its device is checked read-only by the plan); a run also the host."""
+    _check_mapping(args.mapping)
+    cfg = bench_run.BenchConfig(workload_from(args), layout_from(args), tuple(args.mode), args.mapping,
+                                args.scheduler, args.device, args.destroy_data, args.reps, args.trace, args.ebpf,
+                                args.stall_ms, args.verbose)
+    if not args.dry_run:
+        _require(args, [args.mapping])
+    return cfg
+
+
+def _sweep_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--quick", action="store_true",
                    help=f"{QUICK_DURATION_S:g} s x 2 repetitions, mq-deadline and bfq only, mappings "
-                        f"{', '.join(sweep.QUICK_MAPPINGS)}, {QUICK_KV_MIB}+{QUICK_SPILL_MIB} MiB device (about a minute)")
+                        f"{', '.join(QUICK_MAPPINGS)}, {QUICK_KV_MIB}+{QUICK_SPILL_MIB} MiB device (about a minute)")
     s.add_argument("--schedulers", nargs="+", choices=SCHEDULERS, default=None,
                    help="schedulers, each with every mapping named (default: the default plan, "
-                        + "; ".join(f"{s}: {' '.join(ms)}" for s, ms in sweep.DEFAULT_PLAN.items())
-                        + f"; with --mappings alone: {' '.join(sweep.DEFAULT_SCHEDULERS)})")
+                        + "; ".join(f"{s}: {' '.join(ms)}" for s, ms in DEFAULT_PLAN.items())
+                        + f"; with --mappings alone: {' '.join(DEFAULT_SCHEDULERS)})")
     s.add_argument("--mappings", nargs="+", default=None,
                    help="mappings applied as 'separated' variants under every scheduler (default: the default plan; "
-                        f"with --schedulers alone: {' '.join(sweep.DEFAULT_MAPPINGS)})")
-    s.add_argument("--until-width", type=nonneg_float, default=sweep.DEFAULT_UNTIL_WIDTH,
+                        f"with --schedulers alone: {' '.join(DEFAULT_MAPPINGS)})")
+    s.add_argument("--until-width", type=nonneg_float, default=DEFAULT_UNTIL_WIDTH,
                    help="auto-grow: add 2 repetitions per round to each point whose judged interference is "
                         "inconclusive with an interval wider than this (hi/lo), alternating with its unloaded "
-                        f"reference, until none is left or --time-cap passes (default {sweep.DEFAULT_UNTIL_WIDTH:g}; "
+                        f"reference, until none is left or --time-cap passes (default {DEFAULT_UNTIL_WIDTH:g}; "
                         "0 = off)")
-    s.add_argument("--time-cap", type=positive_float, default=sweep.DEFAULT_TIME_CAP_S,
+    s.add_argument("--time-cap", type=positive_float, default=DEFAULT_TIME_CAP_S,
                    help=f"auto-grow stops before a round that would end after this many seconds "
-                        f"(default {sweep.DEFAULT_TIME_CAP_S:g})")
+                        f"(default {DEFAULT_TIME_CAP_S:g})")
     _common(s)
-    s.set_defaults(func=cmd_sweep, reps=sweep.DEFAULT_REPS, duration=sweep.DEFAULT_DURATION_S)
+    s.set_defaults(reps=DEFAULT_REPS, duration=DEFAULT_DURATION_S)
 
-    r = verbs.add_parser("repro", help="does a sweep's verdict repeat? stored sweeps compared point by point; "
-                                       "--predict: how often sweeps of a given size would agree")
+
+def sweep_config(args: argparse.Namespace) -> sweep_run.SweepConfig:
+    plan = sweep_plan(args.schedulers, args.mappings, args.quick)
+    if args.quick:
+        args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
+    grow = None if args.quick or not args.until_width else Grow(args.until_width, args.time_cap)
+    _require(args, sorted({m for ms in plan.values() for m in ms}))
+    return sweep_run.SweepConfig(workload_from(args), layout_from(args), plan, args.device, args.destroy_data,
+                                 args.reps, args.trace, grow, args.stall_ms, args.verbose)
+
+
+def _repro_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("runs", nargs="+", help="io-sweep run ids, unique id prefixes or paths (in the order run)")
     r.add_argument("--predict", type=_sizes, default=None,
                    help="comma-separated repetition counts: predicted chance that 3 sweeps of that size (grown by "
                         "--until-width / --time-cap) give each point the same verdict, from the runs' repetitions")
     r.add_argument("--default-plan", action="store_true",
-                   help="predict for the default sweep's points (sweep.DEFAULT_PLAN) instead of the runs' points")
+                   help="predict for the default sweep's points (sweep_run.DEFAULT_PLAN) instead of the runs' points")
     r.add_argument("--rule", choices=("stored", "paired", "unpaired"), default="stored",
                    help="stored: each run's verdicts as it judged them; paired / unpaired: re-judged from the runs' "
                         "samples with the interference resampled by the repetitions that ran side by side with the "
                         "reference, or independently. --predict simulates the paired rule (what a sweep applies) "
                         "unless unpaired")
     r.add_argument("--sims", type=positive_int, default=1000, help="simulated groups of 3 sweeps (default 1000)")
-    r.add_argument("--until-width", type=nonneg_float, default=sweep.DEFAULT_UNTIL_WIDTH,
-                   help=f"the simulated sweeps' auto-grow width (default {sweep.DEFAULT_UNTIL_WIDTH:g}; 0 = off)")
-    r.add_argument("--time-cap", type=positive_float, default=sweep.DEFAULT_TIME_CAP_S,
-                   help=f"the simulated sweeps' time cap (default {sweep.DEFAULT_TIME_CAP_S:g})")
-    add_json_flag(r)
-    r.set_defaults(func=cmd_repro)
+    r.add_argument("--until-width", type=nonneg_float, default=DEFAULT_UNTIL_WIDTH,
+                   help=f"the simulated sweeps' auto-grow width (default {DEFAULT_UNTIL_WIDTH:g}; 0 = off)")
+    r.add_argument("--time-cap", type=positive_float, default=DEFAULT_TIME_CAP_S,
+                   help=f"the simulated sweeps' time cap (default {DEFAULT_TIME_CAP_S:g})")
 
-    f = verbs.add_parser("fio-check", help="unloaded QD1 latency, closed loop (default) or open loop at --rate N: "
-                                           "kvds's reader vs fio on the same device, with the same --wait")
+
+def repro_config(args: argparse.Namespace) -> repro_run.ReproConfig:
+    grow = Grow(args.until_width, args.time_cap) if args.until_width else None
+    return repro_run.ReproConfig(tuple(args.runs), args.rule, tuple(args.predict or ()), args.default_plan,
+                                 args.sims, grow)
+
+
+def _fio_check_arguments(f: argparse.ArgumentParser) -> None:
     f.add_argument("--scheduler", choices=SCHEDULERS, default="mq-deadline")
     f.add_argument("--uring-ab", action="store_true",
                    help="io_uring: also run ioload with its earlier ring set-up / reap sequence (the cause of a gap)")
     _common(f)
-    f.set_defaults(func=cmd_fio_check, rate=0.0)
+    f.set_defaults(rate=0.0)
+
+
+def fio_check_config(args: argparse.Namespace) -> fio_check_run.FioCheckConfig:
+    if args.wait == "spin":
+        raise UserError("fio-check --wait spin: fio has no spinning wait to compare with (its thinktime_spin ran one "
+                        "read in 2 s on this host); use --wait sleep, or kvds io bench --wait spin for kvds alone")
+    cfg = fio_check_run.FioCheckConfig(workload_from(args), layout_from(args), args.scheduler, args.device,
+                                       args.destroy_data, args.reps, args.uring_ab, args.verbose)
+    _require(args, [])
+    doctor.require("fio")
+    return cfg
+
+
+VERBS = (
+    Verb("bench", "unloaded / baseline / separated critical-read latency and spill MB/s", _bench_arguments,
+         bench_config, bench_run.run, render.bench, BenchSummary, dry_run=bench_run.dry_run,
+         render_dry_run=render.bench_dry_run),
+    Verb("sweep", f"scheduler x mapping grid: table, Pareto frontier, PNG scatter (default {DEFAULT_REPS} reps x "
+                  f"{DEFAULT_DURATION_S:g} s, auto-grown)", _sweep_arguments, sweep_config, sweep_run.run,
+         render.sweep, SweepSummary),
+    Verb("repro", "does a sweep's verdict repeat? stored sweeps compared point by point; --predict: how often "
+                  "sweeps of a given size would agree", _repro_arguments, repro_config, repro_run.run, render.repro,
+         ReproSummary),
+    Verb("fio-check", "unloaded QD1 latency, closed loop (default) or open loop at --rate N: kvds's reader vs fio "
+                      "on the same device, with the same --wait", _fio_check_arguments, fio_check_config,
+         fio_check_run.run, render.fio_check, FioCheckSummary),
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    io = sub.add_parser("io", help="I/O priority track: critical KV reads under spill pressure")
+    verbs = io.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+    for verb in VERBS:
+        add(verbs, verb)
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
@@ -200,73 +264,11 @@ def _require(args: argparse.Namespace, mappings: list[str]) -> None:
             raise UserError(f"unknown mapping {name!r} (available: {', '.join(available_mappings())})")
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from io_priority import bench_run, render
-
-    cfg = bench_run.BenchConfig(workload_from(args), layout_from(args), tuple(args.mode), args.mapping,
-                                args.scheduler, args.device, args.destroy_data, args.reps, args.trace, args.ebpf,
-                                args.stall_ms, args.verbose)
-    if args.dry_run:
-        from io_priority import dry_run
-
-        if args.mapping not in available_mappings() and not args.mapping.endswith(".toml"):
-            raise UserError(f"unknown mapping {args.mapping!r} (available: {', '.join(available_mappings())})")
-        emit(None, dry_run.plan(cfg).as_dict(), args.json, render.dry_run)
-        return 0
-    _require(args, [args.mapping])
-    out = bench_run.run(cfg)
-    emit(out.run, out.summary.as_dict(), args.json, lambda s: render.bench(s, out.run.run_id))
-    say(f"results in {out.run.path}")
-    return 0
-
-
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from io_priority import render, sweep_run
-
-    plan = sweep_plan(args.schedulers, args.mappings, args.quick)
-    if args.quick:
-        args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
-    grow = None if args.quick or not args.until_width else sweep.Grow(args.until_width, args.time_cap)
-    _require(args, sorted({m for ms in plan.values() for m in ms}))
-    out = sweep_run.run(sweep_run.SweepConfig(workload_from(args), layout_from(args), plan, args.device,
-                                              args.destroy_data, args.reps, args.trace, grow, args.stall_ms,
-                                              args.verbose))
-    emit(out.run, out.summary.as_dict(), args.json, render.print_points)
-    say(f"results in {out.run.path}; plot {out.run.path / 'pareto.png'}")
-    return 0
-
-
-def cmd_repro(args: argparse.Namespace) -> int:
-    from io_priority import render, repro
-
-    grow = sweep.Grow(args.until_width, args.time_cap) if args.until_width else None
-    summary = repro.run(repro.ReproConfig(tuple(args.runs), args.rule, tuple(args.predict or ()), args.default_plan,
-                                          args.sims, grow))
-    emit(None, summary.as_dict(), args.json, render.repro)
-    return 0
-
-
 def sweep_plan(schedulers: list[str] | None, mappings: list[str] | None, quick: bool = False) -> dict[str, list[str]]:
-    """Scheduler -> mappings. Neither flag: the default plan (sweep.DEFAULT_PLAN); --quick: its grid; either
+    """Scheduler -> mappings. Neither flag: the default plan (DEFAULT_PLAN); --quick: its grid; either
     flag: the full grid of what was named, the defaults filling the other."""
     if quick:
-        return {s: list(mappings or sweep.QUICK_MAPPINGS) for s in schedulers or sweep.DEFAULT_SCHEDULERS}
+        return {s: list(mappings or QUICK_MAPPINGS) for s in schedulers or DEFAULT_SCHEDULERS}
     if schedulers is None and mappings is None:
-        return {s: list(ms) for s, ms in sweep.DEFAULT_PLAN.items()}
-    return {s: list(mappings or sweep.DEFAULT_MAPPINGS) for s in schedulers or sweep.DEFAULT_SCHEDULERS}
-
-
-def cmd_fio_check(args: argparse.Namespace) -> int:
-    from io_priority import fio_check_run, render
-
-    if args.wait == "spin":
-        raise UserError("fio-check --wait spin: fio has no spinning wait to compare with (its thinktime_spin ran one "
-                        "read in 2 s on this host); use --wait sleep, or kvds io bench --wait spin for kvds alone")
-    _require(args, [])
-    doctor.require("fio")
-    out = fio_check_run.run(fio_check_run.FioCheckConfig(workload_from(args), layout_from(args), args.scheduler,
-                                                         args.device, args.destroy_data, args.reps, args.uring_ab,
-                                                         args.verbose))
-    emit(out.run, out.summary.as_dict(), args.json, render.print_check)
-    say(f"results in {out.run.path}")
-    return 0
+        return {s: list(ms) for s, ms in DEFAULT_PLAN.items()}
+    return {s: list(mappings or DEFAULT_MAPPINGS) for s in schedulers or DEFAULT_SCHEDULERS}

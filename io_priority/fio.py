@@ -32,7 +32,7 @@ from harness import stats
 from harness.knobs import create_dir, workers
 from harness.paths import work_dir
 from harness.progress import progress
-from io_priority.bench import QNAMES, QS, _est
+from io_priority.variant_figures import QNAMES, QS, _est
 from io_priority import pairing
 from io_priority.device import Device
 from io_priority.workload import Runner, Workload
@@ -162,7 +162,7 @@ def check(dev: Device, w: Workload, reps: int, uring_ab: bool = False,
 def summary_verdict(s: dict[str, Any]) -> stats.Verdict:
     """A stored fio-check judged again by today's rule: p50 in closed loop; p50 and p99 both in open loop."""
     def est(d: dict[str, Any] | None) -> stats.Estimate:
-        from io_priority.bench import estimate_of
+        from io_priority.variant_figures import estimate_of
 
         return estimate_of(d)
 

@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass
 
 from harness.results import Filed, ResultStore
-from io_priority import bench, device as devmod, fio, run_common
+from io_priority import device as devmod, fio, run_common
 from io_priority.device import Layout
 from io_priority.summary import FIO_CHECK_SCHEMA, FioCheckSummary
+from io_priority.variant_runs import with_scheduler
 from io_priority.workload import Workload
 
 
@@ -28,7 +29,7 @@ class FioCheckConfig:
 def run(cfg: FioCheckConfig) -> Filed[FioCheckSummary]:
     load0 = list(os.getloadavg())
     dev = devmod.prepare(cfg.device, cfg.layout, cfg.destroy_data)
-    sched = bench.with_scheduler(dev, cfg.scheduler)
+    sched = with_scheduler(dev, cfg.scheduler)
     figures, samples, commands = fio.check(dev, cfg.workload, cfg.reps, cfg.uring_ab,
                                            run_common.echo_command(cfg.verbose))
     config = run_common.config_of(cfg.workload, dev, sched, cfg.reps, mode=fio.mode_name(cfg.workload),

@@ -1,4 +1,4 @@
-/* ioload: the I/O load generator behind `kvds io bench` (compiled by io_priority/native.py, linked with liburing).
+/* ioload: the I/O load generator behind `kvds io bench` (compiled by io_priority/ioload_launch.py, linked with liburing).
  *
  * Why C: a Python reader costs 20-40 us of CPU per read on this 2-vCPU host, more than the device; this
  * program issues reads and writes with no per-I/O interpreter work, so its latency can be compared with fio's

@@ -12,7 +12,7 @@ from harness.report import fmt, plots
 from harness.report.context import ReportContext, Suite
 from harness.results import Run
 from harness.stats import MIN_REPS, rep_ratio
-from io_priority import fio, sweep
+from io_priority import fio, goal as goalmod
 from io_priority.clocks import host_share_text
 from io_priority.summary import BenchSummary, FioCheckSummary, SweepPoint, SweepSummary, VariantFigures
 
@@ -103,7 +103,7 @@ def _clock_table(ctx: ReportContext, modes: dict[str, VariantFigures]) -> None:
 
 
 def _sweep(ctx: ReportContext, suite: Suite) -> None:
-    """The sweep's table and its goal line, both from one set of verdicts (io_priority.sweep.judge, re-run on the
+    """The sweep's table and its goal line, both from one set of verdicts (io_priority.goal.judge, re-run on the
     stored estimates, so a run recorded under an older rule is judged by today's): no row says "met" that the
     line below denies."""
     run = suite.latest("io-sweep")
@@ -115,14 +115,14 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
         return
     for p in pts:
         p.pop("goal", None)
-    sweep.judge(pts, s.schedulers)
-    goal = sweep.goal_summary(pts, s.schedulers)
+    goalmod.judge(pts, s.schedulers)
+    goal = goalmod.goal_summary(pts, s.schedulers)
     typed = [SweepPoint.from_json(p) for p in pts]
     rows = [[p.scheduler, p.variant, p.mapping, p.reps or "-", fmt.estimate(p.p99_us),
              fmt.estimate(p.interference_factor), fmt.estimate(p.interference_service), fmt.estimate(p.spill_mb_s),
              fmt.estimate(p.spill_retained_est) if p.spill_retained_est else
              fmt.number(p.spill_retained, ".2f", why="no spill"),
-             {True: "yes", False: "", None: "- (no p99)"}[p.pareto], sweep.verdict_cell(p.as_dict())] for p in typed]
+             {True: "yes", False: "", None: "- (no p99)"}[p.pareto], goalmod.verdict_cell(p.as_dict())] for p in typed]
     ctx.doc.para(f"Sweep {run.run_id} (suite {suite.label}): each scheduler x mapping under the same spill load; "
                  "a goal is met only when its whole 95% interval is on the right side.")
     ctx.doc.table(["scheduler", "variant", "mapping", "repetitions", "p99 (us)", "interference e2e (all reads)",
@@ -138,8 +138,8 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     ctx.summary.setdefault("io_sweep", {})[suite.label] = list(goal["met_by"])
     ctx.headline("sweep goal met by (interference <= 1.5, spill >= 50%, whole 95% interval)", suite.label,
                  ", ".join(goal["met_by"]) or "nothing")
-    ctx.verdict(suite.label, "io sweep", sweep.goal_line(goal))
-    ctx.doc.para(sweep.goal_line(goal) + ".")
+    ctx.verdict(suite.label, "io sweep", goalmod.goal_line(goal))
+    ctx.doc.para(goalmod.goal_line(goal) + ".")
 
 
 FIO_GOAL = "fio-check: kvds's unloaded reader against fio"

@@ -11,7 +11,7 @@ The model (documented, not the sweep's own resampling): each variant's per-repet
 per-repetition spill MB/s are log-normal across repetitions, with the mean and spread of the pooled repetitions
 of the given sweeps (back-to-back runs pooled: the spread between runs is part of it). A simulated sweep of k
 repetitions draws k of each, forms the sweep's two estimates the way harness/stats.py does (a ratio with a
-log-scale Welch t interval) and judges them with io_priority.sweep.judge, the same rule (reference stability
+log-scale Welch t interval) and judges them with io_priority.goal.judge, the same rule (reference stability
 included) the sweep applies.
 
 The paired rule (`--rule paired`, what a sweep applies since 2026-12-01): the interference is resampled by the
@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from harness import stats
 from harness.results import Run
-from io_priority import clocks as clockmod, pairing, stalls as stallmod, sweep
+from io_priority import clocks as clockmod, pairing, stalls as stallmod
+from io_priority.auto_grow import Grow, grow_step
+from io_priority.clocks import finite
+from io_priority.goal import goal_interference, goal_summary, judge
+from io_priority.summary import SWEEP_SCHEMA
 from io_priority.workload import RepResult
-
-if TYPE_CHECKING:
-    from io_priority.summary import ReproSummary
 
 STATUSES = (stats.MET, stats.MISSED, stats.INCONCLUSIVE)
 
@@ -47,10 +48,10 @@ def point_name(p: dict[str, Any]) -> str:
 
 
 def _est_text(e: dict[str, Any] | None) -> str:
-    if not e or not sweep._finite(e.get("value")):
+    if not e or not finite(e.get("value")):
         return "-"
     lo, hi = e.get("lo"), e.get("hi")
-    if sweep._finite(lo) and sweep._finite(hi):
+    if finite(lo) and finite(hi):
         return f"{e['value']:.2f} [{lo:.2f}, {hi:.2f}]"
     return f"{e['value']:.2f}"
 
@@ -80,11 +81,11 @@ def _load_reps(run: Run, sched: str, variant: str, n: int) -> list[RepResult]:
 def rejudge(run: Run, paired: bool = True) -> Judged:
     """A stored sweep judged again from its samples: each point's stall-free service-time interference resampled
     by the repetitions that ran side by side with its reference (paired) or independently (not), then
-    sweep.judge (spill kept and the reference's stability as stored: pairing does not change them)."""
+    goal.judge (spill kept and the reference's stability as stored: pairing does not change them)."""
     import copy
 
     s = copy.deepcopy(run.summary)
-    if s.get("schema") != sweep.SCHEMA:
+    if s.get("schema") != SWEEP_SCHEMA:
         from harness.errors import UserError
         raise UserError(f"{run.run_id} is not a kvds io sweep run (schema {s.get('schema')!r})")
     stall_ms = (s.get("config") or {}).get("stall_ms") or stallmod.DEFAULT_STALL_MS
@@ -102,8 +103,8 @@ def rejudge(run: Run, paired: bool = True) -> Judged:
             p["interference_service"] = {"value": e.value, "lo": e.lo, "hi": e.hi, "conf": e.conf,
                                          "n": e.n, "pairing": how, **({"reason": e.reason} if e.reason else {})}
             p.pop("goal", None)
-    sweep.judge(s["points"], s["schedulers"])
-    s["goal"] = sweep.goal_summary(s["points"], s["schedulers"])
+    judge(s["points"], s["schedulers"])
+    s["goal"] = goal_summary(s["points"], s["schedulers"])
     return Judged(run.run_id, s)
 
 
@@ -114,7 +115,7 @@ def compare(runs: Sequence[Run | Judged]) -> dict[str, Any]:
     cells: dict[str, list[dict[str, Any] | None]] = {}
     for i, run in enumerate(runs):
         s = run.summary
-        if s.get("schema") != sweep.SCHEMA:
+        if s.get("schema") != SWEEP_SCHEMA:
             from harness.errors import UserError
             raise UserError(f"{run.run_id} is not a kvds io sweep run (schema {s.get('schema')!r})")
         for p in s.get("points", []):
@@ -122,7 +123,7 @@ def compare(runs: Sequence[Run | Judged]) -> dict[str, Any]:
             if name not in cells:
                 order.append(name)
                 cells[name] = [None] * len(runs)
-            inter, _ = sweep.goal_interference(p)
+            inter, _ = goal_interference(p)
             cells[name][i] = {"status": (p.get("goal") or {}).get("status", "-"), "interference": inter,
                               "kept": p.get("spill_retained_est"), "stalls": p.get("stalls"),
                               "reps": p.get("reps"),
@@ -248,7 +249,7 @@ def _paired_ratio(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 def _judged(model: dict[str, dict[str, dict[str, Any]]], p99: dict[tuple[str, str], np.ndarray],
             mbs: dict[tuple[str, str], np.ndarray], points: Sequence[tuple[str, str]],
             refs: dict[tuple[str, str], np.ndarray] | None = None) -> list[dict[str, Any]]:
-    """The points of one simulated sweep, judged by io_priority.sweep.judge. refs: each point's side-by-side
+    """The points of one simulated sweep, judged by io_priority.goal.judge. refs: each point's side-by-side
     reference repetitions (the paired rule), else the reference's repetitions are resampled apart."""
     pts = []
     per = {}
@@ -259,14 +260,14 @@ def _judged(model: dict[str, dict[str, dict[str, Any]]], p99: dict[tuple[str, st
                     "interference_service": inter,
                     "spill_retained_est": _ratio(mbs[(s, v)], mbs[(s, "baseline")], False)})
         per[s] = {"modes": {"unloaded": {"per_rep_service_p99_us": list(p99[(s, "unloaded")])}}}
-    sweep.judge(pts, per)
+    judge(pts, per)
     return pts
 
 
 def simulate_sweep(model: dict[str, dict[str, dict[str, Any]]], points: Sequence[tuple[str, str]],
-                   k: int, rng: np.random.Generator, grow: "sweep.Grow | None" = None,
+                   k: int, rng: np.random.Generator, grow: Grow | None = None,
                    s_per_rep: float = 6.4, paired: bool = False) -> dict[str, Any]:
-    """One simulated sweep of k repetitions per variant, grown as the sweep grows (sweep.grow_step, on a clock of
+    """One simulated sweep of k repetitions per variant, grown as the sweep grows (auto_grow.grow_step, on a clock of
     `s_per_rep` seconds per variant-repetition): each point's verdict and the sweep's simulated seconds.
     paired: each point's repetition is drawn given the reference repetition beside it (model "given") and the
     interference is the paired ratio; every point is paired with the same reference draws, as in a sweep."""
@@ -292,7 +293,7 @@ def simulate_sweep(model: dict[str, dict[str, dict[str, Any]]], points: Sequence
     reps = k * (len(points) + 2 * len(scheds))
     while True:
         pts = _judged(model, p99, mbs, points, refs)
-        step = sweep.grow_step(pts, grow, reps * s_per_rep, reps)
+        step = grow_step(pts, grow, reps * s_per_rep, reps)
         if not step["more"]:
             break
         for s, names in step["more"].items():
@@ -308,7 +309,7 @@ def simulate_sweep(model: dict[str, dict[str, dict[str, Any]]], points: Sequence
 
 def predict(model: dict[str, dict[str, dict[str, Any]]], points: Sequence[tuple[str, str]],
             sizes: Sequence[int], sims: int = 2000, runs: int = 3, seed: int = 0,
-            grow: "sweep.Grow | None" = None, s_per_rep: float = 6.4,
+            grow: Grow | None = None, s_per_rep: float = 6.4,
             paired: bool = False) -> dict[int, dict[str, Any]]:
     """Per size: each point's chance of met / missed / inconclusive in one sweep, the chance that `runs`
     independent sweeps give it the same verdict (sum of p^runs), the chance that every point repeats at once
@@ -344,43 +345,3 @@ def loaded_points(runs: Sequence[Run]) -> list[tuple[str, str]]:
             if p["variant"] != "baseline" and key not in seen:
                 seen.append(key)
     return seen
-
-
-
-
-@dataclass(frozen=True)
-class ReproConfig:
-    runs: tuple[str, ...]                 # io-sweep run ids, prefixes or paths, in the order run
-    rule: str = "stored"                  # stored, paired or unpaired (see the module's docstring)
-    predict: tuple[int, ...] = ()         # repetition counts to simulate (none: compare only)
-    default_plan: bool = False            # predict for sweep.DEFAULT_PLAN's points instead of the runs'
-    sims: int = 1000
-    grow: "sweep.Grow | None" = None
-
-
-def run(cfg: ReproConfig) -> "ReproSummary":
-    """The stored sweeps compared under cfg.rule, and the prediction (paired unless the rule is unpaired)."""
-    from harness.errors import UserError
-    from harness.results import ResultStore
-    from io_priority.summary import REPRO_SCHEMA, ReproSummary
-
-    store = ResultStore()
-    runs_ = [store.get(ref) for ref in cfg.runs]
-    judged = runs_ if cfg.rule == "stored" else [rejudge(r, cfg.rule == "paired") for r in runs_]
-    cmp = compare(judged)
-    if not cfg.predict:
-        return ReproSummary(REPRO_SCHEMA, cfg.rule, cmp)
-    model = fit(runs_)
-    pts = ([(s, m) for s, ms in sweep.DEFAULT_PLAN.items() for m in ms] if cfg.default_plan
-           else loaded_points(runs_))
-    missing = [f"{s}/{v}" for s, v in pts if not (model.get(s, {}).get(v) or {}).get("p99")]
-    if missing:
-        raise UserError(f"no repetitions of {', '.join(missing)} in the given runs to predict from")
-    paired = cfg.rule != "unpaired"
-    unpaired_pts = [f"{s}/{v}" for s, v in pts if paired and not model[s][v].get("given")]
-    if unpaired_pts:
-        raise UserError(f"fewer than 3 side-by-side pairs of {', '.join(unpaired_pts)} with the unloaded "
-                        "reference in the given runs: --rule unpaired predicts without pairs")
-    pred = predict(model, pts, cfg.predict, sims=cfg.sims, grow=cfg.grow, paired=paired)
-    return ReproSummary(REPRO_SCHEMA, cfg.rule, cmp, {str(k): v for k, v in pred.items()},
-                        "paired" if paired else "unpaired")

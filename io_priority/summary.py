@@ -146,7 +146,7 @@ class ReproSummary(StoredSummary):
 class BenchPlan(StoredSummary):
     """What `kvds io bench --dry-run` prints: what a bench would set up and start, changing nothing."""
     schema: str                          # "kvds.io-bench-plan/1"
-    device: dict[str, Any]               # path (a loop device is shown as <loop device>), backing, kv_bytes, spill_bytes
+    device: dict[str, Any]               # path (a loop device: <loop device>), backing, kv_bytes, spill_bytes
     scheduler: str                       # the scheduler the run would select on the device
     rep_order: list[list[Any]]           # [[rep, variant], ...] in the order the run would use
     variants: dict[str, Any]             # per variant: mapping and what it applies (priorities, throttle, pacing)

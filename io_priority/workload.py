@@ -23,7 +23,7 @@ from harness.ioprio import IoPrio
 from harness.knobs import Cgroup, create_cgroup, create_file
 from harness.mapping import Mapping
 from harness.paths import work_dir
-from io_priority import native
+from io_priority import ioload_launch
 from io_priority.blocktrace import BlockIssueTrace
 from io_priority.device import Device
 
@@ -233,11 +233,11 @@ class Runner:
         self._apply_wbt(plan)
         if self.trace:
             self.trace.clear()
-        reader = native.start("reader", reader_args, self.echo)
+        reader = ioload_launch.start("reader", reader_args, self.echo)
         writer = None
         try:
             if writer_args is not None:
-                writer = native.start("writer", writer_args, self.echo)
+                writer = ioload_launch.start("writer", writer_args, self.echo)
                 if plan is not None and plan.throttle_mbps:
                     self._throttle_group(plan.throttle_mbps).add_pid(writer.pid)
             start_ns = time.monotonic_ns() + 50_000_000

@@ -1,24 +1,24 @@
-"""`kvds vm bench` and `kvds vm compare`: argument parsing only (kernel_vm/run.py runs the bench, render.py prints,
-harness.emit prints --json; see kernel_vm/README.md)."""
+"""`kvds vm bench` and `kvds vm compare`: one harness.verbs.Verb each. The config functions here parse the
+arguments and check input and host before anything changes; kernel_vm/bench_run.py and kernel_vm/compare_run.py do
+the work, render.py prints the typed summary, harness.emit prints --json (see kernel_vm/README.md)."""
 
 from __future__ import annotations
 
 import argparse
 
-from harness.cli_args import add_json_flag, percent, positive_int, require_root
+from harness.cli_args import percent, positive_int, require_root
 from harness.errors import UserError
 from harness.mapping import DEFAULT_MAPPING
 from harness.remote import add_target_args
+from harness.verbs import Verb, add
+from kernel_vm import bench_run, compare_run, render
 from kernel_vm.mix import DEFAULT_MIX, format_mix
-from kernel_vm.phases import PRESSURE_MODES
+from kernel_vm.repetition import PRESSURE_MODES
+from kernel_vm.summary import BenchSummary, CompareSummary
 from kernel_vm.swap_backend import BACKENDS
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    vm = sub.add_parser("vm", help="the KV arena under memory pressure (madvise, memcg, swap, DAMON, MGLRU)")
-    verbs = vm.add_subparsers(dest="vm_command", metavar="VERB", parser_class=type(vm))
-    verbs.required = True
-    b = verbs.add_parser("bench", help="baseline (no intent) vs an intent mapping under memcg pressure")
+def _bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--mapping", default=DEFAULT_MAPPING,
                    help=f"intent mapping, or several comma-separated (default {DEFAULT_MAPPING})")
     b.add_argument("--reference", default=None,
@@ -42,42 +42,43 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--ebpf", action="store_true",
                    help="record reclaim latency histograms with the eBPF track's probes (compiles once per rep)")
     b.add_argument("--no-damos", action="store_true", help="skip the DAMOS variant where DAMON is usable")
-    add_json_flag(b)
     add_target_args(b)  # --target guest / ssh://... / --hosts: harness/remote runs this same command there
-    b.set_defaults(func=run_bench)
-    c = verbs.add_parser("compare", help="judge a stored vm-bench run's decode-critical p99 against its reference "
-                                         "again, repetitions paired (kernel_vm/compare.py)")
+
+
+def bench_config(args: argparse.Namespace) -> bench_run.BenchConfig:
+    """Bad input (an arena larger than memory too) exits 2 before the root check: the plan parses every mapping."""
+    if args.swap not in BACKENDS:
+        raise UserError(f"--swap must be one of {', '.join(BACKENDS)}, not {args.swap!r}")
+    cfg = bench_run.BenchConfig(mapping=args.mapping, baseline=args.baseline, arena_mb=args.arena_mb,
+                                block_kb=args.block_kb, mix=args.mix, swap=args.swap, pressure_pct=args.pressure,
+                                reps=args.reps, seed=args.seed, mglru=args.mglru,
+                                mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos,
+                                pressure_mode=args.pressure_mode, ebpf=args.ebpf, reference=args.reference)
+    bench_run.plan(cfg)
+    require_root("kvds vm bench")
+    return cfg
+
+
+def _compare_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("run", help="run id, unique prefix, path or 'latest'")
     c.add_argument("--reference", default=None,
                    help="mapping or variant to judge against (default: the run's own --reference)")
-    add_json_flag(c)
-    c.set_defaults(func=run_compare)
 
 
-def run_bench(args: argparse.Namespace) -> int:
-    from harness.emit import emit
-    from kernel_vm import render
-    from kernel_vm.run import BenchConfig, bench, plan
-
-    if args.swap not in BACKENDS:
-        raise UserError(f"--swap must be one of {', '.join(BACKENDS)}, not {args.swap!r}")
-    cfg = BenchConfig(mapping=args.mapping, baseline=args.baseline, arena_mb=args.arena_mb, block_kb=args.block_kb,
-                      mix=args.mix, swap=args.swap, pressure_pct=args.pressure, reps=args.reps, seed=args.seed,
-                      mglru=args.mglru, mglru_min_ttl_ms=args.mglru_min_ttl_ms, damos=not args.no_damos,
-                      pressure_mode=args.pressure_mode, ebpf=args.ebpf, reference=args.reference)
-    p = plan(cfg)  # bad input (an arena larger than memory too): exit 2 before the root check; mappings parsed once
-    require_root("kvds vm bench")
-    run, summary = bench(p)
-    emit(run, summary.as_dict(), args.json, lambda _: render.bench(summary, run.path))
-    return 0
+def compare_config(args: argparse.Namespace) -> compare_run.CompareConfig:
+    return compare_run.CompareConfig(args.run, args.reference)
 
 
-def run_compare(args: argparse.Namespace) -> int:
-    from harness.emit import emit
-    from harness.results import ResultStore
-    from kernel_vm import render
-    from kernel_vm.compare import compare_stored
+BENCH = Verb("bench", "baseline (no intent) vs an intent mapping under memcg pressure", _bench_arguments,
+             bench_config, bench_run.run, render.bench, BenchSummary)
+COMPARE = Verb("compare", "judge a stored vm-bench run's decode-critical p99 against its reference again, "
+                          "repetitions paired (kernel_vm/paired_p99.py)", _compare_arguments, compare_config,
+               compare_run.run, render.compare, CompareSummary)
 
-    out = compare_stored(ResultStore().get(args.run), args.reference)
-    emit(None, out.as_dict(), args.json, render.compare)
-    return 0
+
+def register(sub: argparse._SubParsersAction) -> None:
+    vm = sub.add_parser("vm", help="the KV arena under memory pressure (madvise, memcg, swap, DAMON, MGLRU)")
+    verbs = vm.add_subparsers(dest="vm_command", metavar="VERB", parser_class=type(vm))
+    verbs.required = True
+    for verb in (BENCH, COMPARE):
+        add(verbs, verb)

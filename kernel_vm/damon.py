@@ -114,14 +114,15 @@ def plan(mapping: Mapping, layout: Layout, address: int,
                 else:
                     regions.append((start, start + layout.block_bytes))
             out.append(ClassScheme(cls.value, action, regions, "fvaddr", None, "the class's own blocks"))
-        elif action in PADDR_ACTIONS and memcg_of and cls.value in memcg_of and doctor.capability("damon.paddr", "memory").ok:
+        elif (action in PADDR_ACTIONS and memcg_of and cls.value in memcg_of
+              and doctor.capability("damon.paddr", "memory").ok):
             ram = ram or system_ram()
             path, who = memcg_of[cls.value]
             out.append(ClassScheme(cls.value, action, [ram], "paddr", path,
                                    f"system RAM, memcg filter {path} ({who})"))
         else:
-            left_out[cls.value] = (f"{action} is a paddr-only action and the class has no memcg of its own to filter "
-                                   "on" if action in PADDR_ACTIONS else f"DAMOS action {action} unknown to fvaddr/paddr")
+            left_out[cls.value] = (f"{action} is a paddr-only action and the class has no memcg of its own to filter on"
+                                   if action in PADDR_ACTIONS else f"DAMOS action {action} unknown to fvaddr/paddr")
     return out, left_out
 
 

@@ -1,7 +1,7 @@
 """What the eBPF track adds to the VM bench: per-task swap-in / reclaim / thrashing delays (taskstats).
 
-A probe the host cannot run is skipped and the summary says why (`ebpf` key); a kvds error fails the bench. Delay accounting
-is switched on through the knob journal (`kernel.task_delayacct`), so restore turns it off again.
+A probe the host cannot run is skipped and the summary says why (`ebpf` key); a kvds error fails the bench. Delay
+accounting is switched on through the knob journal (`kernel.task_delayacct`), so restore turns it off again.
 """
 
 from __future__ import annotations

@@ -47,8 +47,8 @@ def plot_summary(summary: dict[str, Any], out: Path) -> Path:
         ax_sw.bar(x + i * width, 100 * np.array(sw) / np.array(pages), width, label=f"{vname} swapped",
                    color=colors[i % len(colors)])
         ax_sw.bar(x + i * width, 100 * np.array(dropped) / np.array(pages), width,
-                  bottom=100 * np.array(sw) / np.array(pages), hatch="//", alpha=0.4, label=f"{vname} dropped (DONTNEED)",
-                   color=colors[i % len(colors)])
+                  bottom=100 * np.array(sw) / np.array(pages), hatch="//", alpha=0.4,
+                  label=f"{vname} dropped (DONTNEED)", color=colors[i % len(colors)])
     for ax in (ax_lat, ax_sw):
         ax.set_xticks(x + width * (len(variants) - 1) / 2, classes, rotation=20, ha="right")
         ax.legend(fontsize=8)

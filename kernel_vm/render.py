@@ -1,36 +1,25 @@
 """What `kvds vm bench` and `kvds vm compare` print without --json, from the same typed summary --json emits
-(harness/emit.py). Printing only: the figures are computed in kernel_vm/summary.py and kernel_vm/compare.py."""
+(harness/emit.py); every estimate through harness/report/fmt. Printing only: the figures are computed in
+kernel_vm/summary.py and kernel_vm/paired_p99.py."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from harness.report.fmt import estimate as est
 from harness.stats import verdict_from_dict
-from kernel_vm.summary import Comparison, VmBenchSummary
-
-
-def est(d: Mapping[str, Any] | None, fmt: str = "{:.1f}") -> str:
-    """"v [lo, hi]", "v (point estimate)" without an interval, "- (reason)" without a value."""
-    def ok(x: Any) -> bool:
-        return isinstance(x, (int, float)) and x == x and abs(x) != float("inf")
-
-    if not d or not ok(d.get("value")):
-        return f"- ({(d or {}).get('reason') or 'no data'})"
-    lo, hi = d.get("lo"), d.get("hi")
-    if not (ok(lo) and ok(hi)):
-        return fmt.format(d["value"]) + " (point estimate)"
-    return fmt.format(d["value"]) + f" [{fmt.format(lo)}, {fmt.format(hi)}]"
+from kernel_vm.summary import BenchSummary, Comparison, CompareSummary
 
 
 def _mean(xs: list[float]) -> float:
     return float(np.mean(xs)) if xs else float("nan")
 
 
-def _rep_lines(s: VmBenchSummary, per_rep: list[dict[str, Any]]) -> list[str]:
+def _rep_lines(s: BenchSummary, per_rep: list[dict[str, Any]]) -> list[str]:
     """PSI, taskstats, zswap and eBPF reclaim lines of one variant (means per repetition)."""
     psi = [r.get("psi_memory_us") or {} for r in per_rep]
     if any(psi):
@@ -69,10 +58,11 @@ def _rep_lines(s: VmBenchSummary, per_rep: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def bench(s: VmBenchSummary, path: Any) -> None:
+def bench(s: BenchSummary) -> None:
+    """`kvds vm bench`: per variant the class table and reclaim lines, the headline, the comparison, the layers."""
     console = Console(width=200)
     console.print(f"vm bench: swap={s.swap.get('kind')} ({s.swap.get('device')}), pressure={s.pressure_pct:g}% "
-                  f"({s.pressure_mode or 'limit'}), reps={s.reps}, run {path} (plot: vm-bench.png)")
+                  f"({s.pressure_mode or 'limit'}), reps={s.reps} (plot: vm-bench.png in the run directory)")
     for vname, v in s.variants.items():
         t = Table(title=f"{vname}: per class after the squeeze, re-access in decode order (95% CIs)")
         for col in ("class", "pages", "swapped out (mean)", "dropped", "resident", "major faults/rep",
@@ -82,12 +72,12 @@ def bench(s: VmBenchSummary, path: Any) -> None:
             maj = c.major_faults["per_rep"]
             t.add_row(cls, str(c.pages), est(c.swapped_out_pages["mean"]), est(c.dropped_pages["mean"]),
                       est(c.resident_pages["mean"]), f"{sum(maj) / len(maj):.0f}",
-                      est(c.reaccess_us["p50"], "{:.2f}"), est(c.reaccess_us["p99"], "{:.1f}"))
+                      est(c.reaccess_us["p50"]), est(c.reaccess_us["p99"]))
         console.print(t)
         console.print(f"  share of swapped-out pages from cold classes ({', '.join(s.cold_classes)}): "
-                      f"{est(v.reclaim_share_cold['mean'], '{:.3f}')}; of all evicted (swapped+dropped): "
-                      f"{est(v.eviction_share_cold['mean'], '{:.3f}')}; of the pages the squeeze itself took: "
-                      f"{est(v.squeeze_share_cold['mean'], '{:.3f}')}")
+                      f"{est(v.reclaim_share_cold['mean'])}; of all evicted (swapped+dropped): "
+                      f"{est(v.eviction_share_cold['mean'])}; of the pages the squeeze itself took: "
+                      f"{est(v.squeeze_share_cold['mean'])}")
         for line in _rep_lines(s, v.per_rep):
             console.print(line)
     h = s.headline
@@ -97,7 +87,7 @@ def bench(s: VmBenchSummary, path: Any) -> None:
     if h.baseline_decode_critical_p99_us is not None:
         console.print(f"  decode-critical re-access p99 (us): {h.baseline} {est(h.baseline_decode_critical_p99_us)}"
                       f" vs {h.intent} {est(h.intent_decode_critical_p99_us)}; ratio intent/baseline "
-                      f"{est(h.decode_critical_p99_ratio_intent_over_baseline, '{:.3f}')}")
+                      f"{est(h.decode_critical_p99_ratio_intent_over_baseline)}")
     if h.intent_damos:
         console.print(f"  {h.intent_damos}: decode-critical swapped out "
                       f"{est((h.intent_damos_decode_critical_swapped_out or {}).get('mean'))}" +
@@ -134,7 +124,7 @@ def comparison(comp: Comparison) -> None:
     for name, row in comp.variants.items():
         v = row.verdicts
         t.add_row(name, str(row.reps), est(row.decode_critical_swapped_out["mean"]), est(row.decode_critical_p99_us),
-                  est(row.reclaim_share_cold, "{:.3f}"), verdict_from_dict(v.get("decode_critical_swapped_out_zero")),
+                  est(row.reclaim_share_cold), verdict_from_dict(v.get("decode_critical_swapped_out_zero")),
                   verdict_from_dict(v.get("decode_critical_p99_no_worse_than_reference")) if name != ref
                   else "(reference)")
     for name, why in comp.unavailable.items():
@@ -164,9 +154,9 @@ def damos(per_class: dict[str, Any]) -> None:
     Console(width=200).print(t)
 
 
-def compare(out: Mapping[str, Any]) -> None:
+def compare(out: CompareSummary) -> None:
     """`kvds vm compare`: one verdict line per variant."""
-    print(f"run {out['source_run']}: decode-critical p{out['q']:g} / {out['reference']}'s, repetitions paired; "
-          f"clock {clock_words(out.get('clock') or 'wall')}")
-    for name, row in out["variants"].items():
+    print(f"run {out.source_run}: decode-critical p{out.q:g} / {out.reference}'s, repetitions paired; "
+          f"clock {clock_words(out.clock or 'wall')}")
+    for name, row in out.variants.items():
         print(f"  {name:<32} {verdict_from_dict(row['verdict'])}  ({row['pairs']} pairs)")

@@ -1,5 +1,5 @@
 """The VM track's report section (`kvds.report_sections` entry point): per-class re-access latency and pages swapped
-out per variant, the comparison against the reference mapping, read from the typed summary (VmBenchSummary)."""
+out per variant, the comparison against the reference mapping, read from the typed summary (BenchSummary)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from harness.report import fmt, plots
 from harness.report.context import ReportContext, Suite
 from harness.stats import verdict_from_dict
 from kernel_vm.render import clock_words
-from kernel_vm.summary import SCHEMA, ClassFigures, Comparison, VmBenchSummary
+from kernel_vm.summary import SCHEMA, ClassFigures, Comparison, BenchSummary
 
 NAN = math.nan
 CLASSES = [c.value for c in IntentClass]
@@ -29,7 +29,7 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
     run = suite.latest("vm-bench")
     if run is None:
         return
-    s = VmBenchSummary.from_json(run.summary)
+    s = BenchSummary.from_json(run.summary)
     variants = sorted(s.variants, key=lambda v: (v != s.baseline, v))  # the no-intent reference first
     ctx.doc.para(
         f"Suite {suite.label}: run {run.run_id}; swap {s.swap.get('kind')} ({s.swap.get('device')}), pressure "
@@ -77,13 +77,14 @@ def _suite(ctx: ReportContext, suite: Suite) -> None:
         if st:
             ctx.doc.para(f"{key.upper()}: {st.get('status')}" + (f" ({st.get('reason')})" if st.get("reason") else ""))
     h = s.headline
-    fig = {"decode_critical_swapped_out": {"baseline": fmt.value(h.baseline_decode_critical_swapped_out, "mean", "value"),
-                                           "intent": fmt.value(h.intent_decode_critical_swapped_out, "mean", "value")},
+    swapped = {"baseline": fmt.value(h.baseline_decode_critical_swapped_out, "mean", "value"),
+               "intent": fmt.value(h.intent_decode_critical_swapped_out, "mean", "value")}
+    fig = {"decode_critical_swapped_out": swapped,
            "decode_critical_p99_us": {"baseline": fmt.value(h.baseline_decode_critical_p99_us, "value"),
                                       "intent": fmt.value(h.intent_decode_critical_p99_us, "value")}}
     ctx.summary.setdefault("vm", {})[suite.label] = fig
     for role in ("baseline", "intent"):
-        ctx.headline(f"decode-critical pages swapped out, {role}", suite.label, fig["decode_critical_swapped_out"][role])
+        ctx.headline(f"decode-critical pages swapped out, {role}", suite.label, swapped[role])
         ctx.headline(f"decode-critical re-access p99, {role} (us)", suite.label, fig["decode_critical_p99_us"][role])
 
 

@@ -1,26 +1,27 @@
 """The typed summary of a `kvds vm bench` run and the pure functions that compute it from the repetitions.
 
-summary.json (and `--json`'s summary) is VmBenchSummary.as_dict(): the one place it becomes JSON (NaN as null).
-The report and the text tables read VmBenchSummary.from_json, never string keys; a run stored by an earlier kvds
-(schema kvds.vm-bench/1) reads back the same way: its keys are the same, a key it did not write is None, and its
-p99 verdicts carry their own goal (`<= 1`, unpaired; see kernel_vm/compare.py).
+summary.json (and `--json`'s summary) is BenchSummary.as_dict(): the one place it becomes JSON (NaN as null).
+The report and the text tables read BenchSummary.from_json, never string keys; a run stored by an earlier kvds
+(schema kvds.vm-bench/1) reads back the same way: its keys are the same, a key it did not write is None (or the
+field's default), and its p99 verdicts carry their own goal (`<= 1`, unpaired; see kernel_vm/paired_p99.py). Every
+class is a harness.results.StoredSummary: the nested ones (STRICT = False) are converted once, with the summary.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
 
 from harness import stats
-from harness.results import strict
-from kernel_vm.compare import DC, p99_vs_reference
+from harness.results import StoredSummary
 from kernel_vm.mix import CLASSES
-from kernel_vm.phases import RepResult
+from kernel_vm.paired_p99 import DC, p99_vs_reference
+from kernel_vm.repetition import RepResult
 
 SCHEMA = "kvds.vm-bench/2"
-"""/2: the p99 verdict against the reference is paired by repetition and judged within compare.MARGIN
+"""/2: the p99 verdict against the reference is paired by repetition and judged within paired_p99.MARGIN
 (/1: unpaired, <= 1). The keys are those of /1."""
 COLD_CLASSES = ("cold-spillable", "recompute-ok", "done")
 """The classes whose pages *should* pay for pressure; reclaim_share_cold is the share they paid."""
@@ -30,14 +31,8 @@ headline's decode-critical figures use the harness default of 1000."""
 I_DC = [c.value for c in CLASSES].index(DC)
 
 
-def _fill(cls: type, d: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The fields of `cls` from a stored dict: a key an older kvds did not write is None, an unknown one dropped."""
-    d = d or {}
-    return {f.name: d.get(f.name) for f in fields(cls)}
-
-
 @dataclass(frozen=True)
-class ClassFigures:
+class ClassFigures(StoredSummary):
     """One intent class of one variant over its repetitions (counts: per_rep and mean {value, lo, hi})."""
     pages: int                          # pages of the class
     reaccess_us: dict[str, Any]         # p50, p99: {value, lo, hi, conf} in us (cluster bootstrap over repetitions)
@@ -49,29 +44,29 @@ class ClassFigures:
     major_faults: dict[str, Any]        # per_rep: major faults during the class's re-access pass
     minor_faults: dict[str, Any]        # per_rep: minor faults during the class's re-access pass
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> ClassFigures:
-        return cls(**_fill(cls, d))
+    STRICT = False
 
 
 @dataclass(frozen=True)
-class VariantSummary:
+class VariantSummary(StoredSummary):
     """One variant (a mapping, possibly @MGLRU state or +damos) over its repetitions."""
     classes: dict[str, ClassFigures]    # per intent class, in decode order
     reclaim_share_cold: dict[str, Any]  # share of swapped-out pages from COLD_CLASSES (per_rep, mean)
     eviction_share_cold: dict[str, Any]  # the same over swapped + dropped pages
     squeeze_share_cold: dict[str, Any]  # the same over the pages the limit itself took
-    per_rep: list[dict[str, Any]]       # each repetition's facts (phases.RepFacts: limits, placement proof, PSI, ...)
+    per_rep: list[dict[str, Any]]       # each repetition's facts (repetition.RepFacts: limits, placement proof, PSI)
+
+    STRICT = False
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> VariantSummary:
-        v = _fill(cls, d)
-        return cls(**{**v, "classes": {k: ClassFigures.from_json(c) for k, c in (v["classes"] or {}).items()},
-                      "per_rep": v["per_rep"] or []})
+        v = super().from_json(d or {})
+        return replace(v, classes={k: ClassFigures.from_json(c) for k, c in (v.classes or {}).items()},
+                       per_rep=v.per_rep or [])
 
 
 @dataclass(frozen=True)
-class Headline:
+class Headline(StoredSummary):
     """Decode-critical pages lost and re-access p99, the baseline against the first intent mapping."""
     baseline: str | None                # variant name of the baseline
     intent: str | None                  # variant name of the first intent mapping
@@ -84,44 +79,46 @@ class Headline:
     intent_damos_decode_critical_swapped_out: dict[str, Any] | None = None  # per_rep, mean
     intent_damos_decode_critical_p99_us: dict[str, Any] | None = None       # {value, lo, hi} in us
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any] | None) -> Headline:
-        return cls(**_fill(cls, d))
+    STRICT = False
 
 
 @dataclass(frozen=True)
-class ComparisonRow:
+class ComparisonRow(StoredSummary):
     """One variant against the reference mapping (the guest-lab table of issue 16)."""
     reps: int                           # repetitions of the variant
     decode_critical_swapped_out: dict[str, Any]  # per_rep, mean {value, lo, hi} (t interval, floor 0)
     decode_critical_p99_us: dict[str, Any] | None  # {value, lo, hi} in us
     reclaim_share_cold: dict[str, Any] | None    # the variant's reclaim_share_cold mean
     verdicts: dict[str, dict[str, Any]]  # decode_critical_swapped_out_zero, decode_critical_p99_no_worse_than_reference
-    decode_critical_p99_ratio_over_reference: dict[str, Any] | None = None  # compare.p99_vs_reference (paired)
+    decode_critical_p99_ratio_over_reference: dict[str, Any] | None = None  # paired_p99.p99_vs_reference
+
+    STRICT = False
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ComparisonRow:
-        v = _fill(cls, d)
-        return cls(**{**v, "verdicts": v["verdicts"] or {}})
+        v = super().from_json(d or {})
+        return replace(v, verdicts=v.verdicts or {})
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(StoredSummary):
     """Every variant judged against `reference` (`--reference`); variants the kernel cannot run, with why."""
     reference: str | None              # the reference's variant name (None without --reference)
     variants: dict[str, ComparisonRow]  # per variant
     unavailable: dict[str, str]         # variant -> the doctor's reason
     reference_unavailable: str | None = None  # why the asked-for reference did not run
 
+    STRICT = False
+
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | None) -> Comparison:
-        v = _fill(cls, d)
-        return cls(**{**v, "variants": {k: ComparisonRow.from_json(r) for k, r in (v["variants"] or {}).items()},
-                      "unavailable": v["unavailable"] or {}})
+        v = super().from_json(d or {})
+        return replace(v, variants={k: ComparisonRow.from_json(r) for k, r in (v.variants or {}).items()},
+                       unavailable=v.unavailable or {})
 
 
 @dataclass(frozen=True)
-class VmBenchSummary:
+class BenchSummary(StoredSummary):
     """summary.json of a `vm-bench` run (and `kvds vm bench --json`'s summary)."""
     schema: str                         # kvds.vm-bench/N
     pid: int                            # the kvds process (its cgroups were named kvds-<pid>-vm-*)
@@ -146,18 +143,29 @@ class VmBenchSummary:
     comparison: Comparison              # every variant against --reference
     clock: str = "wall"                 # what the latencies are in: wall, or icount:N (guest instructions x 2**N ns)
 
-    def as_dict(self) -> dict[str, Any]:
-        """The one conversion to JSON: strict (NaN and infinities as null)."""
-        return strict(asdict(self))
-
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> VmBenchSummary:
-        v = _fill(cls, d)
-        return cls(**{**v, "variants": {k: VariantSummary.from_json(x) for k, x in (v["variants"] or {}).items()},
-                      "headline": Headline.from_json(v["headline"]), "comparison": Comparison.from_json(v["comparison"]),
-                      "damon": v["damon"] or {}, "mglru": v["mglru"] or {}, "ebpf": v["ebpf"] or {},
-                      "psi": v["psi"] or {}, "mm_intent": v["mm_intent"] or {}, "swap": v["swap"] or {},
-                      "cold_classes": v["cold_classes"] or list(COLD_CLASSES), "clock": v["clock"] or "wall"})
+    def from_json(cls, d: Mapping[str, Any]) -> BenchSummary:
+        """The nested figures typed again; what an older run did not write reads as empty (its tables say so)."""
+        v = super().from_json(d)
+        return replace(v, variants={k: VariantSummary.from_json(x) for k, x in (v.variants or {}).items()},
+                       headline=Headline.from_json(v.headline or {}), comparison=Comparison.from_json(v.comparison),
+                       damon=v.damon or {}, mglru=v.mglru or {}, ebpf=v.ebpf or {}, psi=v.psi or {},
+                       mm_intent=v.mm_intent or {}, swap=v.swap or {},
+                       cold_classes=v.cold_classes or list(COLD_CLASSES), clock=v.clock or "wall")
+
+
+VmBenchSummary = BenchSummary  # the name before every verb's summary was <Verb>Summary (tests/qemu reads it)
+
+
+@dataclass(frozen=True)
+class CompareSummary(StoredSummary):
+    """`kvds vm compare`'s summary (it files no run): a stored vm-bench run's decode-critical p99 judged again."""
+    source_run: str                     # the vm-bench run whose samples were read
+    reference: str                      # the reference variant
+    q: float                            # the percentile compared (99)
+    margin: float                       # non-inferiority margin: met when the whole interval is <= margin
+    variants: dict[str, dict[str, Any]]  # per variant: paired_p99.P99VsReference.as_dict() (pairs, ratio, verdict)
+    clock: str = "wall"                 # the run's clock: wall, or icount:N (QEMU guest instruction-count time)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -236,8 +244,8 @@ def comparison(summ: dict[str, VariantSummary], variants: dict[str, list[RepResu
                unavailable: dict[str, str], reference_unavailable: str | None = None) -> Comparison:
     """The guest-lab table: per variant, decode-critical pages swapped out, decode-critical re-access p99 and the
     cold classes' share of reclaim, each with its interval over repetitions; verdicts by interval (harness.stats):
-    decode-critical swapped out <= 0, and decode-critical p99 / the reference's p99 <= compare.MARGIN (no worse),
-    repetition r paired with the reference's repetition r (kernel_vm/compare.py)."""
+    decode-critical swapped out <= 0, and decode-critical p99 / the reference's p99 <= paired_p99.MARGIN (no worse),
+    repetition r paired with the reference's repetition r (kernel_vm/paired_p99.py)."""
     judged = p99_vs_reference({n: [r.latency_ns.get(DC, np.empty(0)) for r in reps] for n, reps in variants.items()},
                               reference) if reference in variants else {}
     rows = {}

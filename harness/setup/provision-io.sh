@@ -4,4 +4,4 @@
 set -euo pipefail
 top="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$top"
-"${KVDS_PYTHON:-$top/.venv/bin/python}" -m io_priority.native >/dev/null
+"${KVDS_PYTHON:-$top/.venv/bin/python}" -m io_priority.ioload_launch >/dev/null

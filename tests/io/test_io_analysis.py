@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from io_priority import blocktrace, sweep
+from io_priority import blocktrace, goal
+from io_priority.sweep_points import points
 from harness.results import strict as finite  # the encoder io summaries go through
 
 TRACE = """# tracer: nop
@@ -49,17 +50,17 @@ def _modes() -> dict:
 
 def test_pareto_and_goal_from_intervals() -> None:
     per = {"s": {"modes": _modes()}}
-    pts = {p["variant"]: p for p in sweep.points(per)}
+    pts = {p["variant"]: p for p in points(per)}
     assert "unloaded" not in pts
     assert pts["baseline"]["pareto"] and pts["a"]["pareto"] and not pts["b"]["pareto"]  # b: worse on both
     status = {v: p["goal"]["status"] for v, p in pts.items()}
     assert status == {"baseline": "reference", "a": "met", "b": "missed", "c": "inconclusive"}
     assert [p["meets_goal"] for p in pts.values()] == [False, True, False, False]
-    g = sweep.goal_summary(list(pts.values()), per)
+    g = goal.goal_summary(list(pts.values()), per)
     assert g["met_by"] == ["s/a"] and g["missed_by"] == ["s/b"] and g["inconclusive"] == ["s/c"]
     assert "s/baseline" not in g["met_by"] + g["missed_by"] + g["inconclusive"]
     assert abs(g["unloaded_p99_spread"]["s"] - 1.2) < 1e-9
-    line = sweep.goal_line(g)
+    line = goal.goal_line(g)
     assert "met by s/a;" in line and "missed by s/b;" in line and "inconclusive: s/c" in line
     assert "[0.2, 4.8]" in " ".join(pts["c"]["goal"]["text"])
 
@@ -67,8 +68,8 @@ def test_pareto_and_goal_from_intervals() -> None:
 def test_baseline_never_meets_even_when_its_numbers_would() -> None:
     modes = _modes()
     modes["baseline"]["interference_factor"] = _e(1.0, 0.9, 1.1)
-    pts = {p["variant"]: p for p in sweep.points({"s": {"modes": modes}})}
-    g = sweep.goal_summary(list(pts.values()), {"s": {"modes": modes}})
+    pts = {p["variant"]: p for p in points({"s": {"modes": modes}})}
+    g = goal.goal_summary(list(pts.values()), {"s": {"modes": modes}})
     assert pts["baseline"]["meets_goal"] is False and "s/baseline" not in g["met_by"]
 
 
@@ -76,23 +77,23 @@ def test_reference_stability_needs_repetitions() -> None:
     modes = _modes()
     modes["unloaded"]["per_rep_p99_us"] = [100.0]  # one repetition: the stability test cannot pass
     per = {"s": {"modes": modes}}
-    pts = {p["variant"]: p for p in sweep.points(per)}
+    pts = {p["variant"]: p for p in points(per)}
     assert pts["a"]["goal"]["status"] == "inconclusive"
     assert any("n too small" in t for t in pts["a"]["goal"]["text"])
-    assert sweep.goal_summary(list(pts.values()), per)["met_by"] == []
+    assert goal.goal_summary(list(pts.values()), per)["met_by"] == []
     modes["unloaded"]["per_rep_p99_us"] = [100.0, 400.0, 110.0]  # the reference itself moved 4x
-    pts = {p["variant"]: p for p in sweep.points(per)}
-    g = sweep.goal_summary(list(pts.values()), per)
+    pts = {p["variant"]: p for p in points(per)}
+    g = goal.goal_summary(list(pts.values()), per)
     assert pts["a"]["goal"]["status"] == "inconclusive" and g["met_by"] == []
     assert g["met_against_unstable_reference"] == ["s/a"]
 
 
 def test_best_clean_interference() -> None:
     per = {"s": {"modes": _modes()}}
-    pts = {p["variant"]: p for p in sweep.points(per)}
+    pts = {p["variant"]: p for p in points(per)}
     pts["a"]["overlap"] = {"clean_interference_factor": {"value": 1.1}}
     pts["b"]["overlap"] = {"clean_interference_factor": {"value": 0.9}}  # keeps only 25%: not a candidate
-    g = sweep.goal_summary(list(pts.values()), per)
+    g = goal.goal_summary(list(pts.values()), per)
     assert g["best_clean_interference"] == {"value": 1.1, "lo": None, "hi": None, "point": "s/a"}
 
 
@@ -101,7 +102,7 @@ def test_finite_makes_strict_json() -> None:
 
 
 def test_write_priority_check_reports_writeback_escape() -> None:
-    from io_priority.bench import write_priority_check
+    from io_priority.variant_figures import write_priority_check
 
     block = {"by_op": {"R": {"rt/0": 10}, "W": {"be/4": 95, "idle/0": 5}}, "lost_events": 0,
              "issuers_by_prio": {"W be/4": {"kworker": 95}, "W idle/0": {"ioload-1a2b": 5}}}
@@ -118,7 +119,7 @@ def test_write_priority_check_reports_writeback_escape() -> None:
 def test_overlap_splits_reads_by_spill_context() -> None:
     import numpy as np
 
-    from io_priority.bench import _overlap
+    from io_priority.variant_figures import _overlap
     from io_priority.workload import RepResult
 
     def rep(service_us: list[int], bits: list[int]) -> RepResult:
@@ -142,7 +143,9 @@ def test_bench_table_prints_missing_as_dash_with_reason() -> None:
     na = {"value": None, "lo": None, "hi": None, "reason": "n too small: 400 samples, p99 needs >= 1000"}
     mode = {"mapping": None, "latency_us": {"p50": {"value": 80.0, "lo": None, "hi": None,
                                                     "reason": "n too small: 2 repetitions, an interval needs >= 3"},
-                                            "p99": na, "p99.9": {**na, "reason": "n too small: 400 samples, p99.9 needs >= 10000"}},
+                                            "p99": na,
+                                            "p99.9": {**na,
+                                                      "reason": "n too small: 400 samples, p99.9 needs >= 10000"}},
             "max_us": None, "interference_factor": None, "spill_mb_s": None, "spill_retained": None, "overlap": None,
             "reads": 400, "block_layer": None, "write_priority": None}
     import io
@@ -153,9 +156,9 @@ def test_bench_table_prints_missing_as_dash_with_reason() -> None:
         print_table({"unloaded": mode}, "t", echo=lines.append)
     out = buf.getvalue()
     assert "n too" in out and "nan" not in out.lower()
-    from io_priority.render import fmt_est, fmt_value
+    from io_priority.render import cell, value_cell
 
-    assert fmt_value(mode["latency_us"]["p99.9"]) == "- (n too small: 400 < 10000)"
-    assert fmt_est(mode["latency_us"]["p99"], " us") == "- (n too small: 400 < 1000)"
-    assert fmt_est(mode["latency_us"]["p50"], " us") == "80 us (point estimate)"
-    assert fmt_est({"value": 80.0, "lo": 70.0, "hi": 95.0}, " us") == "80 us [70, 95]"
+    assert value_cell(mode["latency_us"]["p99.9"]) == "- (n too small: 400 < 10000)"
+    assert cell(mode["latency_us"]["p99"]) == "- (n too small: 400 < 1000)"
+    assert cell(mode["latency_us"]["p50"]) == "80 (point estimate)"  # harness/report/fmt, as every track prints it
+    assert cell({"value": 80.0, "lo": 70.0, "hi": 95.0}) == "80 [70, 95]"

@@ -10,7 +10,7 @@ import pytest
 
 from harness import doctor, journal
 from harness.mapping import load_mapping
-from io_priority import bench, device
+from io_priority import device, variant_runs
 from io_priority.workload import Workload
 from tests.io.conftest import SMALL
 
@@ -20,11 +20,12 @@ pytestmark = [doctor.skip_unless("loop", "ioprio", "ioprio.rt", "ioprio.idle", "
 @pytest.mark.parametrize("engine", ["psync", "io_uring"])
 def test_mapping_classes_reach_block_layer(engine: str) -> None:
     work = Workload(engine=engine, duration_s=0.7, rate=300.0, spill_qd=4)
-    variants = [bench.Variant("baseline", load_mapping("none")), bench.Variant("intent", load_mapping("intent"))]
+    variants = [variant_runs.Variant("baseline", load_mapping("none")),
+                variant_runs.Variant("intent", load_mapping("intent"))]
     with journal.session():
         dev = device.prepare("loop", SMALL)
-        bench.with_scheduler(dev, "mq-deadline")
-        results, _ = bench.run_variants(dev, work, variants, reps=1)
+        variant_runs.with_scheduler(dev, "mq-deadline")
+        results, _ = variant_runs.run_variants(dev, work, variants, reps=1)
     sep = results["intent"][0]
     plan = variants[1].plan(engine)
     assert sep.reader["reads"] > 0 and sep.writer["writes"] > 0
@@ -41,10 +42,10 @@ def test_mapping_classes_reach_block_layer(engine: str) -> None:
 
 def test_slack_pacer_holds_spill_back_but_spills() -> None:
     work = Workload(engine="io_uring", duration_s=0.7, rate=300.0, spill_qd=4)
-    variants = [bench.Variant("paced", load_mapping("intent-paced"))]
+    variants = [variant_runs.Variant("paced", load_mapping("intent-paced"))]
     with journal.session():
         dev = device.prepare("loop", SMALL)
-        results, _ = bench.run_variants(dev, work, variants, reps=1, trace=False)
+        results, _ = variant_runs.run_variants(dev, work, variants, reps=1, trace=False)
     w = results["paced"][0].writer
     assert w["gated_ns"] > 0, "the pacer never held a spill write back"
     assert w["writes"] > 0 and w["errors"] == 0

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness import doctor, journal
-from io_priority import bench, clocks, device, stalls
+from io_priority import clocks, device, stalls, variant_figures, variant_runs
 from io_priority.workload import RepResult, Workload
 from tests.io.conftest import SMALL
 
@@ -98,8 +98,8 @@ def test_summary_reports_stall_free_apart_and_keeps_every_read() -> None:
         done[i] = t = sub[i] + svc[i]
     stalled = _rep(list(due), list(sub), list(done))
     clean = [_rep(list(due), list(due), list(due + MS)) for _ in range(2)]
-    v = bench.Variant("unloaded", None)
-    m = bench.summarize([v], {"unloaded": [stalled, *clean]}, "psync", n_boot=50)["unloaded"]
+    v = variant_runs.Variant("unloaded", None)
+    m = variant_figures.summarize([v], {"unloaded": [stalled, *clean]}, "psync", n_boot=50)["unloaded"]
     assert m["stalls"]["stalls"] == 1 and m["stalls"]["reads_affected"] > 70  # the backlog behind 400 ms
     assert m["reads"] == 3 * n  # nothing dropped from the counts or the all-reads figures
     assert m["latency_us"]["p99"]["value"] > 1000  # all reads: the stall shows
@@ -113,8 +113,8 @@ def test_block_layer_issue_lies_inside_each_read(wait: str) -> None:
     work = Workload(engine="io_uring", duration_s=0.6, rate=300.0, wait=wait)
     with journal.session():
         dev = device.prepare("loop", SMALL)
-        bench.with_scheduler(dev, "mq-deadline")
-        results, _ = bench.run_variants(dev, work, [bench.Variant("unloaded", None)], reps=1)
+        variant_runs.with_scheduler(dev, "mq-deadline")
+        results, _ = variant_runs.run_variants(dev, work, [variant_runs.Variant("unloaded", None)], reps=1)
     r = results["unloaded"][0]
     assert r.has_clocks and r.reader["reads"] > 100
     due, sub, done = r.clocks.T

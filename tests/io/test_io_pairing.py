@@ -10,8 +10,8 @@ import numpy as np
 
 from harness import stats
 from harness.mapping import load_mapping
-from io_priority import bench, fio, pairing, repro
-from io_priority.bench import Variant
+from io_priority import fio, pairing, repro, variant_figures
+from io_priority.variant_runs import Variant
 from io_priority.workload import RepResult
 
 MS = 1_000_000
@@ -56,15 +56,15 @@ def test_a_drift_both_sides_share_cancels_in_the_judged_interference() -> None:
     results = {"unloaded": _drifting(1.0, drift, 1), "separated": _drifting(1.2, drift, 2)}
     variants = [Variant("unloaded", None), Variant("separated", load_mapping("spill-v2"))]
     order = stats.alternating_order(["unloaded", "separated"], len(drift))
-    paired = bench.summarize(variants, results, "io_uring", n_boot=400, order=order)["separated"]
+    paired = variant_figures.summarize(variants, results, "io_uring", n_boot=400, order=order)["separated"]
     inter = paired["stall_free"]["interference"]["service"]
     assert inter["pairing"]["rule"] == pairing.PAIRED and inter["pairing"]["pairs"] == 6
     assert inter["pairing"]["max_between"] == 0
     # true ratio 1.2: resampled by pair, the interval says <= 1.5 (met); independently it cannot
     assert 1.0 < inter["lo"] < 1.2 < inter["hi"] < 1.5, inter
-    assert stats.judge_at_most(bench.estimate_of(inter), 1.5).status == stats.MET
+    assert stats.judge_at_most(variant_figures.estimate_of(inter), 1.5).status == stats.MET
     assert paired["interference_factor"]["pairing"]["rule"] == pairing.PAIRED
-    unpaired = bench.summarize(variants, results, "io_uring", n_boot=400)["separated"]
+    unpaired = variant_figures.summarize(variants, results, "io_uring", n_boot=400)["separated"]
     other = unpaired["stall_free"]["interference"]["service"]
     assert other["pairing"]["rule"] == pairing.UNPAIRED and other["hi"] > 1.5
     assert other["value"] == inter["value"]  # the same pooled ratio: only the interval differs

@@ -8,7 +8,9 @@ import math
 
 from harness import stats
 from harness.results import ResultStore
-from io_priority import render, repro, sweep
+from io_priority import render, repro
+from io_priority.auto_grow import Grow
+from io_priority.summary import SWEEP_SCHEMA
 from io_priority.repro import LogNormal
 from tests.conftest import run_kvds
 
@@ -30,7 +32,7 @@ def _sweep_run(store: ResultStore, statuses: dict[str, str]) -> str:
     for v in statuses:
         modes[v] = {"per_rep_service_p99_us": [200.0, 220.0, 210.0], "spill_mb_s_per_rep": [2400.0, 2500.0, 2300.0]}
     run = store.new_run("io-sweep", {"rounds": [{"elapsed_s": 123.0}]})
-    run.write_summary({"schema": sweep.SCHEMA, "config": {"rounds": [{"elapsed_s": 123.0}]},
+    run.write_summary({"schema": SWEEP_SCHEMA, "config": {"rounds": [{"elapsed_s": 123.0}]},
                        "points": pts, "schedulers": {"mq-deadline": {
                            "modes": modes,
                            "rep_order": [list(x) for x in stats.alternating_order(list(modes), 3)]}}})
@@ -83,7 +85,7 @@ def test_growth_adds_repetitions_only_to_a_wide_point() -> None:
     model["s"]["p"]["p99"] = LogNormal(math.log(420), 0.4, 9)  # 1.4x the reference, repetitions 0.4 apart: wide
     rng = np.random.default_rng(1)
     fixed = repro.simulate_sweep(model, [("s", "p")], 3, rng, None, s_per_rep=1.0)
-    grown = repro.simulate_sweep(model, [("s", "p")], 3, rng, sweep.Grow(2.0, 60.0), s_per_rep=1.0)
+    grown = repro.simulate_sweep(model, [("s", "p")], 3, rng, Grow(2.0, 60.0), s_per_rep=1.0)
     assert fixed["seconds"] == 9.0  # 3 x (unloaded, baseline, p)
     assert 9.0 < grown["seconds"] <= 60.0 and (grown["seconds"] - 9.0) % 4 == 0  # rounds of 2 x (unloaded, p)
 

@@ -13,7 +13,7 @@ import pytest
 from harness import doctor, journal
 from harness.errors import UserError
 from harness.mapping import load_mapping, parse_mapping
-from io_priority import bench, device
+from io_priority import device, variant_figures, variant_runs
 from io_priority.workload import Workload
 from tests.io.conftest import SMALL
 
@@ -23,8 +23,8 @@ def test_wbt_lat_usec_is_validated() -> None:
     with pytest.raises(UserError, match="wbt_lat_usec"):
         parse_mapping(doc, "x")
     assert load_mapping("wbt-spill").classes[next(iter(load_mapping("wbt-spill").classes))] is not None
-    assert bench.Variant("w", load_mapping("wbt-spill")).plan("psync").wbt_lat_usec == 1000
-    assert bench.Variant("v", load_mapping("spill-v2")).plan("psync").pacing == "deadline"
+    assert variant_runs.Variant("w", load_mapping("wbt-spill")).plan("psync").wbt_lat_usec == 1000
+    assert variant_runs.Variant("v", load_mapping("spill-v2")).plan("psync").pacing == "deadline"
 
 
 @doctor.skip_unless("loop", "io_uring", "ioprio", "ioprio.rt")
@@ -34,7 +34,8 @@ def test_deadline_writer_batches_within_bounds() -> None:
                     spill_bs_min=128 << 10)
     with journal.session():
         dev = device.prepare("loop", SMALL)
-        results, _ = bench.run_variants(dev, work, [bench.Variant("v2", load_mapping("spill-v2"))], reps=1)
+        v2 = variant_runs.Variant("v2", load_mapping("spill-v2"))
+        results, _ = variant_runs.run_variants(dev, work, [v2], reps=1)
     r = results["v2"][0]
     w = r.writer
     assert w["writes"] > 0 and w["errors"] == 0 and w["batches"] > 0
@@ -51,7 +52,8 @@ def test_deadline_writer_batches_within_bounds() -> None:
 @doctor.skip_unless("root")
 def test_wbt_knob_set_per_variant_and_restored() -> None:
     work = Workload(duration_s=0.3, rate=200.0, spill_qd=2, spill_kind="buffered")
-    variants = [bench.Variant("baseline", load_mapping("none")), bench.Variant("wbt", load_mapping("wbt-spill"))]
+    variants = [variant_runs.Variant("baseline", load_mapping("none")),
+                variant_runs.Variant("wbt", load_mapping("wbt-spill"))]
     with journal.session():
         dev = device.prepare("loop", SMALL)
         knob = Path("/sys/block") / dev.name / "queue" / "wbt_lat_usec"
@@ -67,7 +69,7 @@ def test_wbt_knob_set_per_variant_and_restored() -> None:
 
         wl.Runner._apply_wbt = spy  # type: ignore[method-assign]
         try:
-            bench.run_variants(dev, work, variants, reps=2, trace=False)
+            variant_runs.run_variants(dev, work, variants, reps=2, trace=False)
         finally:
             wl.Runner._apply_wbt = orig  # type: ignore[method-assign]
         assert seen == [own, "1000", "1000", own]  # ABBA: baseline, wbt, wbt, baseline
@@ -84,7 +86,7 @@ def test_v2_window_says_what_half_the_spill_needs() -> None:
     model = [[{"size": 1 << 20, "depth": 2, "n": 10, "tail_ns": 3 * ms, "chosen": 5},    # 2 MiB in 3 ms: fits 4 ms
               {"size": 1 << 20, "depth": 4, "n": 10, "tail_ns": 6 * ms, "chosen": 1},    # 4 MiB in 6 ms: does not
               {"size": 1 << 20, "depth": 8, "n": 2, "tail_ns": 1 * ms, "chosen": 2}]]    # 2 observations: not trusted
-    w = bench._v2_window([rep], {"model": model}, base_mb_s=1000.0, unloaded=[rep])
+    w = variant_figures._v2_window([rep], {"model": model}, base_mb_s=1000.0, unloaded=[rep])
     assert w["interval_ms"] == pytest.approx(5.0) and w["free_ms"] == pytest.approx(4.0)
     assert w["needed_mib_per_window"] == pytest.approx(0.5 * 1000e6 * 0.005 / 2**20)
     assert w["needed_write_mb_s_at_tail"] == pytest.approx(2.5e6 / 1e6 / 0.004)

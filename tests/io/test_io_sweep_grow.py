@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from harness import doctor
-from io_priority import sweep
+from io_priority import auto_grow, goal, sweep_run
 from tests.conftest import run_kvds
 
 
@@ -16,63 +16,64 @@ def _pt(sched: str, variant: str, lo: float, hi: float) -> dict:
 
 
 def test_grow_adds_reps_only_to_points_whose_inconclusive_interval_is_wide() -> None:
-    g = sweep.Grow(width=2.0, time_cap_s=100.0)
+    g = auto_grow.Grow(width=2.0, time_cap_s=100.0)
     pts = [_pt("mq", "baseline", 0.5, 9.0),   # the reference: never judged, never grown for
            _pt("mq", "a", 1.0, 1.4),          # met: decided
            _pt("mq", "b", 2.0, 30.0),         # missed though wide: decided
            _pt("bfq", "c", 0.8, 4.0),         # inconclusive and 5x wide: more repetitions, with bfq's reference
            _pt("bfq", "d", 1.0, 1.3)]         # decided: not re-run though its scheduler grows
-    step = sweep.grow_step(pts, g, elapsed_s=20.0, variant_reps_done=16)
+    step = auto_grow.grow_step(pts, g, elapsed_s=20.0, variant_reps_done=16)
     assert step["more"] == {"bfq": ["unloaded", "c"]} and step["wide"] == {"bfq": ["c"]} and step["step"] == 2
     pts[3] = _pt("bfq", "c", 1.2, 1.9)  # inconclusive but narrower than 2x: the interval is as tight as asked
-    assert sweep.grow_step(pts, g, 20.0, 16)["more"] == {}
+    assert auto_grow.grow_step(pts, g, 20.0, 16)["more"] == {}
 
 
 def test_grow_stops_before_a_round_that_would_pass_the_cap() -> None:
-    g = sweep.Grow(width=2.0, time_cap_s=100.0)
+    g = auto_grow.Grow(width=2.0, time_cap_s=100.0)
     pts = [_pt("mq", "c", 0.8, 4.0), _pt("mq", "e", 0.7, 5.0)]
     # 80 s for 16 variant-repetitions (5 s each): the next round is 2 x (unloaded, c, e) = 30 s, 110 > 100
-    step = sweep.grow_step(pts, g, elapsed_s=80.0, variant_reps_done=16)
+    step = auto_grow.grow_step(pts, g, elapsed_s=80.0, variant_reps_done=16)
     assert step["more"] == {} and "time cap 100 s" in step["stop"] and "mq/c" in step["stop"]
     # one wide point: 2 x (unloaded, c) = 20 s, ends at exactly 100 s: it runs
-    assert sweep.grow_step(pts[:1], g, 80.0, 16)["more"] == {"mq": ["unloaded", "c"]}
-    assert sweep.grow_step(pts, None, 1.0, 4)["more"] == {}
+    assert auto_grow.grow_step(pts[:1], g, 80.0, 16)["more"] == {"mq": ["unloaded", "c"]}
+    assert auto_grow.grow_step(pts, None, 1.0, 4)["more"] == {}
 
 
 def test_goal_judged_on_service_time_with_end_to_end_beside_it() -> None:
     p = _pt("mq", "a", 1.0, 1.4)
     p["interference_e2e_stall_free"] = {"value": 3.0, "lo": 2.0, "hi": 4.0, "conf": 0.95}
     p["spill_retained_est"] = {"value": 0.7, "lo": 0.6, "hi": 0.8, "conf": 0.95}
-    sweep.judge([p], None)
+    goal.judge([p], None)
     assert p["goal"]["status"] == "met" and p["goal"]["parts"][0]["goal"].startswith("service-time interference")
     assert p["end_to_end"]["status"] == "missed"
-    assert sweep.interval_width({"lo": 2.0, "hi": 5.0}) == 2.5 and sweep.interval_width({"lo": None}) is None
+    assert auto_grow.interval_width({"lo": 2.0, "hi": 5.0}) == 2.5 and auto_grow.interval_width({"lo": None}) is None
 
 
 def test_default_sweep_plan_and_size() -> None:
     from io_priority.cli import sweep_plan
 
-    assert sweep.DEFAULT_PLAN["mq-deadline"] == ("ioprio-only", "throttle-only", "intent-paced", "spill-v2")
-    assert sweep.DEFAULT_PLAN["bfq"] == ("ioprio-only",)  # bfq as the comparator; its pacer points documented apart
-    assert sweep.DEFAULT_REPS >= 3  # an interval over repetitions needs 3
-    assert sweep_plan(None, None) == {s: list(ms) for s, ms in sweep.DEFAULT_PLAN.items()}
+    assert sweep_run.DEFAULT_PLAN["mq-deadline"] == ("ioprio-only", "throttle-only", "intent-paced", "spill-v2")
+    assert sweep_run.DEFAULT_PLAN["bfq"] == ("ioprio-only",)  # bfq as the comparator; its pacer points documented apart
+    assert sweep_run.DEFAULT_REPS >= 3  # an interval over repetitions needs 3
+    assert sweep_plan(None, None) == {s: list(ms) for s, ms in sweep_run.DEFAULT_PLAN.items()}
     # naming either axis gives the full grid, the default filling the other
-    assert sweep_plan(["bfq"], None) == {"bfq": list(sweep.DEFAULT_MAPPINGS)}
+    assert sweep_plan(["bfq"], None) == {"bfq": list(sweep_run.DEFAULT_MAPPINGS)}
     assert sweep_plan(None, ["spill-v2"]) == {"mq-deadline": ["spill-v2"], "bfq": ["spill-v2"]}
-    assert sweep_plan(None, None, quick=True) == {s: list(sweep.QUICK_MAPPINGS) for s in sweep.DEFAULT_SCHEDULERS}
+    quick = {s: list(sweep_run.QUICK_MAPPINGS) for s in sweep_run.DEFAULT_SCHEDULERS}
+    assert sweep_plan(None, None, quick=True) == quick
 
 
 def test_reference_spread_does_not_grow_with_the_number_of_repetitions() -> None:
     """max / min of k repetitions grows with k; the judged typical pair spread does not: the same six values
     repeated (12 repetitions, same dispersion) keep it about where it was, and a reference that moved 4x fails."""
     six = [300.0, 340.0, 380.0, 290.0, 360.0, 330.0]
-    one, two = sweep.typical_pair_spread(six), sweep.typical_pair_spread(six + six)
+    one, two = goal.typical_pair_spread(six), goal.typical_pair_spread(six + six)
     assert one < 1.5 and abs(two - one) / one < 0.05
-    assert sweep.typical_pair_spread([100.0, 400.0, 110.0]) > 1.5
+    assert goal.typical_pair_spread([100.0, 400.0, 110.0]) > 1.5
     per = {"s": {"modes": {"unloaded": {"per_rep_service_p99_us": [271.0, 494.0] + six}}}}  # max/min 1.82
-    v = sweep.reference_stability(per)["s"]
+    v = goal.reference_stability(per)["s"]
     assert v.status == "met" and "max/min 1.82" in v.reason
-    g = sweep.goal_summary([], per)
+    g = goal.goal_summary([], per)
     assert abs(g["unloaded_p99_spread"]["s"] - 494 / 271) < 1e-9 and g["unloaded_pair_spread"]["s"] < 1.5
 
 

@@ -1,4 +1,4 @@
-"""The decode-critical p99 comparison against the reference mapping (kernel_vm/compare.py): repetitions paired, a
+"""The decode-critical p99 comparison against the reference mapping (kernel_vm/paired_p99.py): repetitions paired, a
 non-inferiority margin, and the same judgement from a stored run's samples as from the bench's own.
 
 Synthetic samples (no kernel needed): what is tested is the arithmetic of the judgement, which a guest run cannot
@@ -15,7 +15,8 @@ import pytest
 
 from harness.errors import UserError
 from harness.results import ResultStore
-from kernel_vm.compare import MARGIN, compare_stored, p99_vs_reference, stored_samples
+from kernel_vm.compare_run import CompareConfig, run as compare_run
+from kernel_vm.paired_p99 import MARGIN, p99_vs_reference, stored_samples
 from tests.conftest import run_kvds
 
 SCALE = [1, 30, 3, 100, 1, 10, 50, 2, 5, 20, 1, 8]   # per-repetition slowdown shared by every variant
@@ -56,7 +57,9 @@ def test_a_stored_run_is_judged_as_its_samples_are(kvds_env: dict[str, str]) -> 
     loaded = stored_samples(run)
     assert all(np.array_equal(a, b) for v in data for a, b in zip(loaded[v], data[v]))
     want = p99_vs_reference(data, "memcg-protect@mglru-off")["mm-intent@mglru-off"].as_dict()
-    assert compare_stored(run).variants["mm-intent@mglru-off"] == want   # the run's own --reference, resolved
+    judged = compare_run(CompareConfig(run.run_id))
+    assert judged.run is None   # it files no run
+    assert judged.summary.variants["mm-intent@mglru-off"] == want   # the run's own --reference, resolved
     res = run_kvds(["vm", "compare", run.run_id, "--json"], kvds_env, timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["summary"]["variants"]["mm-intent@mglru-off"]["verdict"]["status"] == \

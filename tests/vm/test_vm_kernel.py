@@ -22,7 +22,7 @@ from harness.mapping import MADVISE_ADVICE, load_mapping
 from kernel_vm import damon, measure, mglru, swap_backend
 from kernel_vm.arena_process import ArenaProcess
 from kernel_vm.mix import CLASSES, DEFAULT_MIX, make_layout
-from kernel_vm.phases import run_once
+from kernel_vm.repetition import run_once
 from tests.conftest import journals_of, needs_root, run_kvds
 
 pytestmark = [needs_root, doctor.skip_unless("swap.zram", "memcg")]

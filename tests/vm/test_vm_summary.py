@@ -18,8 +18,8 @@ from harness.report.document import Document
 from harness.results import ResultStore, Run
 from kernel_vm import report_section
 from kernel_vm.mix import CLASSES
-from kernel_vm.phases import RepFacts, RepResult
-from kernel_vm.summary import SCHEMA, VmBenchSummary, comparison, headline, mm_intent_doc, summarize_variant
+from kernel_vm.repetition import RepFacts, RepResult
+from kernel_vm.summary import SCHEMA, BenchSummary, comparison, headline, mm_intent_doc, summarize_variant
 from tests.core.test_json_shape import strict_loads
 
 N = len(CLASSES)
@@ -36,12 +36,12 @@ def _rep(seed: int, swapped: list[int], slow: float = 1.0) -> RepResult:
                      facts=RepFacts(memcg_version=1, squeeze_limit_bytes=1 << 20, limit_error=None))
 
 
-def _summary() -> VmBenchSummary:
+def _summary() -> BenchSummary:
     reps = {"none": [_rep(r, [40, 10, 30, 30, 20, 5], 30.0) for r in range(3)],
             "memcg-protect": [_rep(10 + r, [0, 10, 30, 30, 20, 5]) for r in range(3)],
             "mm-intent": [_rep(20 + r, [0] * N) for r in range(3)]}  # the squeeze took nothing: no cold share
     per = {n: summarize_variant(r) for n, r in reps.items()}
-    return VmBenchSummary(
+    return BenchSummary(
         schema=SCHEMA, pid=1, mapping="memcg-protect,mm-intent", mappings=["memcg-protect", "mm-intent"],
         baseline="none", swap={"kind": "zram", "device": "/dev/zram1"}, pressure_pct=30.0, pressure_mode="limit",
         reps=3, cold_classes=["cold-spillable", "recompute-ok", "done"], variants=per,
@@ -57,7 +57,7 @@ def test_the_summary_is_strict_json_and_reads_back_unchanged() -> None:
     text = json.dumps(doc, allow_nan=False)            # the one conversion: no NaN left anywhere
     back = strict_loads(text)
     assert back["variants"]["mm-intent"]["reclaim_share_cold"]["per_rep"] == [None, None, None]
-    assert VmBenchSummary.from_json(back).as_dict() == doc
+    assert BenchSummary.from_json(back).as_dict() == doc
     row = back["comparison"]["variants"]
     assert row["none"]["verdicts"]["decode_critical_p99_no_worse_than_reference"]["status"] == "missed"
     assert "decode_critical_p99_no_worse_than_reference" not in row["memcg-protect"]["verdicts"]
@@ -95,7 +95,7 @@ def _render(run: Run, tmp_path: Path) -> tuple[str, ReportContext]:
 
 def test_a_run_stored_before_schema_2_loads_and_the_report_says_it_predates(kvds_env: dict, tmp_path: Path) -> None:
     old = _v1(_summary().as_dict())
-    s = VmBenchSummary.from_json(old)
+    s = BenchSummary.from_json(old)
     assert s.headline.intent_damos is None and s.comparison.reference_unavailable is None
     md, ctx = _render(_stored(old), tmp_path / "old")
     assert "| memcg-protect | 3 |" in md and "(reference)" in md
@@ -105,3 +105,15 @@ def test_a_run_stored_before_schema_2_loads_and_the_report_says_it_predates(kvds
     assert "predates" not in new_md
     line = new_ctx.verdicts["host"]["vm: none decode-critical re-access p99 no worse than memcg-protect's"]
     assert line.startswith("missed (goal decode-critical p99 / memcg-protect's <= 1.25")
+
+
+def test_the_renderer_takes_the_typed_summary_and_prints_fmt_estimates(capsys) -> None:
+    from kernel_vm import render
+
+    s = BenchSummary.from_json(_summary().as_dict())
+    render.bench(s)
+    out = capsys.readouterr().out
+    assert "vm bench: swap=zram (/dev/zram1)" in out and "memcg-protect" in out and "nan" not in out.lower()
+    # the mm-intent variant's squeeze took nothing: its cold share is missing, printed as fmt prints a missing value
+    assert "from cold classes (cold-spillable, recompute-ok, done): - (no data)" in out
+    assert "headline: decode-critical pages swapped out: none 40 [40, 40] vs memcg-protect 0 [0, 0]" in out

@@ -1,6 +1,6 @@
-"""Decode-critical re-access p99 of each variant against a reference mapping's (issue 16's p99 goal), paired by
-repetition: a pure function of the per-repetition samples a run stores, so a stored run is judged again with
-`kvds vm compare RUN` exactly as the bench judged it.
+"""Decode-critical re-access p99 of each variant against a reference mapping's, paired by repetition: a pure
+function of the per-repetition samples a run stores, so a stored run is judged again with `kvds vm compare RUN`
+(kernel_vm/compare_run.py) exactly as the bench judged it.
 
 Why paired: repetition r of every variant uses the same block -> class layout (seed + r) and runs in the same
 alternating round, so whatever made round r slow (the host stalling the TCG guest, another tenant) hits both
@@ -14,14 +14,14 @@ The goal is "no worse than the reference" within MARGIN (non-inferiority).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from harness import stats
 from harness.errors import UserError
-from harness.results import Run, strict
+from harness.results import Run
 
 DC = "decode-critical"
 Q = 99.0
@@ -90,29 +90,3 @@ def resolve_reference(variants: Sequence[str], reference: str) -> str:
         raise UserError(f"--reference {reference!r} {'names several variants' if hits else 'is not in the run'}: "
                         f"{', '.join(hits or variants)}")
     return hits[0]
-
-
-@dataclass(frozen=True)
-class CompareSummary:
-    """`kvds vm compare --json`'s summary: a stored vm-bench run's decode-critical p99 judged again."""
-    source_run: str                     # the vm-bench run whose samples were read
-    reference: str                      # the reference variant
-    q: float                            # the percentile compared (99)
-    margin: float                       # non-inferiority margin: met when the whole interval is <= margin
-    variants: dict[str, dict[str, Any]]  # per variant: P99VsReference.as_dict() (pairs, ratio, verdict)
-    clock: str = "wall"                 # the run's clock: wall, or icount:N (QEMU guest instruction-count time)
-
-    def as_dict(self) -> dict[str, Any]:
-        return strict(asdict(self))
-
-
-def compare_stored(run: Run, reference: str | None = None, q: float = Q, margin: float = MARGIN) -> CompareSummary:
-    """Judge a stored vm-bench run again: the reference defaults to the one the run was asked for."""
-    samples = stored_samples(run)
-    ref = reference or (run.meta.get("config") or {}).get("reference")
-    if not ref:
-        raise UserError(f"run {run.run_id} was run without --reference: give one (variants: {', '.join(samples)})")
-    ref = resolve_reference(list(samples), ref)
-    rows = p99_vs_reference(samples, ref, q, margin)
-    return CompareSummary(run.run_id, ref, q, margin, {n: r.as_dict() for n, r in rows.items()},
-                          clock=run.summary.get("clock") or "wall")

@@ -1,4 +1,4 @@
-"""Build and run `ioload` (ioload.c), the C load generator: no interpreter work per I/O.
+"""Build and launch `ioload` (ioload.c), the C load generator: no interpreter work per I/O.
 
 The binary is compiled once per source revision into the kvds cache (`harness.paths.cache_dir()`), keyed by
 the source's hash, so an edit rebuilds it and fresh checkouts share it.

@@ -1,7 +1,8 @@
-"""`kvds vm bench` from one BenchConfig: validate (every mapping parsed once), check the host, set up swap, run
-the variants' repetitions in alternating order, file the samples, summarise (kernel_vm/summary.py).
+"""`kvds vm bench` from one BenchConfig: validate (every mapping parsed once: `plan`, which the cli's config also
+calls, so bad input exits 2 before the root check), check the host, set up swap, run the variants' repetitions in
+alternating order (kernel_vm/repetition.py), file the samples, summarise (kernel_vm/summary.py).
 
-Repetition r of every variant uses the layout of seed + r (paired), which is what compare.p99_vs_reference
+Repetition r of every variant uses the layout of seed + r (paired), which is what paired_p99.p99_vs_reference
 relies on. Every kernel change goes through the knob journal (restored on exit, error, Ctrl-C).
 """
 
@@ -17,12 +18,12 @@ import numpy as np
 from harness import deferred_figures, doctor, environment, journal, progress, stats
 from harness.errors import Unavailable, UserError
 from harness.mapping import Mapping, load_mapping
-from harness.results import ResultStore, Run
+from harness.results import Filed, ResultStore, Run
 from kernel_vm import damon, ebpf_bridge, mglru, mm_intent, swap_backend
 from kernel_vm.arena import check_fits, timer_overhead_ns
 from kernel_vm.mix import CLASSES, DEFAULT_MIX, Layout, format_mix, make_layout, parse_mix
-from kernel_vm.phases import RepResult, protected_classes, run_once, squeeze_limit
-from kernel_vm.summary import (COLD_CLASSES, SCHEMA, VmBenchSummary, comparison, damon_per_class, headline,
+from kernel_vm.repetition import RepResult, protected_classes, run_once, squeeze_limit
+from kernel_vm.summary import (COLD_CLASSES, SCHEMA, BenchSummary, comparison, damon_per_class, headline,
                                mm_intent_doc, summarize_variant)
 
 BASELINE = "none"
@@ -147,9 +148,9 @@ def _save_samples(run: Run, results: dict[str, list[RepResult]], overhead: np.nd
                 run.write_samples(f"reaccess_ns__{vname}__{cls}__rep{r}", lat)
 
 
-def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run, VmBenchSummary]:
-    """Run the planned comparison on this host; returns the run and its summary."""
-    cfg = p.cfg
+def run(cfg: BenchConfig) -> Filed[BenchSummary]:
+    """Run the comparison on this host; returns the filed run and its summary."""
+    p = plan(cfg)
     doctor.require("memcg", "pagemap", "zswap" if cfg.swap == "zswap" else f"swap.{cfg.swap}", area=AREA)
     unavailable = unavailable_mappings(p)
     names = [n for n in p.requested if n not in unavailable]
@@ -168,7 +169,7 @@ def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run
     with journal.session():
         backend = swap_backend.set_up(cfg.swap, int(lay.arena_bytes * SWAP_HEADROOM))
         config["device"] = backend.device
-        run = ResultStore().new_run("vm-bench", config)
+        filed = ResultStore().new_run("vm-bench", config)
         zswap0 = swap_backend.zswap_stats() if cfg.swap == "zswap" else {}  # mounts debugfs for the session
         probes, ebpf_doc = ebpf_bridge.probes(cfg.ebpf)
         overhead = timer_overhead_ns()
@@ -178,7 +179,6 @@ def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run
             for r, name in order:
                 v = by_name[name]
                 bar.update(description=f"rep {r + 1}/{cfg.reps} {name}")
-                on_step(f"rep {r + 1}/{cfg.reps}: {name}")
                 with journal.scoped():
                     mglru.apply(v.mglru)
                     rep_layout = p.layout_of(r)
@@ -191,7 +191,7 @@ def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run
             probe.close()
         zswap1 = swap_backend.zswap_stats() if cfg.swap == "zswap" else {}
         zram = swap_backend.zram_stats(backend.device) if cfg.swap == "zram" else {}
-    _save_samples(run, results, overhead)
+    _save_samples(filed, results, overhead)
     ov = stats.percentiles(overhead, (50.0, 99.0))
     sfx = f"@{settings[0].label()}" if settings[0].label() else ""
     base, first = cfg.baseline + sfx, names[0] + sfx
@@ -205,7 +205,7 @@ def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run
         # fvaddr actions go through the kernel's madvise code (mm/damon/vaddr.c damos_madvise), which
         # CONFIG_ADVISE_SYSCALLS=n compiles out: the schemes then try regions and apply nothing
         damon_doc["vaddr_apply"] = _capability_doc("madvise.MADV_PAGEOUT")
-    summary = VmBenchSummary(
+    summary = BenchSummary(
         schema=SCHEMA, pid=os.getpid(), mapping=cfg.mapping, mappings=p.requested, baseline=cfg.baseline,
         swap=backend.as_dict(), pressure_pct=cfg.pressure_pct, pressure_mode=cfg.pressure_mode, reps=cfg.reps,
         cold_classes=list(COLD_CLASSES), variants=per_variant,
@@ -221,9 +221,9 @@ def bench(p: Plan, on_step: Callable[[str], None] = lambda s: None) -> tuple[Run
         comparison=comparison(per_variant, results, ref, {n + sfx: why for n, why in unavailable.items()},
                               unavailable.get(cfg.reference, "") if cfg.reference and ref is None else None))
     doc = summary.as_dict()
-    run.write_summary(doc)
-    deferred_figures.draw(run, "vm-bench.png", "kernel_vm.plot:plot_summary", doc)
-    return run, summary
+    filed.write_summary(doc)
+    deferred_figures.draw(filed, "vm-bench.png", "kernel_vm.plot:plot_summary", doc)
+    return Filed(filed, summary)
 
 
 def _memcg_groups(mapping: Mapping, placement: Any) -> dict[str, tuple[str, str]]:

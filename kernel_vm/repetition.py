@@ -1,4 +1,4 @@
-"""One repetition of the bench: populate, apply the mapping, squeeze, re-access in decode order.
+"""One repetition of `kvds vm bench`: populate the arena, apply the mapping, squeeze, re-access in decode order.
 
 Pressure model (the same resident budget for every mapping, so mappings differ only in *which* pages go):
 the arena may keep B = (1 - PCT/100) x arena bytes resident. Pages of "protect" classes sit in an unlimited
