@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from net_priority.figures import RepSamples, anchor_ratio, judge_goal, variant_figures
+from net_priority.estimates import RepSamples, anchor_ratio, judge_goal, variant_figures
 
 
 def _reps(scale_us: float, bulk: float | None, k: int = 5, n: int = 1200, seed: int = 0) -> list[RepSamples]:
@@ -50,3 +50,38 @@ def test_a_wide_interval_is_inconclusive() -> None:
 def test_anchor_within_ten_percent() -> None:
     assert anchor_ratio([100.0, 102.0, 101.0], [99.0, 100.0, 101.0])["verdict"]["status"] == "met"
     assert anchor_ratio([150.0, 152.0, 151.0], [99.0, 100.0, 101.0])["verdict"]["status"] == "missed"
+
+
+def _clocked(scale_us: float, bulk: float | None, stalled: set[int] = frozenset(), k: int = 5, n: int = 1200,
+             seed: int = 0) -> list[RepSamples]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(k):
+        net = ((rng.exponential(scale_us, n) + scale_us) * 1000).astype(np.int64)
+        wake = np.full(n, 30_000_000 if i in stalled else 1000, dtype=np.int64)
+        out.append(RepSamples(net + wake, net, rng.choice([16384, 65536], n), late=0,
+                              bulk_mbit=None if bulk is None else bulk * rng.uniform(0.99, 1.01), network_ns=net,
+                              wake_late_ns=wake, stall={"stalled": i in stalled, "why": "test"}))
+    return out
+
+
+def test_the_goal_is_judged_on_network_time_and_stalls_are_named() -> None:
+    unloaded, base = _clocked(100, None, stalled={2}), _clocked(1000, 940, seed=1)
+    good = _clocked(105, 900, seed=2)
+    f = variant_figures(good, unloaded, base, 1000.0, "net-htb", {}, 10.0)
+    assert f.goal_clock == "network" and f.goal["status"] == "met" and "network p99" in f.goal["text"]
+    assert f.interference_p99_network["hi"] < 1.5 and f.network_us["p99"]["value"] > 0
+    # the unloaded repetition 2 was stalled: the stall-free goal uses the 4 other pairs, and says so
+    assert f.stalled_reps == 0 and f.goal_stall_free is not None and f.goal_stall_free["pairs"] == 4
+    u = variant_figures(unloaded, unloaded, None, 1000.0, None, {}, 10.0)
+    assert u.stalled_reps == 1 and u.wake_late_us["p99"]["value"] > 1000
+
+
+def test_repro_predicts_from_stall_free_pairs() -> None:
+    from net_priority.repro import predict
+
+    unloaded, good = _clocked(100, None), _clocked(102, 900, stalled={0, 1}, seed=3)
+    p = predict([(good, unloaded)] * 2, 1000.0, 5)
+    assert p["pairs"] == 6 and p["chance"]["met"] > 0.9 and 0 <= p["all_same"] <= 1
+    few = predict([(good[:2], unloaded[:2])], 1000.0, 5)
+    assert "chance" not in few and "fewer than 3" in few["reason"]
