@@ -85,3 +85,25 @@ def test_repro_predicts_from_stall_free_pairs() -> None:
     assert p["pairs"] == 6 and p["chance"]["met"] > 0.9 and 0 <= p["all_same"] <= 1
     few = predict([(good[:2], unloaded[:2])], 1000.0, 5)
     assert "chance" not in few and "fewer than 3" in few["reason"]
+
+
+def test_repro_rejudges_a_stored_run_from_its_samples(tmp_path) -> None:
+    from harness.results import ResultStore
+    from net_priority.bench_run import _write_samples
+    from net_priority.repro import compare
+
+    results = {"unloaded": _clocked(100, None), "baseline": _clocked(1000, 940, seed=1),
+               "net-htb": _clocked(104, 900, stalled={3}, seed=2)}
+    run = ResultStore(tmp_path).new_run("net-bench", {})
+    _write_samples(run, results)
+    variants = {n: variant_figures(r, results["unloaded"], results["baseline"], 1000.0, None, {}, 10.0).as_dict()
+                for n, r in results.items()}
+    for v, reps in zip(variants.values(), results.values()):
+        v["bulk_mbit_per_rep"] = [r.bulk_mbit for r in reps] if reps[0].bulk_mbit is not None else None
+    run.write_summary({"config": {"rate_mbit": 1000.0, "step_ms": 10.0, "reps": 5}, "variants": variants})
+    rows, pairs = compare([run])
+    by = {r["variant"]: r["cells"][0] for r in rows}
+    assert by["net-htb"]["status"] == variants["net-htb"]["goal"]["status"] == "met"
+    assert by["net-htb"]["clock"] == "network" and by["net-htb"]["stalled_reps"] == 1
+    assert by["net-htb"]["stall_free"] == "met" and by["baseline"]["status"] == "missed"
+    assert by["unloaded"]["status"] is None and set(pairs) == {"baseline", "net-htb"}
