@@ -49,7 +49,7 @@ class VariantFigures(StoredSummary):
 class BenchSummary(StoredSummary):
     """summary.json of a `net-bench` run."""
     schema: str                          # "kvds.net-bench/1"
-    config: dict[str, Any]               # NetConfig, the lab's names, the HTB plan, loadavg at start and end
+    config: dict[str, Any]               # BenchConfig, the lab's names, the HTB plan, loadavg at start and end
     rep_order: list[list[Any]]           # [[rep, variant], ...] as run (what the interference is paired by)
     variants: dict[str, dict[str, Any]]  # per variant: VariantFigures
     anchor: dict[str, Any] | None        # sockperf / iperf3 beside kvds in the same run, with the 10% verdict
@@ -61,7 +61,7 @@ class BenchSummary(StoredSummary):
 class BenchPlan(StoredSummary):
     """`kvds net bench --dry-run`: what a run would create and start (nothing is changed)."""
     schema: str                          # "kvds.net-bench-plan/1"
-    config: dict[str, Any]               # the NetConfig the run would use
+    config: dict[str, Any]               # the BenchConfig the run would use
     lab: dict[str, Any]                  # namespace, interface and address names (the run draws its own 4-hex tag)
     qdisc: str                           # htb or tbf on the prefill side's interface
     htb_classes: list[dict[str, Any]] | None  # minor, rate_mbit, ceil_mbit, prio per HTB leaf (None for tbf)
