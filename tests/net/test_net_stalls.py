@@ -67,7 +67,7 @@ def _fetch(addr: str, out: Path, cpu: int, hog: bool) -> dict[str, np.ndarray]:
 def test_a_fetcher_held_off_its_cpu_is_flagged_with_its_run_queue_wait(server: str, tmp_path: Path) -> None:
     cpu = sorted(os.sched_getaffinity(0))[-1]
     z = _fetch(server, tmp_path / "hog.npz", cpu, hog=True)
-    rep = rep_samples(z, int(z["warmup"]), 5.0, 20.0, {"fetcher": int(z["runq_wait_ns"])})
+    rep = rep_samples(z, int(z["warmup"]), 5.0, 20.0, {"fetcher": int(z["runq_wait_ns"])}, bulk_mbit=None)
     assert rep.stall is not None and rep.stall["stalled"], rep.stall
     assert "fetcher waited" in rep.stall["why"] and rep.stall["runq_ms"]["fetcher"] > 20, rep.stall
     assert rep.stall["max_wake_late_ms"] > 20 and rep.stall["late_wakeups"] >= 1, rep.stall
@@ -78,7 +78,7 @@ def test_a_fetcher_held_off_its_cpu_is_flagged_with_its_run_queue_wait(server: s
 def test_the_clocks_split_e2e_and_an_unreached_threshold_flags_nothing(server: str, tmp_path: Path) -> None:
     z = _fetch(server, tmp_path / "calm.npz", sorted(os.sched_getaffinity(0))[0], hog=False)
     w = int(z["warmup"])
-    rep = rep_samples(z, w, 5.0, 60_000.0, {"fetcher": int(z["runq_wait_ns"]), "fetch-server": None})
+    rep = rep_samples(z, w, 5.0, 60_000.0, {"fetcher": int(z["runq_wait_ns"]), "fetch-server": None}, bulk_mbit=None)
     assert rep.stall is not None and not rep.stall["stalled"] and rep.stall["why"] == ""
     assert rep.stall["runq_ms"]["fetch-server"] is None  # unknown evidence is kept as unknown, not as zero
     due, issued, sent, done = (z[k][w:] for k in ("intended_ns", "issue_ns", "sent_ns", "done_ns"))
