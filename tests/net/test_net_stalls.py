@@ -47,6 +47,19 @@ def server() -> Iterator[str]:
             p.communicate(timeout=30)
 
 
+def _wait_connected(pid: int, timeout_s: float = 60.0) -> None:
+    """Until the process holds a socket (the fetcher connects just before its schedule starts)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:") for fd in os.listdir(f"/proc/{pid}/fd")):
+                return
+        except OSError:
+            pass
+        time.sleep(0.005)
+    pytest.fail("the fetcher did not connect")
+
+
 def _fetch(addr: str, out: Path, cpu: int, hog: bool) -> dict[str, np.ndarray]:
     """200 fetches 5 ms apart, the fetcher pinned to `cpu`; with hog, a SCHED_FIFO spinner takes that CPU for HOG_S
     a third of the way in."""
@@ -54,7 +67,8 @@ def _fetch(addr: str, out: Path, cpu: int, hog: bool) -> dict[str, np.ndarray]:
                           "--step-ms", "5", "--count", "200", "--out", str(out)], cwd=ROOT, env=ENV,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if hog:
-        time.sleep(0.5)
+        _wait_connected(f.pid)
+        time.sleep(0.2)  # a fifth of the way into the 1 s schedule (it starts 1 ms after connecting)
         spin = f"import time\nt = time.monotonic() + {HOG_S}\nwhile time.monotonic() < t: pass"
         subprocess.run(["taskset", "-c", str(cpu), "chrt", "-f", "50", sys.executable, "-c", spin], check=True,
                        timeout=60)
