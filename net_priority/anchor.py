@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from harness.knobs import workers
-from net_priority import lab as labmod, tools
+from net_priority import veth_lab as labmod, tools
 from net_priority.bench import BULK_INTERVAL_MS, bulk_mbit
-from net_priority.config import SOCKPERF_MAX, NetConfig
-from net_priority.figures import anchor_ratio
-from net_priority.lab import BULK_PORT, IPERF_PORT, PINGPONG_PORT, SOCKPERF_PORT, Lab
+from net_priority.config import SOCKPERF_MAX, NetSetup
+from net_priority.estimates import anchor_ratio
+from net_priority.veth_lab import BULK_PORT, IPERF_PORT, PINGPONG_PORT, SOCKPERF_PORT, Lab
 from net_priority.procs import Commands, EndpointFailed, finish, start, stop
 
 ANCHOR_REPS = 3
@@ -99,7 +99,7 @@ def _iperf3(lab: Lab, streams: int, cmds: Commands) -> dict[str, Any]:
                                        BULK_S, cmds))
 
 
-def _kvds_bulk(cfg: NetConfig, lab: Lab, work: Path, cmds: Commands) -> float | None:
+def _kvds_bulk(cfg: NetSetup, lab: Lab, work: Path, cmds: Commands) -> float | None:
     out = work / f"bulk-alone-{time.monotonic_ns()}.npz"
     receiver = start(lab.decode_ns, "bulk-receiver", ["--bind", f"{lab.decode_ip}:{BULK_PORT}", "--out", str(out),
                                                      "--interval-ms", str(BULK_INTERVAL_MS)], cmds, wait_ready=True)
@@ -115,7 +115,7 @@ def _kvds_bulk(cfg: NetConfig, lab: Lab, work: Path, cmds: Commands) -> float | 
     return bulk_mbit(out, t0, t1)
 
 
-def run(cfg: NetConfig, lab: Lab, cmds: Commands) -> dict[str, Any]:
+def run(cfg: NetSetup, lab: Lab, cmds: Commands) -> dict[str, Any]:
     smallest = min(cfg.sizes)  # the anchor's size, and the smallest fetch's if sockperf can send it
     sizes = sorted({cfg.anchor_size} | ({smallest} if smallest <= SOCKPERF_MAX else set()))
     out: dict[str, Any] = {"reps": ANCHOR_REPS, "pingpong": {}, "unit": "us, half round trip"}
@@ -140,7 +140,7 @@ def run(cfg: NetConfig, lab: Lab, cmds: Commands) -> dict[str, Any]:
     return out
 
 
-def _loaded(cfg: NetConfig, lab: Lab, cmds: Commands) -> dict[str, Any]:
+def _loaded(cfg: NetSetup, lab: Lab, cmds: Commands) -> dict[str, Any]:
     """sockperf ping-pong at the anchor size while iperf3 streams over the same bottleneck (one class)."""
     server = _server(lab.decode_ns, tools.iperf3_server(lab.decode_ip, IPERF_PORT), cmds)
     bulk_argv = _ns(lab.prefill_ns, tools.iperf3_client(lab.decode_ip, IPERF_PORT, cfg.bulk_streams,

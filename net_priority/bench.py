@@ -11,19 +11,20 @@ from typing import Any, Callable
 import numpy as np
 
 from harness import stats
-from net_priority import lab as labmod
+from net_priority import veth_lab as labmod
 from net_priority.classes import RoleClass, role_sockopt, roles_of
-from net_priority.config import BASELINE, UNLOADED, NetConfig
-from net_priority.figures import RepSamples
-from net_priority.lab import BULK_PORT, FETCH_PORT, Lab
-from net_priority.procs import READY_TIMEOUT_S, Commands, EndpointFailed, finish, start, stop
+from net_priority.config import BASELINE, UNLOADED, NetSetup
+from net_priority.estimates import RepSamples
+from net_priority.fetch_clocks import rep_samples
+from net_priority.veth_lab import BULK_PORT, FETCH_PORT, Lab
+from net_priority.procs import READY_TIMEOUT_S, Commands, EndpointFailed, finish, runq_wait_ns, start, stop
 from harness.progress import progress
 
 BULK_INTERVAL_MS = 100
 COUNTERS = ("bytes", "packets", "drops", "overlimits", "requeues")
 
 
-def sockopt_text(cfg: NetConfig, role: str, rc: RoleClass) -> str:
+def sockopt_text(cfg: NetSetup, role: str, rc: RoleClass) -> str:
     from net_priority.sockopts import SocketClass
 
     return str(SocketClass(**role_sockopt(cfg, role, rc)))
@@ -67,7 +68,7 @@ def ebpf_brief(doc: dict[str, Any]) -> dict[str, Any]:
     return {"queue_delay_ns": q, "retransmits": r, "missed_events": doc.get("missed_events"), "hook": doc.get("hook")}
 
 
-def fetcher_timeout_s(cfg: NetConfig) -> float:
+def fetcher_timeout_s(cfg: NetSetup) -> float:
     """How long a fetcher may take, start-up included, before the repetition is an error. Generous: open loop, a
     fetcher behind a bloated queue issues its late fetches back to back and ends when the last is served (in the
     TCG guest lab at 100 Mbit/s the baseline's fetches took 283 ms each at a 50 ms step)."""
@@ -89,7 +90,7 @@ def wait_bulk_flowing(lab: Lab, sender: Any, timeout_s: float = READY_TIMEOUT_S)
         time.sleep(0.05)
 
 
-def rep_endpoints(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], rep: int, fetch_out: Path,
+def rep_endpoints(cfg: NetSetup, lab: Lab, roles: dict[str, RoleClass], rep: int, fetch_out: Path,
                   bulk_out: Path) -> dict[str, tuple[str, list[str]]]:
     """Per endpoint role, (namespace, its arguments) for one repetition: one pure function, so `--dry-run` shows
     exactly what a run starts."""
@@ -113,7 +114,7 @@ def rep_endpoints(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], rep: in
     }
 
 
-def run_rep(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], loaded: bool, rep: int, work: Path,
+def run_rep(cfg: NetSetup, lab: Lab, roles: dict[str, RoleClass], loaded: bool, rep: int, work: Path,
             cmds: Commands, trace: Any = None) -> RepSamples:
     tag = f"{rep}-{time.monotonic_ns()}"
     fetch_out, bulk_out = work / f"fetch-{tag}.npz", work / f"bulk-{tag}.npz"
@@ -128,12 +129,15 @@ def run_rep(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], loaded: bool,
             wait_bulk_flowing(lab, sender)
             time.sleep(cfg.warmup_s)
         before = labmod.stats(lab)
+        others = {"fetch-server": server, "bulk-sender": sender, "bulk-receiver": receiver}
+        runq0 = {k: runq_wait_ns(p) for k, p in others.items() if p is not None}
         if trace is not None:
             trace.start()
         t0 = time.monotonic_ns()
         fetcher = start(ep["fetcher"][0], "fetcher", ep["fetcher"][1], cmds, rt=cfg.fetch_rt)
         finish(fetcher, "net fetcher", timeout=fetcher_timeout_s(cfg))
         t1 = time.monotonic_ns()
+        runq1 = {k: runq_wait_ns(others[k]) for k in runq0}
         ebpf = ebpf_brief(trace.stop()) if trace is not None else None
         after = labmod.stats(lab)
     finally:
@@ -144,14 +148,16 @@ def run_rep(cfg: NetConfig, lab: Lab, roles: dict[str, RoleClass], loaded: bool,
         stop(server, "net fetch-server")
     with np.load(fetch_out) as z:
         w = int(z["warmup"])  # the leading warm-up fetches (the connection's first round trips) are not measured
-        intended, issued, done, size = (z[k][w:] for k in ("intended_ns", "issue_ns", "done_ns", "size"))
-    late = int(((issued - intended) > cfg.step_ms * 1e6).sum())
-    return RepSamples(latency_ns=done - intended, service_ns=done - issued, size=size, late=late,
-                      bulk_mbit=bulk_mbit(bulk_out, t0, t1) if loaded else None, qdisc=_delta(before, after),
-                      ebpf=ebpf)
+        clocks = {k: z[k] for k in ("intended_ns", "issue_ns", "sent_ns", "first_ns", "done_ns", "size")}
+        fetcher_runq = int(z["runq_wait_ns"])
+    runq = {k: (runq1[k] - runq0[k] if runq0[k] is not None and runq1[k] is not None else None) for k in runq0}
+    runq["fetcher"] = fetcher_runq if fetcher_runq >= 0 else None
+    return rep_samples(clocks, w, cfg.step_ms, cfg.stall_ms, runq,
+                       bulk_mbit=bulk_mbit(bulk_out, t0, t1) if loaded else None, qdisc=_delta(before, after),
+                       ebpf=ebpf)
 
 
-def run_variants(cfg: NetConfig, lab: Lab, mappings: dict[str, Any], cmds: Commands,
+def run_variants(cfg: NetSetup, lab: Lab, mappings: dict[str, Any], cmds: Commands,
                  make_trace: Callable[[], Any] | None = None) -> tuple[dict[str, list[RepSamples]],
                                                                         list[tuple[int, str]]]:
     """Every variant `reps` times in alternating (ABBA) order; per variant its repetitions in order."""

@@ -1,22 +1,29 @@
-"""`kvds net bench`: build the lab, run the anchor and the variants in alternating repetitions, file the run and
-return its typed summary (cli.py parses the arguments into one NetConfig; render.py prints; harness/emit.py for
---json). The lab is journaled: the CLI's exit path, a signal or `kvds restore` removes it."""
+"""`kvds net bench`: its config (BenchConfig: cli.py's `config` builds it from the arguments and checks it) and
+its run: build the lab, run the anchor and the variants in alternating repetitions, file the run and return its
+typed summary (render.bench prints it; harness/emit.py for --json). `dry_run` is the same config's plan, nothing
+changed. The lab is journaled: the CLI's exit path, a signal or `kvds restore` removes it."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from harness import doctor
-from harness.errors import UserError
-from harness.mapping import Mapping, load_mapping
-from net_priority import anchor as anchormod, bench, lab as labmod
-from net_priority.classes import bottleneck_plan, has_net_fields, role_sockopt, roles_of
-from net_priority.config import BASELINE, UNLOADED, NetConfig, path_qdiscs
-from net_priority.figures import variant_figures
-from net_priority.procs import Commands
-from net_priority.summary import BENCH_SCHEMA, NetBenchSummary
+from harness.progress import say
 from harness.results import Filed, ResultStore
+from net_priority import anchor as anchormod, bench, veth_lab as labmod
+from net_priority.classes import bottleneck_plan, mappings_of, needed_capabilities, role_sockopt, roles_of
+from net_priority.config import BASELINE, UNLOADED, NetSetup
+from net_priority.estimates import variant_figures
+from net_priority.procs import Commands
+from net_priority.summary import BENCH_SCHEMA, BenchPlan, BenchSummary
+
+@dataclass(frozen=True)
+class BenchConfig(NetSetup):
+    """`kvds net bench`'s config: the setup (net_priority/config.py) and how the command reports as it runs."""
+    verbose: bool = False                # print each command kvds starts
+
 
 FIGURE = "latency.png"  # fetch latency CDF per variant, in the run directory
 EBPF_NOTE = ("qdisc counters per HTB class from netlink (harness/knobs/qdisc.py) over each fetch window; with "
@@ -24,37 +31,9 @@ EBPF_NOTE = ("qdisc counters per HTB class from netlink (harness/knobs/qdisc.py)
              "retransmits from tcp:tcp_retransmit_skb (ebpf/net_trace.py)")
 
 
-def mappings_of(cfg: NetConfig) -> dict[str, Mapping]:
-    """The mapping of each mapped variant; a mapping without network fields is refused (it would be the baseline)."""
-    out: dict[str, Mapping] = {}
-    for v in cfg.variants:
-        if v in (UNLOADED, BASELINE):
-            continue
-        m = load_mapping(v)
-        if not has_net_fields(m):
-            raise UserError(f"mapping {v!r} has no network fields (net_priority, dscp, pacing_mbps, congestion) for "
-                            "decode-critical or cold-spillable: it would run as the baseline")
-        for role, rc in roles_of(m).items():
-            role_sockopt(cfg, role, rc)  # net_priority on a tbf root: refused here, before anything exists
-        out[v] = m
-    return out
-
-
-def needed_capabilities(cfg: NetConfig, mappings: dict[str, Mapping]) -> list[str]:
-    caps = ["net.netns", "net.veth", f"net.qdisc.{cfg.qdisc}", *(f"net.qdisc.{k}" for k in path_qdiscs(cfg))]
-    for m in mappings.values():
-        for role in roles_of(m).values():
-            if role.pacing_mbps is not None:
-                caps.append("net.pacing")
-            if role.congestion is not None:
-                caps.append(f"net.cc.{role.congestion}")
-    if cfg.anchor:
-        caps += ["net.tools.sockperf", "net.tools.iperf3"]
-    return list(dict.fromkeys(caps))
-
-
-def run(cfg: NetConfig, echo: Any = None) -> Filed[NetBenchSummary]:
+def run(cfg: BenchConfig) -> Filed[BenchSummary]:
     cfg.check()
+    echo = say if cfg.verbose else None
     mappings = mappings_of(cfg)
     doctor.require(*needed_capabilities(cfg, mappings))
     plan, filters = bottleneck_plan(cfg, mappings.values())
@@ -80,18 +59,26 @@ def run(cfg: NetConfig, echo: Any = None) -> Filed[NetBenchSummary]:
                    for r, rc in roles.items()}
         variants[name] = variant_figures(reps, unloaded, baseline, cfg.rate_mbit, bench.mapping_name(name), classes,
                                          cfg.step_ms).as_dict()
-    summary = NetBenchSummary(BENCH_SCHEMA, config, [[r, n] for r, n in order], variants, anchor,
+    summary = BenchSummary(BENCH_SCHEMA, config, [[r, n] for r, n in order], variants, anchor,
                               cmds.lines, EBPF_NOTE if cfg.ebpf else EBPF_NOTE.split("; with")[0])
     stored = summary.as_dict()
     filed.write_summary(stored)
     from net_priority import render
 
-    render.cdf_png(stored, filed.path / FIGURE, {n: [r.latency_ns for r in reps] for n, reps in results.items()})
-    return Filed(filed, NetBenchSummary.from_json(stored))
+    render.cdf_png(summary, filed.path / FIGURE, {n: [r.latency_ns for r in reps] for n, reps in results.items()})
+    return Filed(filed, BenchSummary.from_json(stored))
+
+
+def dry_run(cfg: BenchConfig) -> Filed[BenchPlan]:
+    """`--dry-run`: what a run would create and start (net_priority/dry_run.py); files nothing."""
+    from net_priority import dry_run as plan
+
+    return Filed(None, plan.plan(cfg))
 
 
 def _write_samples(filed: Any, results: dict[str, list[Any]]) -> None:
-    """Raw per-fetch samples per variant and repetition (samples-<variant>.npz): percentiles can be recomputed."""
+    """Raw per-fetch samples per variant and repetition (samples-<variant>.npz: e2e, service, size, network time,
+    wake-up lateness): percentiles can be recomputed and the goal re-judged (`kvds net repro`)."""
     import numpy as np
 
     for name, reps in results.items():
@@ -100,6 +87,9 @@ def _write_samples(filed: Any, results: dict[str, list[Any]]) -> None:
             arrays[f"latency_ns_{i}"] = r.latency_ns
             arrays[f"service_ns_{i}"] = r.service_ns
             arrays[f"size_{i}"] = r.size
+            if r.network_ns is not None and r.wake_late_ns is not None:
+                arrays[f"network_ns_{i}"] = r.network_ns
+                arrays[f"wake_late_ns_{i}"] = r.wake_late_ns
         np.savez_compressed(filed.path / f"samples-{name.replace('/', '_')}.npz", **arrays)
 
 

@@ -9,8 +9,8 @@ from typing import Iterable
 
 from harness.errors import UserError
 from harness.intent import IntentClass
-from harness.mapping import ClassMapping, Mapping
-from net_priority.config import NetConfig
+from harness.mapping import ClassMapping, Mapping, load_mapping
+from net_priority.config import BASELINE, UNLOADED, NetSetup, path_qdiscs
 
 ROLES = {"fetch": IntentClass.DECODE_CRITICAL, "bulk": IntentClass.COLD_SPILLABLE}
 BASE_MINOR = 10          # class 1:(10 + net_priority); 1:10 is the default class (socket priority 0)
@@ -69,7 +69,7 @@ def roles_of(mapping: Mapping | None) -> dict[str, RoleClass]:
     return {r: role_class(mapping.for_class(c)) for r, c in ROLES.items()}
 
 
-def role_sockopt(cfg: NetConfig, role: str, rc: RoleClass) -> dict[str, object]:
+def role_sockopt(cfg: NetSetup, role: str, rc: RoleClass) -> dict[str, object]:
     """One socket's options for `role` in a run of `cfg` (the bulk role's pacing is split over its streams)."""
     return rc.sockopt(cfg.qdisc, cfg.bulk_streams if role == "bulk" else 1, cfg.classify)
 
@@ -96,7 +96,7 @@ def dscp_filters(mappings: Iterable[Mapping]) -> list[DscpFilter]:
     return [DscpFilter(d, n) for d, n in sorted(seen.items())]
 
 
-def bottleneck_plan(cfg: NetConfig, mappings: Iterable[Mapping]) -> tuple[list[HtbPlan], list[DscpFilter]]:
+def bottleneck_plan(cfg: NetSetup, mappings: Iterable[Mapping]) -> tuple[list[HtbPlan], list[DscpFilter]]:
     """The HTB classes for every net_priority the mappings use (plus the default class) and, with `--classify dscp`,
     the filters into them: what a run installs and what `--dry-run` shows, from one function."""
     mappings = list(mappings)
@@ -124,3 +124,32 @@ def htb_plan(rate_mbit: float, priorities: set[int]) -> list[HtbPlan]:
     out = [HtbPlan(BASE_MINOR, rate_mbit - share * len(high), rate_mbit, 6)]
     out += [HtbPlan(BASE_MINOR + p, share, rate_mbit, 6 - p) for p in high]
     return out
+
+
+def mappings_of(cfg: NetSetup) -> dict[str, Mapping]:
+    """The mapping of each mapped variant; a mapping without network fields is refused (it would be the baseline)."""
+    out: dict[str, Mapping] = {}
+    for v in cfg.variants:
+        if v in (UNLOADED, BASELINE):
+            continue
+        m = load_mapping(v)
+        if not has_net_fields(m):
+            raise UserError(f"mapping {v!r} has no network fields (net_priority, dscp, pacing_mbps, congestion) for "
+                            "decode-critical or cold-spillable: it would run as the baseline")
+        for role, rc in roles_of(m).items():
+            role_sockopt(cfg, role, rc)  # net_priority on a tbf root: refused here, before anything exists
+        out[v] = m
+    return out
+
+
+def needed_capabilities(cfg: NetSetup, mappings: dict[str, Mapping]) -> list[str]:
+    caps = ["net.netns", "net.veth", f"net.qdisc.{cfg.qdisc}", *(f"net.qdisc.{k}" for k in path_qdiscs(cfg))]
+    for m in mappings.values():
+        for role in roles_of(m).values():
+            if role.pacing_mbps is not None:
+                caps.append("net.pacing")
+            if role.congestion is not None:
+                caps.append(f"net.cc.{role.congestion}")
+    if cfg.anchor:
+        caps += ["net.tools.sockperf", "net.tools.iperf3"]
+    return list(dict.fromkeys(caps))

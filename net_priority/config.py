@@ -1,5 +1,6 @@
-"""`kvds net bench`'s one config (cli.py parses the arguments into it; bench_run.py runs it), and the checks that
-refuse bad input before anything is created."""
+"""`kvds net bench`'s names and limits, and NetSetup: the lab, path and traffic every module of a bench reads, with
+the checks that refuse bad input before anything is created (bench_run.BenchConfig is the command's config: a
+NetSetup and what only the command itself needs)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ SOCKPERF_MAX = 65000  # sockperf's largest TCP message: the anchor's sizes stay 
 
 
 @dataclass(frozen=True)
-class NetConfig:
-    """Everything one bench run needs. Variants: `unloaded` (the fetcher alone: the reference), `baseline` (fetcher
+class NetSetup:
+    """The lab, the path and the traffic of one bench (bench_run.BenchConfig adds what only the command needs).
+    Variants: `unloaded` (the fetcher alone: the reference), `baseline` (fetcher
     and bulk mover in one class: what Linux does by default) and any mapping with network fields (net-htb,
     net-paced, a TOML path), run in alternating order, `reps` times each."""
     variants: tuple[str, ...] = DEFAULT_VARIANTS
@@ -31,7 +33,7 @@ class NetConfig:
     qdisc: str = "htb"                   # htb (classes by socket priority) or tbf (one queue: pacing only)
     sizes: tuple[int, ...] = (16 * KiB, 64 * KiB, 256 * KiB)  # fetch sizes, drawn uniformly per fetch
     step_ms: float = 10.0                # one fetch per decode step, open loop (~9% of 1 Gbit with the default sizes)
-    duration_s: float = 4.0              # fetching time per repetition
+    duration_s: float = 10.0             # fetching time per repetition: 1,000 fetches at 10 ms, each rep its own p99
     warmup_s: float = 0.5                # the bulk mover runs this long before the first fetch
     reps: int = 5
     bulk_streams: int = 2
@@ -44,8 +46,8 @@ class NetConfig:
     loss_pct: float = 0.0                # netem random loss on the data path (a netem leaf under each class)
     leaf: str = "pfifo"                  # the queue under each bottleneck class: pfifo (default) or fq
     classify: str = "priority"           # HTB classes by socket priority (default) or by DSCP (u32 filters)
+    stall_ms: float = 10.0               # run-queue wait (any fetch-path endpoint) or issue lateness that stalls a rep
     seed: int = 0
-    verbose: bool = False                # print each command kvds starts
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,6 +66,8 @@ class NetConfig:
             raise UserError(f"--sizes must be fetch sizes from {MIN_FETCH} B to {MAX_FETCH // (1024 * 1024)} MiB")
         if not self.step_ms > 0:
             raise UserError("--step-ms must be positive")
+        if not self.stall_ms > 0:
+            raise UserError("--stall-ms must be positive")
         if not self.duration_s > 0:
             raise UserError("--duration-s must be positive")
         if self.reps < 1:
@@ -88,22 +92,8 @@ class NetConfig:
             raise UserError(f"--anchor-size must be {MIN_FETCH}-{SOCKPERF_MAX} bytes (sockperf's largest TCP message)")
 
 
-def path_qdiscs(cfg: NetConfig) -> list[str]:
+
+
+def path_qdiscs(cfg: NetSetup) -> list[str]:
     """The qdisc kinds the path needs beyond the bottleneck's own (doctor rows net.qdisc.<kind>)."""
     return (["netem"] if cfg.rtt_ms or cfg.loss_pct else []) + (["fq"] if cfg.leaf == "fq" else [])
-
-
-def parse_size(text: str) -> int:
-    """'16K' / '256KiB' / '1M' / '4096' -> bytes."""
-    t = text.strip().upper().removesuffix("IB").removesuffix("B")
-    mult = 1
-    if t and t[-1] in "KMG":
-        mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}[t[-1]]
-        t = t[:-1]
-    try:
-        v = int(float(t) * mult)
-    except ValueError:
-        raise UserError(f"{text!r} is not a size (like 16K, 256K, 1M)") from None
-    if v <= 0:
-        raise UserError(f"{text!r} is not a positive size")
-    return v

@@ -4,17 +4,16 @@ of its first repetition (built by the same functions the run uses)."""
 
 from __future__ import annotations
 
-from net_priority import lab as labmod, tools
+from net_priority import veth_lab as labmod, tools
 from net_priority.anchor import BULK_S, PINGPONG_S
 from net_priority.bench import rep_endpoints
-from net_priority.bench_run import mappings_of
-from net_priority.classes import bottleneck_plan, role_sockopt, roles_of
-from net_priority.config import UNLOADED, NetConfig
-from net_priority.lab import IPERF_PORT, SOCKPERF_PORT
+from net_priority.classes import bottleneck_plan, mappings_of, role_sockopt, roles_of
+from net_priority.config import UNLOADED, NetSetup
+from net_priority.veth_lab import IPERF_PORT, SOCKPERF_PORT
 from net_priority.procs import endpoint_argv
-from net_priority.summary import DRY_RUN_SCHEMA, NetBenchPlan
+from net_priority.summary import DRY_RUN_SCHEMA, BenchPlan
 
-def plan(cfg: NetConfig) -> NetBenchPlan:
+def plan(cfg: NetSetup) -> BenchPlan:
     cfg.check()
     mappings = mappings_of(cfg)
     lab = labmod.names("0000")
@@ -37,11 +36,11 @@ def plan(cfg: NetConfig) -> NetBenchPlan:
                   " ".join(["ip", "netns", "exec", lab.decode_ns, *tools.iperf3_server(lab.decode_ip, IPERF_PORT)]),
                   " ".join(["ip", "netns", "exec", lab.prefill_ns,
                             *tools.iperf3_client(lab.decode_ip, IPERF_PORT, cfg.bulk_streams, BULK_S)])]
-    return NetBenchPlan(DRY_RUN_SCHEMA, {**cfg.as_dict(), "dscp_filters": [f.__dict__ for f in filters]}, lab.as_dict(),
+    return BenchPlan(DRY_RUN_SCHEMA, {**cfg.as_dict(), "dscp_filters": [f.__dict__ for f in filters]}, lab.as_dict(),
                         cfg.qdisc, classes, variants, anchor, reps=cfg.reps, order=[[r, v] for r, v in _order(cfg)])
 
 
-def _order(cfg: NetConfig) -> list[tuple[int, str]]:
+def _order(cfg: NetSetup) -> list[tuple[int, str]]:
     from harness.stats import alternating_order
 
     return alternating_order(list(cfg.variants), cfg.reps)

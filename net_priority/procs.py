@@ -1,8 +1,9 @@
-"""Starting the endpoints (net_priority/endpoint.py) inside the lab's namespaces as journaled workers that die with
+"""Starting the endpoints (net_priority/endpoint/) inside the lab's namespaces as journaled workers that die with
 kvds, and keeping every command line so a run can show what it ran."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import subprocess
@@ -90,3 +91,22 @@ def stop(proc: subprocess.Popen, what: str) -> str:
         proc.send_signal(signal.SIGTERM)
     return _wait(proc, what, STOP_TIMEOUT_S, (0, -signal.SIGTERM),
                  f"did not stop within {STOP_TIMEOUT_S:.0f} s of SIGTERM")
+
+
+def runq_wait_ns(proc: subprocess.Popen) -> int | None:
+    """Nanoseconds an endpoint's threads have waited on a run queue so far (the sum of schedstat's second field over
+    /proc/<pid>/task/*; `ip netns exec` and `chrt` exec in place, so the pid is the endpoint's). None when the
+    process is gone or the kernel keeps no schedstat."""
+    total, seen = 0, False
+    try:
+        tids = os.listdir(f"/proc/{proc.pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{proc.pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+                seen = True
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended between the listing and the read
+    return total if seen else None

@@ -6,24 +6,9 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from harness.report.fmt import estimate
 from harness.stats import verdict_from_dict
-
-
-def _num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def est(e: Mapping[str, Any] | None, digits: int = 0, scale: float = 1.0) -> str:
-    """'123 [110, 140]', a point alone, or '-' with the reason."""
-    if not e:
-        return "-"
-    v, lo, hi = e.get("value"), e.get("lo"), e.get("hi")
-    if not _num(v):
-        return f"- ({e.get('reason') or 'no data'})"
-    f = f"{{:,.{digits}f}}"
-    if _num(lo) and _num(hi):
-        return f"{f.format(v * scale)} [{f.format(lo * scale)}, {f.format(hi * scale)}]"
-    return f"{f.format(v * scale)} ({e.get('reason') or 'no interval'})"
+from net_priority.summary import BenchPlan, BenchSummary, ReproSummary
 
 
 def _row(cells: list[str], widths: list[int]) -> str:
@@ -35,31 +20,55 @@ def table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join([_row(head, widths), _row(["-" * w for w in widths], widths), *(_row(r, widths) for r in rows)])
 
 
-def variants_table(summary: Mapping[str, Any]) -> str:
-    head = ["variant", "fetches", "late", "p50 us", "p99 us", "p50 / unloaded", "p99 / unloaded", "bulk Mbit/s",
-            "bulk / rate", "bulk kept"]
+def _stalled_cell(v: Mapping[str, Any]) -> str:
+    return f"{v.get('stalled_reps', 0)}/{v['reps']}" if v.get("stalls") else "-"
+
+
+def variants_table(summary: BenchSummary) -> str:
+    head = ["variant", "fetches", "stalled", "e2e p50 us", "e2e p99 us", "wake-late p99 us", "network p99 us",
+            "network p99 / unl.", "e2e p99 / unl.", "bulk / rate", "bulk kept"]
     rows = []
-    for name, v in summary["variants"].items():
-        lat = v["latency_us"]
-        rows.append([name, f"{v['fetches']:,}", str(v["late_fetches"]), est(lat.get("p50")), est(lat.get("p99")),
-                     est(v.get("interference_p50"), 2), est(v.get("interference_p99"), 2), est(v.get("bulk_mbit")),
-                     est(v.get("bulk_share"), 3),
-                     est(v.get("bulk_kept"), 3)])
+    for name, v in summary.variants.items():
+        lat, net, wake = v["latency_us"], v.get("network_us") or {}, v.get("wake_late_us") or {}
+        rows.append([name, f"{v['fetches']:,}", _stalled_cell(v), estimate(lat.get("p50")), estimate(lat.get("p99")),
+                     estimate(wake.get("p99")), estimate(net.get("p99")), estimate(v.get("interference_p99_network")),
+                     estimate(v.get("interference_p99")), estimate(v.get("bulk_share")), estimate(v.get("bulk_kept"))])
     return table(head, rows)
 
 
-def goals(summary: Mapping[str, Any]) -> list[str]:
+def stall_lines(summary: BenchSummary) -> list[str]:
+    """Each stalled repetition with its evidence."""
     out = []
-    for name, v in summary["variants"].items():
-        g = v.get("goal")
-        if g:
-            out.append(f"  {name}: {g['status']}: " + "; ".join(verdict_from_dict(p) for p in g["parts"]))
+    for name, v in summary.variants.items():
+        for i, st in enumerate(v.get("stalls") or []):
+            if st and st.get("stalled"):
+                runq = ", ".join(f"{k} {ms:g}" for k, ms in st["runq_ms"].items() if ms is not None)
+                out.append(f"  {name} rep {i}: {st['why']} (run-queue ms: {runq}; largest wake-up lateness "
+                           f"{st['max_wake_late_ms']:g} ms)")
     return out
 
 
-def qdisc_lines(summary: Mapping[str, Any]) -> list[str]:
+def goals(summary: BenchSummary) -> list[str]:
     out = []
-    for name, v in summary["variants"].items():
+    for name, v in summary.variants.items():
+        g = v.get("goal")
+        if not g:
+            continue
+        line = f"  {name}: {g['status']}: " + "; ".join(verdict_from_dict(p) for p in g["parts"])
+        free = v.get("goal_stall_free")
+        if not v.get("stalls"):
+            out.append(line + " (no stall evidence in this run)")
+        elif free is None:
+            out.append(line + " (rests on stall-free repetitions)")
+        else:
+            out.append(line + f" (includes stalled repetitions; on the {free.get('pairs')} stall-free pairs: "
+                       f"{free['status']}: " + "; ".join(verdict_from_dict(p) for p in free["parts"]) + ")")
+    return out
+
+
+def qdisc_lines(summary: BenchSummary) -> list[str]:
+    out = []
+    for name, v in summary.variants.items():
         q = v.get("qdisc") or {}
         cells = [f"{c}: {d.get('bytes', 0) / 1e6:,.1f} MB, {d.get('drops', 0)} drops, {d.get('overlimits', 0)} "
                  "overlimits" for c, d in q.items() if c != "root" and d.get("bytes")]
@@ -108,52 +117,61 @@ def path_line(cfg: Mapping[str, Any], lab: Mapping[str, Any]) -> str | None:
     return "path: " + "; ".join(parts) if parts else None
 
 
-def bench(summary: Mapping[str, Any], run_id: str | None = None) -> None:
-    cfg = summary["config"]
-    print(f"net bench{f' {run_id}' if run_id else ''}: {cfg['qdisc']} bottleneck {cfg['rate_mbit']:g} Mbit/s on "
+def bench(summary: BenchSummary) -> None:
+    cfg = summary.config
+    print(f"net bench: {cfg['qdisc']} bottleneck {cfg['rate_mbit']:g} Mbit/s on "
           f"{cfg['lab']['prefill_if']} ({cfg['lab']['prefill_ns']} -> {cfg['lab']['decode_ns']}); fetches "
           f"{', '.join(f'{s // 1024}K' for s in cfg['sizes'])} every {cfg['step_ms']:g} ms "
           f"for {cfg['duration_s']:g} s, "
           f"{cfg['bulk_streams']} bulk streams; {cfg['reps']} repetitions per variant, alternating")
     if path := path_line(cfg, cfg["lab"]):
         print(path)
-    print("fetch latency from the intended issue time (us); p99 / unloaded paired by repetition; bulk while fetching")
+    print("per fetch (us): e2e = done - due; wake-late = issued - max(due, previous done) (the host's CPUs); network "
+          "= done - sent (qdisc + wire + server); p99 / unloaded (unl.) paired by repetition; bulk while fetching")
     print(variants_table(summary))
+    st = stall_lines(summary)
+    if st:
+        print(f"stalled repetitions (fetcher or fetch-server on a run queue, or a fetch woken, beyond "
+              f"{summary.config.get('stall_ms', 10):g} ms):")
+        print("\n".join(st))
     g = goals(summary)
     if g:
-        print("goal: fetch p99 <= 1.5 x unloaded and bulk >= 80% of the rate (verdicts from the 95% intervals)")
+        clocks = {v.get("goal_clock") for v in summary.variants.values() if v.get("goal")}
+        on = "network" if clocks == {"network"} else "e2e"
+        print(f"goal: fetch {on} p99 <= 1.5 x unloaded and bulk >= 80% of the rate (verdicts from the 95% "
+              "intervals; e2e beside it in the table)")
         print("\n".join(g))
     q = qdisc_lines(summary)
     if q:
         print("qdisc classes during the fetch windows:")
         print("\n".join(q))
-    print("\n".join(anchor_lines(summary.get("anchor"))))
+    print("\n".join(anchor_lines(summary.anchor)))
 
 
-def dry_run(plan: Mapping[str, Any]) -> None:
-    lab = plan["lab"]
+def bench_dry_run(plan: BenchPlan) -> None:
+    lab = plan.lab
     print(f"net bench plan (nothing changed): namespaces {lab['prefill_ns']} (prefill, {lab['prefill_addr']}) and "
           f"{lab['decode_ns']} (decode, {lab['decode_addr']}), veth {lab['prefill_if']} <-> {lab['decode_if']}; "
           "the run draws its own 4-hex tag in place of 0000")
-    cfg = plan["config"]
-    print(f"bottleneck: {plan['qdisc']} root on {lab['prefill_if']} at {cfg['rate_mbit']:g} Mbit/s")
-    for c in plan.get("htb_classes") or []:
+    cfg = plan.config
+    print(f"bottleneck: {plan.qdisc} root on {lab['prefill_if']} at {cfg['rate_mbit']:g} Mbit/s")
+    for c in plan.htb_classes or []:
         print(f"  class 1:{c['minor']:x}  rate {c['rate_mbit']:g} Mbit/s  ceil {c['ceil_mbit']:g}  prio {c['prio']}")
     if path := path_line(cfg, lab):
         print(path)
-    print(f"{plan['reps']} repetitions per variant, in this order: "
-          + ", ".join(f"{v}#{r}" for r, v in plan["order"]))
-    for name, v in plan["variants"].items():
+    print(f"{plan.reps} repetitions per variant, in this order: "
+          + ", ".join(f"{v}#{r}" for r, v in plan.order))
+    for name, v in plan.variants.items():
         print(f"variant {name}: socket options {v['sockopt']}")
         for line in v["commands"]:
             print(f"  {line}")
-    if plan.get("anchor"):
+    if plan.anchor:
         print("anchor:")
-        for line in plan["anchor"]:
+        for line in plan.anchor:
             print(f"  {line}")
 
 
-def cdf_png(summary: Mapping[str, Any], path: Path, samples: Mapping[str, list[Any]]) -> None:
+def cdf_png(summary: BenchSummary, path: Path, samples: Mapping[str, list[Any]]) -> None:
     """Fetch latency CDF per variant (log x), pooled over repetitions."""
     import matplotlib
 
@@ -169,10 +187,43 @@ def cdf_png(summary: Mapping[str, Any], path: Path, samples: Mapping[str, list[A
     ax.set_xscale("log")
     ax.set_xlabel("fetch latency from intended issue (us)")
     ax.set_ylabel("share of fetches")
-    cfg = summary["config"]
+    cfg = summary.config
     ax.set_title(f"KV fetches under bulk transfer, {cfg['qdisc']} {cfg['rate_mbit']:g} Mbit/s")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def repro(summary: ReproSummary) -> None:
+    print(f"net repro: {len(summary.runs)} run(s) re-judged by today's rule "
+          f"({', '.join(summary.runs)}){'; benched now: ' + ', '.join(summary.benched) if summary.benched else ''}")
+    head = ["variant", *(r[:15] for r in summary.runs), "same"]
+    rows = []
+    for row in summary.rows:
+        cells = []
+        for c in row["cells"]:
+            if c["status"] is None:
+                cells.append("-")
+                continue
+            stalled = f", {c['stalled_reps']}/{c['reps']} stalled" if c["stalled_reps"] else ""
+            free = f" (stall-free: {c['stall_free']})" if c["stall_free"] else ""
+            cells.append(f"{c['status']} [{c['clock']}{stalled}]{free}")
+        same = "-" if row["same"] is None else ("yes" if row["same"] else "no")
+        rows.append([row["variant"], *cells, same])
+    print(table(head, rows))
+    for row in summary.rows:
+        for c in row["cells"]:
+            if c["text"]:
+                print(f"  {row['variant']} {c['run']}: {c['text']}")
+    print("prediction (model in net_priority/repro.py: paired log p99 ratios and bulk shares of the stall-free "
+          "repetitions, normal across repetitions):")
+    for name, p in summary.predict.items():
+        if "chance" not in p:
+            print(f"  {name}: - ({p['reason']})")
+            continue
+        ch = ", ".join(f"{s} {v:.2f}" for s, v in p["chance"].items())
+        print(f"  {name}: a run of {p['reps']} repetitions: {ch}; {p['runs']} runs agree: {p['all_same']:.2f} "
+              f"(from {p['pairs']} pairs; ratio x{math.exp(p['log_ratio_mean']):.3g}, log sd "
+              f"{p['log_ratio_sd']:.3g}; share {p['share_mean']:.3f} sd {p['share_sd']:.3f})")

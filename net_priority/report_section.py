@@ -1,15 +1,15 @@
 """The report's delivery section (registered as `kvds.report_sections` 60-net): per suite, the newest net-bench
 run's fetch latency, interference and bulk throughput per variant, the goal's verdicts and the anchor, read from
-its typed summary (NetBenchSummary) so a renamed key fails here rather than reading as missing."""
+its typed summary (BenchSummary) so a renamed key fails here rather than reading as missing."""
 
 from __future__ import annotations
 
 import shutil
 
 from net_priority.bench_run import FIGURE
-from net_priority.render import est
-from net_priority.summary import NetBenchSummary, NetVariantFigures
+from net_priority.summary import BenchSummary, VariantFigures
 from harness.report.context import ReportContext
+from harness.report.fmt import estimate
 from harness.stats import verdict_from_dict
 
 
@@ -22,14 +22,15 @@ def render(ctx: ReportContext) -> None:
                  "paired by repetition; bulk throughput while fetching; 95% intervals over repetitions.")
     rows = []
     for suite, run in runs:
-        s = NetBenchSummary.from_json(run.summary)
+        s = BenchSummary.from_json(run.summary)
         cfg = s.config
         for name, raw in s.variants.items():
-            v = NetVariantFigures.from_json(raw)
+            v = VariantFigures.from_json(raw)
             g = v.goal or {}
             rows.append([suite.label, f"{cfg['qdisc']} {cfg['rate_mbit']:g}", name, v.fetches,
-                         est(v.latency_us.get("p50")), est(v.latency_us.get("p99")), est(v.interference_p99, 2),
-                         est(v.bulk_mbit), est(v.bulk_share, 3), g.get("status", "-")])
+                         estimate(v.latency_us.get("p50")), estimate(v.latency_us.get("p99")),
+                         estimate(v.interference_p99_network or v.interference_p99), estimate(v.bulk_mbit),
+                         estimate(v.bulk_share), g.get("status", "-")])
             if g:
                 line = "; ".join(verdict_from_dict(p) for p in g["parts"])
                 ctx.verdict(suite.label, f"net {name}: fetch p99 <= 1.5 x unloaded, bulk >= 80%",
@@ -40,7 +41,8 @@ def render(ctx: ReportContext) -> None:
         if s.anchor:
             for size, d in s.anchor["pingpong"].items():
                 ctx.verdict(suite.label, f"net anchor {size} B", d["text"])
-    ctx.doc.table(["suite", "bottleneck", "variant", "fetches", "p50 us", "p99 us", "p99 / unloaded", "bulk Mbit/s",
+    ctx.doc.table(["suite", "bottleneck", "variant", "fetches", "p50 us", "p99 us", "p99 / unloaded (goal clock)",
+                   "bulk Mbit/s",
                    "bulk / rate", "goal"], rows)
     for suite, run in runs:
         png = run.path / FIGURE

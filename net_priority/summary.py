@@ -10,10 +10,11 @@ from harness.results import StoredSummary
 
 BENCH_SCHEMA = "kvds.net-bench/1"
 DRY_RUN_SCHEMA = "kvds.net-bench-plan/1"
+REPRO_SCHEMA = "kvds.net-repro/1"
 
 
 @dataclass(frozen=True)
-class NetVariantFigures(StoredSummary):
+class VariantFigures(StoredSummary):
     """One variant (summary.json `variants.<name>`)."""
     mapping: str | None                  # the mapping applied (None: unloaded or baseline, every socket in class 1:10)
     classes: dict[str, Any]              # per role (fetch, bulk): the mapping's network fields, the socket options set
@@ -33,27 +34,34 @@ class NetVariantFigures(StoredSummary):
     qdisc: dict[str, Any] | None         # per class: bytes, packets, drops, overlimits sent during the fetch windows
     ebpf: dict[str, Any] | None          # with --ebpf: per socket priority queue delay histogram, retransmits
     goal: dict[str, Any] | None          # p99 <= 1.5 x unloaded AND bulk >= 80% of the rate (status, parts, text)
+    network_us: dict[str, Any] | None = None      # done - sent per fetch: p50, p90, p99 (us) (None: older runs)
+    wake_late_us: dict[str, Any] | None = None    # issued - max(due, previous done): p50, p99 (us)
+    interference_p99_network: dict[str, Any] | None = None  # network p99 / unloaded's, paired by repetition
+    goal_clock: str | None = None                 # the clock the goal was judged on: "network" (or "e2e": older runs)
+    stalls: list[dict[str, Any]] | None = None    # per repetition: stalled, why, run-queue ms per endpoint, lateness
+    stalled_reps: int = 0                         # repetitions flagged stalled (net_priority/fetch_clocks.py)
+    goal_stall_free: dict[str, Any] | None = None  # the goal on the stall-free pairs only (None: no stall)
 
     STRICT = False  # nested: the summary holding it converts once
 
 
 @dataclass(frozen=True)
-class NetBenchSummary(StoredSummary):
+class BenchSummary(StoredSummary):
     """summary.json of a `net-bench` run."""
     schema: str                          # "kvds.net-bench/1"
-    config: dict[str, Any]               # NetConfig, the lab's names, the HTB plan, loadavg at start and end
+    config: dict[str, Any]               # BenchConfig, the lab's names, the HTB plan, loadavg at start and end
     rep_order: list[list[Any]]           # [[rep, variant], ...] as run (what the interference is paired by)
-    variants: dict[str, dict[str, Any]]  # per variant: NetVariantFigures
+    variants: dict[str, dict[str, Any]]  # per variant: VariantFigures
     anchor: dict[str, Any] | None        # sockperf / iperf3 beside kvds in the same run, with the 10% verdict
     commands: list[str]                  # every command kvds ran underneath, in order
     ebpf_note: str                       # where the kernel-side figures come from
 
 
 @dataclass(frozen=True)
-class NetBenchPlan(StoredSummary):
+class BenchPlan(StoredSummary):
     """`kvds net bench --dry-run`: what a run would create and start (nothing is changed)."""
     schema: str                          # "kvds.net-bench-plan/1"
-    config: dict[str, Any]               # the NetConfig the run would use
+    config: dict[str, Any]               # the BenchConfig the run would use
     lab: dict[str, Any]                  # namespace, interface and address names (the run draws its own 4-hex tag)
     qdisc: str                           # htb or tbf on the prefill side's interface
     htb_classes: list[dict[str, Any]] | None  # minor, rate_mbit, ceil_mbit, prio per HTB leaf (None for tbf)
@@ -61,3 +69,15 @@ class NetBenchPlan(StoredSummary):
     anchor: list[str] | None             # the standard tools' command lines (None with --no-anchor)
     reps: int                            # repetitions per variant
     order: list[list[Any]]               # [[rep, variant], ...]: the alternating order the run follows
+
+
+@dataclass(frozen=True)
+class ReproSummary(StoredSummary):
+    """`kvds net repro` (files no run): stored net-bench runs re-judged and compared, and the repeat prediction."""
+    schema: str                          # "kvds.net-repro/1"
+    runs: list[str]                      # the runs compared, oldest first
+    benched: list[str]                   # the runs this command ran first (--bench N), if any
+    rows: list[dict[str, Any]]           # per variant: cells (run, status, text, clock, stalled_reps, stall_free), same
+    all_same: bool                       # every variant with a goal got one verdict in every run
+    predict: dict[str, Any]              # per variant: chance of met / missed / inconclusive, all_same for `runs` runs
+    elapsed_s: float                     # seconds the command took (benches included)

@@ -33,7 +33,7 @@ def _links() -> list[str]:
 
 
 def _endpoints() -> bytes:
-    """kvds's own lab endpoints (their addresses are in 10.252/16: net_priority/lab.py), not another test's."""
+    """kvds's own lab endpoints (their addresses are in 10.252/16: net_priority/veth_lab.py), not another test's."""
     return subprocess.run(["pgrep", "-f", r"harness\.net\.endpoint .*10\.252\."], capture_output=True).stdout
 
 

@@ -1,4 +1,4 @@
-"""The delivery track's traffic endpoints (net_priority/endpoint.py, net_priority/sockopts.py) as real processes
+"""The delivery track's traffic endpoints (net_priority/endpoint/, net_priority/sockopts.py) as real processes
 over a real veth: a namespace (the prefill side: servers, bulk sender) joined to the root namespace (the decode
 side: fetcher, ping-pong client, bulk receiver) through the journaled netns knobs, removed at the end.
 
@@ -198,6 +198,9 @@ def test_fetcher_gets_every_fetch_answered_with_its_size(lab: Lab, tmp_path: Pat
     assert size.tolist() == random.Random(7).choices(sizes, k=65)  # the seed's draw
     assert np.all(np.diff(intended) == int(d["step_ns"])) and int(d["step_ns"]) == 2_000_000
     assert np.all(intended <= issue) and np.all(issue <= done)
+    sent, first = d["sent_ns"], d["first_ns"]  # the per-fetch clocks: due <= issued <= sent <= first byte <= done
+    assert sent.size == first.size == 65 and np.all(issue <= sent) and np.all(sent < first) and np.all(first <= done)
+    assert int(d["runq_wait_ns"]) >= 0  # the fetcher's own run-queue wait over its schedule (schedstat)
     assert np.all(done[:-1] <= issue[1:])  # one connection, one fetch at a time
     meta = json.loads(str(d["meta"]))
     assert meta["stopped"] == "done" and meta["sockopt_held"]["priority"] == 5

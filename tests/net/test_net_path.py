@@ -16,8 +16,9 @@ import pytest
 from harness import doctor
 from harness.errors import UserError
 from harness.knobs import qdisc as q
-from net_priority import lab as labmod
-from net_priority.config import NetConfig, path_qdiscs
+from net_priority import veth_lab as labmod
+from net_priority.bench_run import BenchConfig
+from net_priority.config import path_qdiscs
 from net_priority.render import path_line
 from qemu_validation import guest_target as guest_lab
 from qemu_validation.kernel import build
@@ -25,13 +26,13 @@ from tests.conftest import KVDS, REPO, needs_root
 
 
 def test_path_needs_the_qdiscs_it_names() -> None:
-    assert path_qdiscs(NetConfig()) == []
-    assert path_qdiscs(NetConfig(rtt_ms=0.5)) == ["netem"]
-    assert path_qdiscs(NetConfig(loss_pct=1)) == ["netem"]
-    assert path_qdiscs(NetConfig(rtt_ms=1, leaf="fq")) == ["netem", "fq"]
-    assert labmod.leaf_of(NetConfig()) is None
-    assert labmod.leaf_of(NetConfig(leaf="fq")) == q.Leaf("fq")
-    assert labmod.leaf_of(NetConfig(loss_pct=0.5)) == q.Leaf("netem", 0.5)
+    assert path_qdiscs(BenchConfig()) == []
+    assert path_qdiscs(BenchConfig(rtt_ms=0.5)) == ["netem"]
+    assert path_qdiscs(BenchConfig(loss_pct=1)) == ["netem"]
+    assert path_qdiscs(BenchConfig(rtt_ms=1, leaf="fq")) == ["netem", "fq"]
+    assert labmod.leaf_of(BenchConfig()) is None
+    assert labmod.leaf_of(BenchConfig(leaf="fq")) == q.Leaf("fq")
+    assert labmod.leaf_of(BenchConfig(loss_pct=0.5)) == q.Leaf("netem", 0.5)
 
 
 def test_leaf_and_netem_refuse_bad_values_before_any_netlink() -> None:
@@ -150,10 +151,10 @@ def test_dscp_classification_plan() -> None:
     htb = load_mapping("net-htb")
     assert dscp_filters([htb]) == [DscpFilter(8, 10), DscpFilter(46, 16)]
     assert q.dscp_key(46) == "0x00b80000/0x00fc0000+0"  # tc: match ip dsfield 0xb8 0xfc
-    cfg = NetConfig(classify="dscp")
+    cfg = BenchConfig(classify="dscp")
     roles = roles_of(htb)
     assert role_sockopt(cfg, "fetch", roles["fetch"]) == {"tos": 46 << 2}
-    assert role_sockopt(NetConfig(), "fetch", roles["fetch"])["priority"] == (1 << 16) | 16
+    assert role_sockopt(BenchConfig(), "fetch", roles["fetch"])["priority"] == (1 << 16) | 16
     other = parse_mapping(tomllib.loads('name = "x"\n[classes.decode-critical]\nnet_priority = 2\ndscp = 46\n'), "x")
     with pytest.raises(UserError, match="dscp 46 goes to class 1:10 in one mapping and 1:c in another"):
         dscp_filters([htb, other])
@@ -161,4 +162,4 @@ def test_dscp_classification_plan() -> None:
     with pytest.raises(UserError, match="has no dscp mark"):
         role_sockopt(cfg, "fetch", roles_of(unmarked)["fetch"])
     with pytest.raises(UserError, match="--classify dscp needs --qdisc htb"):
-        NetConfig(classify="dscp", qdisc="tbf").check()
+        BenchConfig(classify="dscp", qdisc="tbf").check()

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from harness import stats
-from net_priority.summary import NetVariantFigures
+from net_priority.summary import VariantFigures
 
 GOAL_FACTOR = 1.5      # decode-critical fetch p99 within 1.5 x unloaded ...
 GOAL_BULK_SHARE = 0.8  # ... while the bulk transfer keeps >= 80% of the bottleneck rate
@@ -29,6 +29,9 @@ class RepSamples:
     bulk_mbit: float | None           # bulk throughput during the fetch window (None: no bulk mover)
     qdisc: dict[str, Any] = field(default_factory=dict)  # per class counter deltas over the fetch window
     ebpf: dict[str, Any] | None = None
+    network_ns: np.ndarray | None = None    # per fetch: done - sent (net_priority/fetch_clocks.py); None: older file
+    wake_late_ns: np.ndarray | None = None  # per fetch: issued - max(due, previous done)
+    stall: dict[str, Any] | None = None     # fetch_clocks.stall_of: stalled or not, and the evidence
 
 
 def _est(e: stats.Estimate) -> dict[str, Any]:
@@ -64,9 +67,33 @@ def _ebpf_total(reps: list[RepSamples]) -> dict[str, Any] | None:
     return {"per_rep": docs} if docs else None
 
 
+def _stalled(r: RepSamples) -> bool:
+    return bool(r.stall and r.stall.get("stalled"))
+
+
+def _network(reps: list[RepSamples]) -> list[np.ndarray] | None:
+    """Per repetition network time (us), None when a repetition predates the per-fetch clocks."""
+    if any(r.network_ns is None for r in reps):
+        return None
+    return _us([r.network_ns for r in reps])  # type: ignore[misc]
+
+
+def interference(reps: list[RepSamples], ref: list[RepSamples], keep: list[bool] | None = None
+                  ) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
+    """p99 / the unloaded reference's, paired by repetition, on the controlled clock (network time; e2e for runs
+    without it) and on e2e; `keep` selects the pairs (the stall-free ones)."""
+    if keep is not None:
+        reps, ref = [r for r, k in zip(reps, keep) if k], [u for u, k in zip(ref, keep) if k]
+    e2e = _est(stats.paired_rep_ratio(_us([r.latency_ns for r in reps]), _us([u.latency_ns for u in ref]), 99.0))
+    net, net_ref = _network(reps), _network(ref)
+    if net is None or net_ref is None:
+        return None, e2e, "e2e"
+    return _est(stats.paired_rep_ratio(net, net_ref, 99.0)), e2e, "network"
+
+
 def variant_figures(reps: list[RepSamples], unloaded: list[RepSamples] | None, baseline: list[RepSamples] | None,
                     rate_mbit: float, mapping: str | None, classes: dict[str, Any],
-                    step_ms: float) -> NetVariantFigures:
+                    step_ms: float) -> VariantFigures:
     lat = _us([r.latency_ns for r in reps])
     svc = _us([r.service_ns for r in reps])
     sizes = np.concatenate([r.size for r in reps]) if reps else np.zeros(0)
@@ -89,14 +116,30 @@ def variant_figures(reps: list[RepSamples], unloaded: list[RepSamples] | None, b
         base = [r.bulk_mbit for r in (baseline or []) if r.bulk_mbit is not None]
         if base and baseline is not reps:
             kept = _est(stats.rep_mean_ratio(bulk, base))
-    goal = judge_goal(inter99, share) if inter99 is not None and share is not None else None
-    return NetVariantFigures(
+    net = _network(reps)
+    wake = None if any(r.wake_late_ns is None for r in reps) else _us([r.wake_late_ns for r in reps])
+    stalls = [r.stall for r in reps]
+    goal = goal_free = inter_net = None
+    clock = "e2e"
+    if unloaded is not None and unloaded is not reps and share is not None:
+        inter_net, _, clock = interference(reps, unloaded)
+        goal = judge_goal(inter_net if clock == "network" else inter99, share, clock)
+        free = [not (_stalled(r) or _stalled(u)) for r, u in zip(reps, unloaded)]
+        if not all(free):
+            ctl, e2e, clock_free = interference(reps, unloaded, free)
+            goal_free = judge_goal(ctl if clock_free == "network" else e2e, share, clock_free)
+            goal_free["pairs"] = sum(free)
+    return VariantFigures(
         mapping=mapping, classes=classes, reps=len(reps), fetches=int(pooled.size),
         late_fetches=int(sum(r.late for r in reps)), latency_us=_pct_table(lat, QS),
         service_us=_pct_table(svc, (50.0, 99.0)), per_size_p99_us=per_size, per_rep_p99_us=per_rep,
         interference_p99=inter99, interference_p50=inter50, bulk_mbit=bulk_est,
         bulk_mbit_per_rep=bulk or None, bulk_share=share, bulk_kept=kept, qdisc=_qdisc_total(reps),
-        ebpf=_ebpf_total(reps), goal=goal)
+        ebpf=_ebpf_total(reps), goal=goal, network_us=_pct_table(net, QS) if net is not None else None,
+        wake_late_us=_pct_table(wake, (50.0, 99.0)) if wake is not None else None,
+        interference_p99_network=inter_net, goal_clock=clock if goal is not None else None,
+        stalls=stalls if any(st is not None for st in stalls) else None,
+        stalled_reps=sum(_stalled(r) for r in reps), goal_stall_free=goal_free)
 
 
 def _estimate(d: dict[str, Any]) -> stats.Estimate:
@@ -106,9 +149,11 @@ def _estimate(d: dict[str, Any]) -> stats.Estimate:
                           d.get("reason", ""), d.get("n"))
 
 
-def judge_goal(inter99: dict[str, Any], share: dict[str, Any]) -> dict[str, Any]:
-    """The issue's goal: fetch p99 within 1.5 x unloaded AND bulk >= 80% of the bottleneck, each from its interval."""
-    parts = [stats.judge_at_most(_estimate(inter99), GOAL_FACTOR, "fetch p99 / unloaded "),
+def judge_goal(inter99: dict[str, Any], share: dict[str, Any], clock: str = "e2e") -> dict[str, Any]:
+    """The goal: fetch p99 within 1.5 x unloaded (on `clock`: network time, what the classes and pacing control, or
+    e2e) AND bulk >= 80% of the bottleneck, each from its interval."""
+    label = "fetch network p99 / unloaded " if clock == "network" else "fetch p99 / unloaded "
+    parts = [stats.judge_at_most(_estimate(inter99), GOAL_FACTOR, label),
              stats.judge_at_least(_estimate(share), GOAL_BULK_SHARE, "bulk / bottleneck rate ")]
     status = stats.judge_all(parts)
     return {"status": status, "parts": [p.as_dict() for p in parts],

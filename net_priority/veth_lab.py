@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from net_priority.classes import BASE_MINOR, DscpFilter, HtbPlan
-from net_priority.config import NetConfig
+from net_priority.config import NetSetup
 
 FETCH_PORT, BULK_PORT, PINGPONG_PORT, SOCKPERF_PORT, IPERF_PORT = 7301, 7302, 7303, 7304, 7305
 TBF_LATENCY_MS = 50.0
@@ -67,7 +67,7 @@ def names(tag: str | None = None) -> Lab:
                f"10.252.{n}.1/30", f"10.252.{n}.2/30")
 
 
-def build(lab: Lab, cfg: NetConfig, plan: list[HtbPlan], filters: Sequence[DscpFilter] = ()) -> None:
+def build(lab: Lab, cfg: NetSetup, plan: list[HtbPlan], filters: Sequence[DscpFilter] = ()) -> None:
     """Create the namespaces, the veth pair, the bottleneck and the return path's delay (journaled, in that order)."""
     from harness.knobs import create_netns
     from harness.knobs.netns import create_veth_between
@@ -83,7 +83,7 @@ def build(lab: Lab, cfg: NetConfig, plan: list[HtbPlan], filters: Sequence[DscpF
         install_netem(lab.decode_ns, lab.decode_if, cfg.rtt_ms)
 
 
-def leaf_of(cfg: NetConfig) -> Any:
+def leaf_of(cfg: NetSetup) -> Any:
     """The bottleneck classes' queue (harness.knobs.qdisc.Leaf), None for the kernel's default pfifo."""
     from harness.knobs.qdisc import Leaf
 
@@ -92,7 +92,7 @@ def leaf_of(cfg: NetConfig) -> Any:
     return Leaf(cfg.leaf) if cfg.leaf != "pfifo" else None
 
 
-def shape(lab: Lab, cfg: NetConfig, plan: list[HtbPlan], filters: Sequence[DscpFilter] = ()) -> None:
+def shape(lab: Lab, cfg: NetSetup, plan: list[HtbPlan], filters: Sequence[DscpFilter] = ()) -> None:
     from harness.knobs import qdisc as q
 
     leaf = leaf_of(cfg)
