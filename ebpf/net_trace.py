@@ -1,7 +1,7 @@
 """A kernel-side view of the delivery track's traffic (net_priority), per socket priority (= HTB class id).
 
     from ebpf.net_trace import NetTrace
-    with NetTrace("kvp7", netns="kvds-net-7-p", ports=[7301, 7302]) as nt:   # net_priority/lab.py ports
+    with NetTrace("kvp7", netns="kvds-net-7-p", ports=[7301, 7302]) as nt:   # net_priority/veth_lab.py ports
         run_the_transfer()
     res = nt.results()          # the same dict stop() returned
 

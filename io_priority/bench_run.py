@@ -13,7 +13,7 @@ from harness import stats
 from harness.results import Filed, ResultStore
 from io_priority import device as devmod, ioload_launch, run_common, stalls as stallmod
 from io_priority.device import Layout, check_block_device, check_file, device_spec
-from io_priority.goal import bench_goal
+from io_priority.sweep_points import bench_goal
 from io_priority.summary import BENCH_SCHEMA, DRY_RUN_SCHEMA, BenchPlan, BenchSummary
 from io_priority.variant_figures import summarize
 from io_priority.variant_runs import run_variants, standard_variants, with_scheduler, write_samples

@@ -148,19 +148,3 @@ def verdict_cell(p: dict[str, Any]) -> str:
     if g.get("status") == "reference":
         return "reference"
     return g.get("status", "-")
-
-
-def bench_goal(scheduler: str, modes: dict[str, Any]) -> dict[str, Any] | None:
-    """A bench's "separated" (and every other loaded variant) judged by the sweep's rule, so a bench and a sweep
-    of the same point give the same verdict; None unless the bench ran all three of unloaded, baseline, separated."""
-    if not {"unloaded", "baseline", "separated"} <= set(modes):
-        return None
-    from io_priority.sweep_points import points
-
-    per = {scheduler: {"modes": modes}}
-    pts = points(per)
-    out = goal_summary(pts, per)
-    out["verdicts"] = {p["variant"]: {"status": p["goal"]["status"], "text": p["goal"]["text"],
-                                      "end_to_end": p.get("end_to_end")}
-                       for p in pts if p["variant"] != "baseline"}
-    return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from io_priority.clocks import finite
-from io_priority.goal import judge
+from io_priority.goal import goal_summary, judge
 from io_priority.summary import SweepPoint
 
 
@@ -60,3 +60,17 @@ def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
     ap, bp = p99(a), p99(b)
     am, bm = mb_s(a), mb_s(b)
     return ap <= bp and am >= bm and (ap < bp or am > bm)
+
+
+def bench_goal(scheduler: str, modes: dict[str, Any]) -> dict[str, Any] | None:
+    """A bench's "separated" (and every other loaded variant) judged by the sweep's rule, so a bench and a sweep
+    of the same point give the same verdict; None unless the bench ran all three of unloaded, baseline, separated."""
+    if not {"unloaded", "baseline", "separated"} <= set(modes):
+        return None
+    per = {scheduler: {"modes": modes}}
+    pts = points(per)
+    out = goal_summary(pts, per)
+    out["verdicts"] = {p["variant"]: {"status": p["goal"]["status"], "text": p["goal"]["text"],
+                                      "end_to_end": p.get("end_to_end")}
+                       for p in pts if p["variant"] != "baseline"}
+    return out
