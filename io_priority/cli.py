@@ -13,7 +13,8 @@ from harness.errors import UserError
 from harness.mapping import available_mappings
 from harness.remote import add_target_args
 from harness.progress import say
-from io_priority.device import CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
+from io_priority import device_model
+from io_priority.device import MODEL_PREFIX, CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
 from io_priority import sweep
 from io_priority.workload import ENGINES, SPILL_KINDS, WAITS, Workload
 from harness.emit import emit
@@ -50,12 +51,23 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _device_model(text: str) -> str:
+    if text not in device_model.MODELS:
+        raise argparse.ArgumentTypeError(f"unknown device model {text!r} (known: {', '.join(device_model.MODELS)})")
+    return text
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     add_target_args(p)  # --target/--hosts: harness/remote runs this same command on those hosts
     p.add_argument("--engine", choices=ENGINES, default="psync", help="how I/O is submitted (default psync)")
     p.add_argument("--device", default="loop",
                    help="'loop' (default: a kvds loop device over a scratch file in --work-dir), an existing regular "
                         "file, or a free block device; a path that does not exist is refused")
+    p.add_argument("--device-model", default=None, metavar="NAME", type=_device_model,
+                   help="a null_blk device whose service time kvds sets, from a named model "
+                        f"({', '.join(device_model.MODELS)}; io_priority/device_model.py says where each model's "
+                        "numbers come from); with --target guest, in the io lab kernel (instead of --device)")
+    p.set_defaults(guest_lab="io")  # --target guest boots the io lab kernel (null_blk, bfq, kyber)
     p.add_argument("--work-dir", default=None,
                    help="existing directory for kvds's scratch files (the loop device's backing file; default "
                         "$KVDS_WORK_DIR or /var/tmp/kvds)")
@@ -186,6 +198,16 @@ def layout_from(args: argparse.Namespace) -> Layout:
     return lay
 
 
+def device_of(args: argparse.Namespace) -> str:
+    """--device, or model:NAME for --device-model NAME (the two name one device between them)."""
+    if getattr(args, "device_model", None):
+        if args.device != "loop":
+            raise UserError(f"--device {args.device} and --device-model {args.device_model} name two devices; "
+                            "give one")
+        return MODEL_PREFIX + args.device_model
+    return args.device
+
+
 def _require(args: argparse.Namespace, mappings: list[str]) -> None:
     """Checks run where the command runs (on a --target host, not here): paths name that host's files."""
     if args.work_dir:
@@ -202,6 +224,7 @@ def _require(args: argparse.Namespace, mappings: list[str]) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from io_priority import bench_run, render
+    args.device = device_of(args)
 
     cfg = bench_run.BenchConfig(workload_from(args), layout_from(args), tuple(args.mode), args.mapping,
                                 args.scheduler, args.device, args.destroy_data, args.reps, args.trace, args.ebpf,
@@ -222,6 +245,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from io_priority import render, sweep_run
+    args.device = device_of(args)
 
     plan = sweep_plan(args.schedulers, args.mappings, args.quick)
     if args.quick:
@@ -258,6 +282,7 @@ def sweep_plan(schedulers: list[str] | None, mappings: list[str] | None, quick: 
 
 def cmd_fio_check(args: argparse.Namespace) -> int:
     from io_priority import fio_check_run, render
+    args.device = device_of(args)
 
     if args.wait == "spin":
         raise UserError("fio-check --wait spin: fio has no spinning wait to compare with (its thinktime_spin ran one "

@@ -13,7 +13,8 @@ from pathlib import Path
 from harness import stats
 from io_priority import bench, native
 from io_priority.bench_run import BenchConfig
-from io_priority.device import check_block_device, check_file, device_spec
+from io_priority import device_model
+from io_priority.device import MODEL_PREFIX, check_block_device, check_file, device_spec
 from io_priority.summary import DRY_RUN_SCHEMA, BenchPlan
 from io_priority.workload import ioload_args
 
@@ -24,6 +25,10 @@ def plan(cfg: BenchConfig) -> BenchPlan:
     spec = device_spec(cfg.device)
     if spec == "loop":
         path, kind, backing = "<loop device>", "kvds-loop", f"{SCRATCH}/kv-backing.img"
+    elif spec.startswith(MODEL_PREFIX):
+        m = device_model.model(spec[len(MODEL_PREFIX):])
+        settings = " ".join(f"{k}={v}" for k, v in m.nullb_settings(cfg.layout.total).items())
+        path, kind, backing = f"<null_blk device: {settings}>", "model", m.name
     elif os.path.exists(real := os.path.realpath(spec)) and stat.S_ISBLK(os.stat(real).st_mode):
         check_block_device(real, cfg.destroy_data)  # read-only: mounts, swap, holders, signatures
         path, kind, backing = real, "block", None
