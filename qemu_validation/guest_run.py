@@ -111,7 +111,8 @@ def machine(bzimage: Path, log_dir: Path, share_dir: Path | None = None, *, host
     if icount_shift is not None:
         extra_append = (*extra_append, f"{CLOCK_PARAM}icount:{icount_shift}")
     return qemu_cmd.Machine(kernel=bzimage, initramfs=log_dir / "initramfs.cpio", console_log=log_dir / "console.log",
-                            accel=accelerator(), memory_mb=memory_mb, cpus=cpus, share_dir=share_dir,
+                            accel="tcg" if icount_shift is not None else accelerator(), memory_mb=memory_mb,
+                            cpus=cpus, share_dir=share_dir,
                             host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
                             tsc_khz=qemu_cmd.host_tsc_khz(Path("/proc/cpuinfo").read_text()),
                             icount_shift=icount_shift)

@@ -79,7 +79,8 @@ with journal.scoped() as j:
     (share / "dev").write_text(dev)
     def phase(name):
         subprocess.run([ioload, "reader", "--dev", dev, "--bs", "4096", "--off", "0", "--len", str(64 << 20),
-                        "--rate", "0", "--duration-ms", "1500", "--out", str(share / f"{name}.bin")], check=True)
+                        "--rate", "0", "--duration-ms", "1500", "--out", str(share / f"{name}.bin")], check=True,
+                       input=f"go {time.monotonic_ns()}\n", text=True, stdout=subprocess.DEVNULL)  # ioload's start protocol
     t0 = time.monotonic(); phase("before"); t1 = time.monotonic()
     if stall:
         (share / "go").write_text("go")
@@ -122,7 +123,7 @@ def _stall_when_told(log_dir: Path, share: Path, stall_s: float) -> tuple[thread
     return t, stalled
 
 
-@pytest.mark.guest
+@pytest.mark.slow  # a boot of the io lab kernel, which make test does not build (make test-slow)
 @pytest.mark.parametrize("icount_shift", [0])
 def test_model_device_reads_take_its_service_time_and_a_host_stall_is_not_in_them(io_lab, tmp_path: Path,
                                                                                   icount_shift: int) -> None:
@@ -130,11 +131,11 @@ def test_model_device_reads_take_its_service_time_and_a_host_stall_is_not_in_the
 
     share, log_dir = tmp_path / "share", tmp_path / "log"
     share.mkdir()
-    script = share / "guest.py"
+    script = share / "guest.py"  # under host_root the share is at its own path in the guest
     script.write_text(GUEST_SCRIPT)
     stall_s = 4.0
     thread, stalled = _stall_when_told(log_dir, share, stall_s)
-    res = guest_run.run_guest(io_lab.id, [sys.executable, "/share/guest.py", "/share", str(native.build()), "stall"],
+    res = guest_run.run_guest(io_lab.id, [sys.executable, str(script), str(share), str(native.build()), "stall"],
                               share, timeout=900, log_dir=log_dir, icount_shift=icount_shift, host_root=True,
                               cpus=2, cwd=str(REPO))
     thread.join(timeout=60)
