@@ -11,8 +11,8 @@ from pathlib import Path
 
 from harness import stats
 from harness.results import Filed, ResultStore
-from io_priority import device as devmod, ioload_launch, run_common, stalls as stallmod
-from io_priority.device import Layout, check_block_device, check_file, device_spec
+from io_priority import device as devmod, device_model, ioload_launch, run_common, stalls as stallmod
+from io_priority.device import MODEL_PREFIX, Layout, check_block_device, check_file, device_spec
 from io_priority.sweep_points import bench_goal
 from io_priority.summary import BENCH_SCHEMA, DRY_RUN_SCHEMA, BenchPlan, BenchSummary
 from io_priority.variant_figures import summarize
@@ -68,6 +68,10 @@ def dry_run(cfg: BenchConfig) -> Filed[BenchPlan]:
     spec = device_spec(cfg.device)
     if spec == "loop":
         path, kind, backing = "<loop device>", "kvds-loop", f"{SCRATCH}/kv-backing.img"
+    elif spec.startswith(MODEL_PREFIX):
+        m = device_model.model(spec[len(MODEL_PREFIX):])
+        settings = " ".join(f"{k}={v}" for k, v in m.nullb_settings(cfg.layout.total).items())
+        path, kind, backing = f"<null_blk device: {settings}>", "model", m.name
     elif os.path.exists(real := os.path.realpath(spec)) and stat.S_ISBLK(os.stat(real).st_mode):
         check_block_device(real, cfg.destroy_data)  # read-only: mounts, swap, holders, signatures
         path, kind, backing = real, "block", None

@@ -14,9 +14,9 @@ from harness.errors import UserError
 from harness.mapping import available_mappings
 from harness.remote import add_target_args
 from harness.verbs import Verb, add
-from io_priority import bench_run, fio_check_run, render, repro_run, sweep_run
+from io_priority import bench_run, device_model, fio_check_run, render, repro_run, sweep_run
 from io_priority.auto_grow import Grow
-from io_priority.device import CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
+from io_priority.device import MODEL_PREFIX, CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
 from io_priority.summary import BenchSummary, FioCheckSummary, ReproSummary, SweepSummary
 from io_priority.sweep_run import (DEFAULT_DURATION_S, DEFAULT_MAPPINGS, DEFAULT_PLAN, DEFAULT_REPS, DEFAULT_SCHEDULERS,
                                    DEFAULT_TIME_CAP_S, DEFAULT_UNTIL_WIDTH, QUICK_MAPPINGS)
@@ -54,12 +54,23 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _device_model(text: str) -> str:
+    if text not in device_model.MODELS:
+        raise argparse.ArgumentTypeError(f"unknown device model {text!r} (known: {', '.join(device_model.MODELS)})")
+    return text
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     add_target_args(p)  # --target/--hosts: harness/remote runs this same command on those hosts
     p.add_argument("--engine", choices=ENGINES, default="psync", help="how I/O is submitted (default psync)")
     p.add_argument("--device", default="loop",
                    help="'loop' (default: a kvds loop device over a scratch file in --work-dir), an existing regular "
                         "file, or a free block device; a path that does not exist is refused")
+    p.add_argument("--device-model", default=None, metavar="NAME", type=_device_model,
+                   help="a null_blk device whose service time kvds sets, from a named model "
+                        f"({', '.join(device_model.MODELS)}; io_priority/device_model.py says where each model's "
+                        "numbers come from); with --target guest, in the io lab kernel (instead of --device)")
+    p.set_defaults(guest_lab="io")  # --target guest boots the io lab kernel (null_blk, bfq, kyber)
     p.add_argument("--work-dir", default=None,
                    help="existing directory for kvds's scratch files (the loop device's backing file; default "
                         "$KVDS_WORK_DIR or /var/tmp/kvds)")
@@ -121,6 +132,7 @@ def _bench_arguments(b: argparse.ArgumentParser) -> None:
 
 def bench_config(args: argparse.Namespace) -> bench_run.BenchConfig:
     """A dry run checks the input only (its device is checked read-only by the plan); a run also the host."""
+    args.device = device_of(args)
     _check_mapping(args.mapping)
     cfg = bench_run.BenchConfig(workload_from(args), layout_from(args), tuple(args.mode), args.mapping,
                                 args.scheduler, args.device, args.destroy_data, args.reps, args.trace, args.ebpf,
@@ -154,6 +166,7 @@ def _sweep_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def sweep_config(args: argparse.Namespace) -> sweep_run.SweepConfig:
+    args.device = device_of(args)
     plan = sweep_plan(args.schedulers, args.mappings, args.quick)
     if args.quick:
         args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
@@ -200,6 +213,7 @@ def fio_check_config(args: argparse.Namespace) -> fio_check_run.FioCheckConfig:
     if args.wait == "spin":
         raise UserError("fio-check --wait spin: fio has no spinning wait to compare with (its thinktime_spin ran one "
                         "read in 2 s on this host); use --wait sleep, or kvds io bench --wait spin for kvds alone")
+    args.device = device_of(args)
     cfg = fio_check_run.FioCheckConfig(workload_from(args), layout_from(args), args.scheduler, args.device,
                                        args.destroy_data, args.reps, args.uring_ab, args.verbose)
     _require(args, [])
@@ -248,6 +262,16 @@ def layout_from(args: argparse.Namespace) -> Layout:
     if (args.read_kib << 10) % 4096 or (args.spill_kib << 10) % 4096:
         raise UserError("O_DIRECT needs read and spill sizes that are multiples of 4 KiB")
     return lay
+
+
+def device_of(args: argparse.Namespace) -> str:
+    """--device, or model:NAME for --device-model NAME (the two name one device between them)."""
+    if getattr(args, "device_model", None):
+        if args.device != "loop":
+            raise UserError(f"--device {args.device} and --device-model {args.device_model} name two devices; "
+                            "give one")
+        return MODEL_PREFIX + args.device_model
+    return args.device
 
 
 def _require(args: argparse.Namespace, mappings: list[str]) -> None:

@@ -19,11 +19,15 @@ from harness.errors import UserError
 from harness.journal import get_journal
 from harness.knobs import create_dir, create_file, loop_attach
 from harness.knobs.files import check_space
+from harness.knobs.nullblk import create_nullb
+from io_priority import device_model
 from harness.knobs.guards import root_disks
 from harness.paths import work_dir
 
 MiB = 1 << 20
 CONSENT_FLAG = "--destroy-data"
+MODEL_PREFIX = "model:"
+"""--device model:NAME (what --device-model NAME sets): a null_blk device built from io_priority/device_model.py."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,8 @@ class Layout:
 @dataclass
 class Device:
     path: str  # the block device the benchmark opens
-    kind: str  # "kvds-loop" (created here), "user-loop" (over a user's file), "block" (a user's device)
+    kind: str  # "kvds-loop" (created here), "user-loop" (over a user's file), "block" (a user's device),
+    # "model" (a null_blk device kvds created from a named device model; backing is the model's name)
     backing: str | None = None
     layout: Layout = field(default_factory=Layout)
 
@@ -148,6 +153,9 @@ def device_spec(text: str) -> str:
     user asks for them (--work-dir)."""
     if text == "loop":
         return text
+    if text.startswith(MODEL_PREFIX):
+        device_model.model(text[len(MODEL_PREFIX):])  # a UserError naming the known models
+        return text
     if not text:
         raise UserError("--device is empty: name 'loop', a block device or an existing regular file")
     real = os.path.realpath(text)
@@ -200,6 +208,10 @@ def prepare(spec: str = "loop", layout: Layout = Layout(), destroy_data: bool = 
     """The benchmark device: a fresh kvds loop device (default), a loop over a user's file, or a user's
     block device after the safety check. Everything created is journaled (restore removes it)."""
     device_spec(spec)
+    if spec.startswith(MODEL_PREFIX):
+        m = device_model.model(spec[len(MODEL_PREFIX):])
+        dev = create_nullb(f"kvds-{os.getpid()}-{secrets.token_hex(2)}", m.nullb_settings(layout.total))
+        return Device(dev, "model", m.name, layout)  # no data laid down: the model times requests, stores nothing
     if spec == "loop":
         check_space(work_dir() / "kv-backing.img", layout.total)  # before any scratch directory is made
         d = create_dir(work_dir() / f"io-{os.getpid()}-{secrets.token_hex(3)}")

@@ -3,8 +3,9 @@ point so that the core reaches the lab without importing qemu_validation.
 
 A track names the lab kernel its command needs (`set_defaults(guest_lab=...)` on its parser; the core's
 dispatcher passes the name on): `debug`, the default (the mm_intent KASAN + lockdep kernel the memory tracks and
-the validator use), or `net` (the base kernel + configs/net.config: IPv4, netns, veth, HTB/TBF/netem/fq, for the
-delivery track). kvds never builds a lab kernel as a side effect of --target guest; `build_command` says how."""
+the validator use), `net` (the base kernel + configs/net.config: IPv4, netns, veth, HTB/TBF/netem/fq, for the
+delivery track) or `io` (the base kernel + configs/io.config: null_blk device models, bfq, kyber, for the I/O
+track). kvds never builds a lab kernel as a side effect of --target guest; `build_command` says how."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ LABS = {
     # two vCPUs: the endpoints of a bench (fetcher, server, bulk sender and receiver) run at once
     "net": LabKernel(build.BuildSpec(fragments=(build.NET_FRAGMENT,)), 2,
                      "kvds qemu build --fragment qemu_validation/kernel/configs/net.config", 6),
+    # two vCPUs: the reader and the spill writers run at once, as on the host
+    "io": LabKernel(build.BuildSpec(fragments=(build.IO_FRAGMENT,)), 2,
+                    "kvds qemu build --fragment qemu_validation/kernel/configs/io.config", 6),
 }
 
 

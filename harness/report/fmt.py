@@ -18,20 +18,28 @@ def missing(reason: str | None) -> str:
     return f"- ({reason})" if reason else "-"
 
 
+def sig(x: float, digits: int) -> str:
+    """x to `digits` significant digits, never in e-notation below 10^9: 1140 stays "1140" (a latency in us; no thousands separator, which would read as a list separator inside "[lo, hi]"), not
+    "1.14e+03"; fractions keep their significant digits ("0.0523")."""
+    if x != 0 and 10 ** digits <= abs(x) < 1e9:
+        return f"{x:.0f}"
+    return f"{x:.{digits}g}"
+
+
 def estimate(d: object, scale: float = 1.0) -> str:
     """{"value", "lo", "hi"} (or a bare number) as "v [lo, hi]"; "-" (with its reason) when absent."""
     if isinstance(d, bool):
         return str(d)
     if isinstance(d, (int, float)):
-        return f"{d * scale:.4g}" if _num(d) else "-"
+        return sig(d * scale, 4) if _num(d) else "-"
     if not isinstance(d, dict):
         return "-"
     v, lo, hi = d.get("value"), d.get("lo"), d.get("hi")
     if not _num(v):
         return missing(d.get("reason") or ("no data" if d else None))
     if not (_num(lo) and _num(hi)):
-        return f"{v * scale:.4g} (point estimate)"
-    return f"{v * scale:.4g} [{lo * scale:.3g}, {hi * scale:.3g}]"
+        return f"{sig(v * scale, 4)} (point estimate)"
+    return f"{sig(v * scale, 4)} [{sig(lo * scale, 3)}, {sig(hi * scale, 3)}]"
 
 
 def value(d: object, *path: str) -> float | None:

@@ -35,6 +35,7 @@ CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 BASE_FRAGMENT = CONFIG_DIR / "base.config"
 DEBUG_FRAGMENT = CONFIG_DIR / "debug.config"
 NET_FRAGMENT = CONFIG_DIR / "net.config"
+IO_FRAGMENT = CONFIG_DIR / "io.config"
 """The delivery track's guest lab: IPv4, netns + veth, HTB/TBF/netem/fq (`kvds qemu build --fragment` it, or let
 `kvds net bench --target guest` name it: qemu_validation/guest_target.py)."""
 CC = "ccache gcc"
