@@ -13,7 +13,7 @@ import pytest
 from qemu_validation import build, kernel_table, series_check, validate
 
 SERIES = sorted(build.series_dir("mm_intent").glob("*.patch"))
-VARIANTS = ("broken-uaf", "broken-lockdep", "broken-leak", "broken-lockkey")
+VARIANTS = ("broken-uaf", "broken-lockdep", "broken-leak", "broken-lockkey", "broken-rmap-count")
 
 
 def _tarball(name: str) -> Path:
