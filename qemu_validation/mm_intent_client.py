@@ -45,7 +45,10 @@ ERRNO_MEANING = {
     errno.EDOM: "start or length not page-aligned",
     errno.ESRCH: "no such process",
     errno.ENOSPC: "registry full (4096 entries)",
-    errno.EDQUOT: "the target's address space already holds 1024 intents",
+    errno.EDQUOT: "the target's address space already holds 1024 intents, or its latency-critical bytes would pass "
+                  "its RLIMIT_MEMLOCK",
+    errno.EACCES: "the writer may not ptrace-attach to the target",
+    errno.EPERM: "registering for another process needs CAP_SYS_NICE",
     errno.EBUSY: "the target shares its address space with another process, or is inside exec()",
     errno.ENOMEM: "part of the range is not mapped",
     errno.EEXIST: "overlaps a range already registered for this process",

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <time.h>
@@ -264,8 +265,11 @@ int main(int argc, char **argv)
 		measure("on", r, arena, pages, 0);
 	}
 	if (feature) {
+		/* Critical bytes are bounded by RLIMIT_MEMLOCK (8 MiB by default): half the arena may be more. */
+		struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+
 		write_file(MI "clear", "all");
-		if (reg((unsigned long)arena, pages / 2 * PAGE, 0x1))
+		if (setrlimit(RLIMIT_MEMLOCK, &unlimited) || reg((unsigned long)arena, pages / 2 * PAGE, 0x1))
 			return 1;
 		for (int r = 0; r < rounds; r++)
 			measure("critical", r, arena, pages, pages / 2);

@@ -15,7 +15,7 @@ from qemu_validation import validate_run
 from qemu_validation.kernel import build, errno_table, series_check
 
 SERIES = sorted(build.series_dir("mm_intent").glob("*.patch"))
-VARIANTS = ("broken-uaf", "broken-lockdep", "broken-leak", "broken-lockkey")
+VARIANTS = ("broken-uaf", "broken-lockdep", "broken-leak", "broken-lockkey", "broken-rmap-count")
 
 
 def _tarball(name: str) -> Path:
