@@ -15,7 +15,7 @@ Every other policy keeps the Python loop and its interface.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from kv_policy.jit import njit
 
 from harness.errors import UserError
 from kv_policy import codes
@@ -42,13 +42,13 @@ def eligible(policy: Policy) -> bool:
                      or policy.prefetch_lookahead or policy.step_keys or policy.raises_keys))
 
 
-@njit(cache=True)
+@njit
 def _before(k1, k2, p, m1, m2, q):
     """(k1, k2, p) < (m1, m2, q): the heap's order, a key's two parts then the push id."""
     return k1 < m1 or (k1 == m1 and (k2 < m2 or (k2 == m2 and p < q)))
 
 
-@njit(cache=True)
+@njit
 def _heap_push(hk, hk2, hp, hb, n, key, key2, pid, b):
     i = n
     while i > 0:
@@ -61,7 +61,7 @@ def _heap_push(hk, hk2, hp, hb, n, key, key2, pid, b):
     return n + 1
 
 
-@njit(cache=True)
+@njit
 def _heap_pop(hk, hk2, hp, hb, n):
     n -= 1
     key, key2, pid, b = hk[n], hk2[n], hp[n], hb[n]
@@ -82,7 +82,7 @@ def _heap_pop(hk, hk2, hp, hb, n):
     return n
 
 
-@njit(cache=True)
+@njit
 def _op(ops_step, ops_op, ops_block, ops_charge, st, step, code, b, charge):
     k = st[NOPS]
     ops_step[k] = step
@@ -92,7 +92,7 @@ def _op(ops_step, ops_op, ops_block, ops_charge, st, step, code, b, charge):
     st[NOPS] = k + 1
 
 
-@njit(cache=True)
+@njit
 def _evict_for(need, sync, st, cap, slow_cap, hk, hk2, hp, hb, loc, cur_seq, size, copy, kept, tail, reqi,
                slow_wl, slow_wg, record, cur_step, ops_step, ops_op, ops_block, ops_charge):
     """simulator.evict_for with guard None, no raise_key, no recompute drops, no on_evicted."""
@@ -140,7 +140,7 @@ def _evict_for(need, sync, st, cap, slow_cap, hk, hk2, hp, hb, loc, cur_seq, siz
     return cost
 
 
-@njit(cache=True)
+@njit
 def _end_step(lat, n_lat, latency, req_order, req_block, n_step_reqs, rs_step, rs_deadline, rs_band, n_rs,
               deadline, band):
     """simulator.end_step: the step's latency, and one SLO record per request with a decode-critical access."""
@@ -154,7 +154,7 @@ def _end_step(lat, n_lat, latency, req_order, req_block, n_step_reqs, rs_step, r
     return n_lat + 1, n_rs
 
 
-@njit(cache=True)
+@njit
 def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, n_req, deadline, cap, slow_cap,
          fast_rl, fast_rg, slow_rl, slow_rg, slow_wl, slow_wg, step_us, record):
     n = steps.shape[0]

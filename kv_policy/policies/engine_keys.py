@@ -5,7 +5,7 @@ g x 2^16 - r (exact below 2^37 events and runs of 2^16 releases)."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from kv_policy.jit import njit
 
 from kv_policy import codes
 
@@ -13,7 +13,7 @@ RELEASE_ORDER, NODE_PRIORITY, RETENTION = 0, 1, 2   # vLLM / SGLang LRU; SGLang 
 RANK_SCALE = 65536.0
 
 
-@njit(cache=True)
+@njit
 def _keys(kinds, blocks, crits, cls, owner, priority, mode, unref_a, unref_b):
     n = kinds.shape[0]
     ka = np.empty(n, dtype=np.float64)

@@ -1,0 +1,39 @@
+"""numba's njit with its on-disk cache in a directory this process can write.
+
+numba caches compiled functions beside their source (__pycache__) unless NUMBA_CACHE_DIR says otherwise, and a
+cache it cannot write is an error at import ("no locator available"): a kvds run as another user than the one
+who installed it (the CLI's root-check test runs as uid 65534) would fail before printing anything. The cache goes
+to kvds's cache directory when writable, else to a per-user directory under the temporary directory. Set before
+numba is first imported (numba reads the variable once).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.paths import cache_dir
+
+
+def _writable(d: Path) -> bool:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(d, os.W_OK | os.X_OK)
+
+
+if "NUMBA_CACHE_DIR" not in os.environ:
+    for candidate in (cache_dir() / "numba", Path(tempfile.gettempdir()) / f"kvds-numba-{os.getuid()}"):
+        if _writable(candidate):
+            os.environ["NUMBA_CACHE_DIR"] = str(candidate)
+            break
+
+from numba import njit as _njit  # noqa: E402  (after NUMBA_CACHE_DIR is set)
+
+
+def njit(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`numba.njit(cache=True)`, cached where this process can write (see the module docstring)."""
+    return _njit(cache=True)(fn)
