@@ -1,1 +1,1 @@
-"""The I/O priority track: decode-critical KV reads under spill pressure, baseline vs separated (issue 3)."""
+"""The I/O priority track: decode-critical KV reads under spill pressure, baseline vs separated."""

@@ -1,5 +1,5 @@
 """What every io run files beside its summary: the configuration with the load averages around it, where the
-block-layer classes come from, and the helper commands it started (meta.json `commands`, issue 17)."""
+block-layer classes come from, and the helper commands it started (meta.json `commands`)."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ class Headline(StoredSummary):
 
 @dataclass(frozen=True)
 class ComparisonRow(StoredSummary):
-    """One variant against the reference mapping (the guest-lab table of issue 16)."""
+    """One variant against the reference mapping (the guest-lab table: one row per mapping)."""
     reps: int                           # repetitions of the variant
     decode_critical_swapped_out: dict[str, Any]  # per_rep, mean {value, lo, hi} (t interval, floor 0)
     decode_critical_p99_us: dict[str, Any] | None  # {value, lo, hi} in us

@@ -23,7 +23,7 @@ from harness.progress import progress
 from harness.results import StoredSummary
 
 SCALING_EVENTS = 200_000
-TARGET_EVENTS_PER_S = 100_000  # issue 14: the simulator keeps this rate with the scheduler-aware policy
+TARGET_EVENTS_PER_S = 100_000  # the simulator's floor for any other policy
 TARGET_LRU_CLASS = 1_000_000   # real traces: LRU-class rows (LRU, the offline bounds, the engine rows)
 TARGET_SCHEDULER_AWARE = 500_000  # real traces: kvds's scheduler-aware policies
 SIDE_BY_SIDE = ("LRU", "MIN", "vLLM-prefix", "SGLang-priority", "ExpectedNextUse")
@@ -75,7 +75,7 @@ def target_of(policy: str) -> int:
 
 @dataclass(frozen=True)
 class SpeedSummary(StoredSummary):
-    """`kvds policy speed`'s figures (it files no run; the verb was `bench` before issue 17)."""
+    """`kvds policy speed`'s figures (it files no run; `bench` is the verb's earlier name)."""
     policy: str                     # the policy simulated
     profile: str                    # the workload profile generated
     events: int                     # events in the generated trace
@@ -88,7 +88,7 @@ class SpeedSummary(StoredSummary):
     events_per_wall_s: float = field(metadata=RATE)    # events per wall second
     repeat: int                     # timed repetitions
     scaling: list[dict[str, Any]]   # per trace: max_active, peak_live_blocks, ns_per_event (CPU time)
-    target_events_per_s: int = field(metadata=RATE)    # issue 14's rate
+    target_events_per_s: int = field(metadata=RATE)    # the rate this policy's row must reach
     meets_target: bool              # events_per_s >= target_events_per_s
     side_by_side: list[dict[str, Any]] | None = None   # per policy on the same trace: events_per_s (CPU),
     #                                 events_per_wall_s, compiled (the compiled loop ran it), target, meets_target

@@ -1,4 +1,4 @@
-"""The `guest` target: the same kvds command inside the QEMU guest kernel (the qemu_validation lab, issue 6).
+"""The `guest` target: the same kvds command inside the QEMU guest kernel (the qemu_validation lab).
 
 The guest chroots into this machine's root (read-only over 9p) and runs this checkout's kvds from the venv; a
 fresh share directory (read-write) holds the guest kvds's journals, scratch files, results and output, so

@@ -1,4 +1,4 @@
-"""One shape for every `--json` (issue 17): each track's main command, run for real as a kvds subprocess, prints one
+"""One shape for every `--json`: each track's main command, run for real as a kvds subprocess, prints one
 strict-JSON document {"schema", "run", "summary"} (harness/emit.py). Only commands that finish in seconds and
 change nothing are run here: the core's read-only commands, the guest lab's verbs that boot nothing (a dry run,
 the build cache's list and prune --dry-run, a build already cached), a short eBPF recording, a policy comparison
@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
 # exits 2 before any JSON); they print through the same emit call, and their guest tests read the envelope.
 
 # Tracks whose --json is not yet the one shape, each with the command that will join COMMANDS (quick, changes
-# nothing) once the track's template work lands (issue 17).
+# nothing) once the track's template work lands.
 TRACKS_TO_JOIN = {
 }
 

@@ -1,4 +1,4 @@
-"""docs/results.md is generated from the summary dataclasses (harness/results_doc.py, issue 17 item 5): it must be
+"""docs/results.md is generated from the summary dataclasses (harness/results_doc.py): it must be
 what the generator prints now, so a summary field added, renamed or removed without regenerating the document
 fails here; every key must say what it means."""
 

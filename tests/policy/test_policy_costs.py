@@ -190,7 +190,7 @@ def test_replay_plan_evicts_a_clean_block_to_the_slot_it_was_written_to() -> Non
 
 
 # Background I/O carries over: the slow tier's clock runs across steps, so what background I/O has not finished
-# when a step ends is still ahead of the next step's demand reads (issue 14: bg time was reset every step).
+# when a step ends is still ahead of the next step's demand reads (a bug once reset the background time every step).
 def test_background_io_beyond_a_steps_compute_delays_the_next_steps_demand_read() -> None:
     # step 2 (no decode) computes 50 us; A's prefetch (read A, spill D: READ + WRITE) is admitted by a large
     # budget and outlasts it, so B's miss at step 3 queues behind the remaining READ + WRITE - 50 us

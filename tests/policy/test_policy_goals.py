@@ -1,4 +1,4 @@
-"""`kvds policy goals`: the verdict rule applied to issue 14's figures (synthetic per-seed metrics)."""
+"""`kvds policy goals`: the verdict rule applied to the track's figures (synthetic per-seed metrics)."""
 from __future__ import annotations
 
 from kv_policy import goals as g
