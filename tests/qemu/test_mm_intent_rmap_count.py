@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from qemu_validation import build, ktap, series_check
+from qemu_validation.boot import ktap
+from qemu_validation.kernel import build, series_check
 
 SERIES = sorted(build.series_dir("mm_intent").glob("*.patch"))
 VARIANT = sorted(build.series_dir("broken-rmap-count").glob("*.patch"))
@@ -38,12 +39,13 @@ def test_the_variant_restores_the_unconditional_count(tmp_path: Path) -> None:
 
 
 def _run_rmap_kselftests(patches: tuple[str, ...], share: Path) -> ktap.Report:
-    from qemu_validation import guest_run, validate
+    from qemu_validation import validate_run
+    from qemu_validation.boot import guest_command
     kb = build.ensure_built(build.BuildSpec(patches=patches, kasan=True))
-    binary = validate.kselftest_binary(kb)
+    binary = validate_run.kselftest_binary(kb)
     filters = " ".join(f"-t {name}" for name in RMAP_TESTS)
-    res = guest_run.run_guest(kb.id, ["sh", "-c", f"/bin/mm_intent_kselftest {filters} > /share/out.txt 2>&1"],
-                              share, files={"bin/mm_intent_kselftest": binary}, timeout=1200)
+    argv = ["sh", "-c", f"/bin/mm_intent_kselftest {filters} > /share/out.txt 2>&1"]
+    res = guest_command.boot_and_run(kb.id, argv, share, files={"bin/mm_intent_kselftest": binary}, timeout=1200)
     assert not res.timed_out and not res.findings, res
     return ktap.parse((share / "out.txt").read_text(errors="replace"))
 
