@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from harness import verbs
-from harness.cli_args import add_json_flag, positive_int, require_root
+from harness.cli_args import positive_int, require_root
 from harness.errors import UserError
 from harness.paths import work_dir
 from kv_policy import (compare_run, crosscheck_run, generate_run, goals_run, import_run, options, render,

@@ -14,6 +14,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,28 @@ def foreground_signals() -> None:
     SIGINT at its default. A test run started in the background (nohup, `&` without job control) inherits SIGINT
     ignored, and Python then leaves it ignored, so the child would never see the interrupt the test is about."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def stall_qemu_when_told(log_dir: Path, share: Path, stall_s: float) -> tuple[threading.Thread, list[int]]:
+    """A host thread that, once the guest writes /share/go, stops this test's QEMU (found by its console log
+    path) for stall_s seconds: a host stall of the vCPU, made on purpose. The list gets the stopped QEMU's pid."""
+    import psutil
+
+    stalled: list[int] = []
+
+    def stall() -> None:
+        deadline = time.monotonic() + 600
+        while not (share / "go").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        qemu = [p for p in psutil.process_iter(["cmdline"])
+                if any(str(log_dir) in a for a in (p.info["cmdline"] or []))]
+        if len(qemu) != 1:
+            return  # the test fails on the empty list
+        qemu[0].suspend()
+        time.sleep(stall_s)
+        qemu[0].resume()
+        stalled.append(qemu[0].pid)
+
+    t = threading.Thread(target=stall, daemon=True)
+    t.start()
+    return t, stalled

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from io_priority import device_model, ioload_launch
-from tests.conftest import REPO, run_kvds
+from tests.conftest import REPO, run_kvds, stall_qemu_when_told
 
 MiB = 1 << 20
 
@@ -101,27 +99,6 @@ def io_lab():
     return built if built is not None else build.ensure_built(spec.spec)
 
 
-def _stall_when_told(log_dir: Path, share: Path, stall_s: float) -> tuple[threading.Thread, list[int]]:
-    import psutil
-
-    stalled: list[int] = []
-
-    def stall() -> None:
-        deadline = time.monotonic() + 900
-        while not (share / "go").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        qemu = [p for p in psutil.process_iter(["cmdline"]) if any(str(log_dir) in a for a in (p.info["cmdline"] or []))]
-        if len(qemu) == 1:
-            qemu[0].suspend()
-            time.sleep(stall_s)
-            qemu[0].resume()
-            stalled.append(qemu[0].pid)
-
-    t = threading.Thread(target=stall, daemon=True)
-    t.start()
-    return t, stalled
-
-
 @pytest.mark.slow  # a boot of the io lab kernel, which make test does not build (make test-slow)
 @pytest.mark.parametrize("icount_shift", [0])
 def test_model_device_reads_take_its_service_time_and_a_host_stall_is_not_in_them(io_lab, tmp_path: Path,
@@ -133,7 +110,7 @@ def test_model_device_reads_take_its_service_time_and_a_host_stall_is_not_in_the
     script = share / "guest.py"  # under host_root the share is at its own path in the guest
     script.write_text(GUEST_SCRIPT)
     stall_s = 4.0
-    thread, stalled = _stall_when_told(log_dir, share, stall_s)
+    thread, stalled = stall_qemu_when_told(log_dir, share, stall_s)
     res = guest_command.boot_and_run(io_lab.id, [sys.executable, str(script), str(share), str(ioload_launch.build()), "stall"],
                               share, timeout=900, log_dir=log_dir, icount_shift=icount_shift, host_root=True,
                               cpus=2, cwd=str(REPO))

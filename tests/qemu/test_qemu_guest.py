@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from harness.doctor import skip_unless
 from qemu_validation import validate_run
 from qemu_validation.boot import guest_command
 from qemu_validation.kernel import build
+from tests.conftest import stall_qemu_when_told
 
 pytestmark = [skip_unless("qemu.guest"), pytest.mark.timeout(3600)]
 KVDS = [sys.executable, "-m", "harness.cli"]
@@ -212,31 +211,6 @@ def test_client_registers_an_arena_inside_the_guest(kernel: build.KernelBuild, t
     assert out["lookup"] == out["entries"][1] and out["dup"] == errno.EEXIST
 
 
-def _stall_qemu_when_told(log_dir: Path, share: Path, stall_s: float) -> tuple[threading.Thread, list[int]]:
-    """A host thread that, once the guest writes /share/go, stops this test's QEMU (found by its console log
-    path) for stall_s seconds: a host stall of the vCPU, made on purpose. The list gets the stopped QEMU's pid."""
-    import psutil
-
-    stalled: list[int] = []
-
-    def stall() -> None:
-        deadline = time.monotonic() + 600
-        while not (share / "go").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        qemu = [p for p in psutil.process_iter(["cmdline"])
-                if any(str(log_dir) in a for a in (p.info["cmdline"] or []))]
-        if len(qemu) != 1:
-            return  # the test fails on the empty list
-        qemu[0].suspend()
-        time.sleep(stall_s)
-        qemu[0].resume()
-        stalled.append(qemu[0].pid)
-
-    t = threading.Thread(target=stall, daemon=True)
-    t.start()
-    return t, stalled
-
-
 @pytest.mark.slow   # two boots and a 4 s host stall each (50 s); the icount argv and clock are tested in make test
 @pytest.mark.parametrize("icount_shift", [None, 0])
 def test_icount_keeps_a_host_stall_out_of_guest_time(kernel: build.KernelBuild, tmp_path: Path,
@@ -250,7 +224,7 @@ def test_icount_keeps_a_host_stall_out_of_guest_time(kernel: build.KernelBuild, 
     up = "cut -d' ' -f1 /proc/uptime"
     script = (f"a=$({up}); {loop}; b=$({up}); echo go > /share/go; {loop}; c=$({up}); "
               "echo $a $b $c > /share/t; cat /proc/cmdline > /share/cmdline")
-    stall, stalled = _stall_qemu_when_told(log_dir, share, stall_s)
+    stall, stalled = stall_qemu_when_told(log_dir, share, stall_s)
     res = guest_command.boot_and_run(kernel.id, ["sh", "-c", script], share, timeout=600, log_dir=log_dir,
                                      icount_shift=icount_shift)
     stall.join(timeout=60)
