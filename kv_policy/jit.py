@@ -35,5 +35,9 @@ from numba import njit as _njit  # noqa: E402  (after NUMBA_CACHE_DIR is set)
 
 
 def njit(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`numba.njit(cache=True)`, cached where this process can write (see the module docstring)."""
-    return _njit(cache=True)(fn)
+    """`numba.njit(cache=True)`, cached where this process can write (see the module docstring); compiled
+    in memory only when numba still finds no cache it can use (it raises RuntimeError "no locator available")."""
+    try:
+        return _njit(cache=True)(fn)
+    except RuntimeError:
+        return _njit(fn)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from harness import atomic
 from qemu_validation.boot.guest_command import DEFAULT_SPEC
+from harness.errors import UserError
 from qemu_validation.kernel import build, cachedirs
 
 KVM_FAILURE = "KVM internal error"
@@ -38,7 +39,11 @@ def _key(binary: str) -> str:
 def runs_a_kernel(binary: str) -> tuple[bool, str]:
     """(ok, why): whether the newest cached guest kernel boots under KVM with -cpu host (cached answer)."""
     builds = sorted(build.all_builds(), key=lambda b: b.info.get("built_at", 0))
-    kb = build.cached(DEFAULT_SPEC) or (builds[-1] if builds else None)   # the lab's default kernel first
+    try:
+        default = build.cached(DEFAULT_SPEC)   # the lab's default kernel first
+    except UserError:  # this kvds has no patch series to name it by (a copy shipped to a remote host)
+        default = None
+    kb = default or (builds[-1] if builds else None)
     if kb is None:
         return False, "no guest kernel is built yet to try KVM with (kvds qemu build --kasan); TCG is used"
     key = _key(binary)

@@ -149,7 +149,7 @@ def test_host_killed_mid_run(lab, known, tmp_path: Path) -> None:
     single = tmp_path / "victim-hosts"
     single.write_text(lab.hosts_file().read_text().splitlines()[0] + "\n")
     r = kvds("remote", "doctor", "--hosts", str(single), "--known-hosts", str(known), "--json", store=store)
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-3000:]
     again = json.loads(r.stdout)["summary"]["hosts"][victim.tag]
     assert any("created directory" in x and "baseline-" in x for x in again["restored"])
     assert any("kvds restore on connect" in e for e in again["events"])
