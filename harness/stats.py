@@ -210,7 +210,7 @@ class Verdict:
         elif not math.isfinite(e.value):
             ev = f"no estimate: {self.reason or 'no data'}"
         else:
-            ev = f"{e.value:.3g} (no interval{': ' + self.reason if self.reason else ''})"
+            ev = f"{e.value:.3g} (point estimate{': ' + self.reason if self.reason else ''})"
         return f"{self.status} (goal {self.goal}: {ev})"
 
 
