@@ -211,8 +211,9 @@ def test_socket_priority_selects_the_htb_class() -> None:
             assert after[other] == before[other]
         root = qdisc_stats(a, "ta0")
         assert root["qdisc"]["bytes"] >= 3 * n and root["qdisc"]["packets"] > 0
-        # everything passes the parent class (read after the qdisc: at least as many bytes)
-        assert root["classes"]["1:1"]["bytes"] >= root["qdisc"]["bytes"]
+        # the three transfers all passed the parent class; the root's own total may be a stray packet ahead of it
+        # (one HTB sent from its direct queue, counted by the qdisc and by no class: 90 bytes in one CI run)
+        assert root["classes"]["1:1"]["bytes"] >= 3 * n
 
 
 @needs_htb
