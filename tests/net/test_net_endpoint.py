@@ -233,9 +233,9 @@ def test_socket_options_are_in_effect_and_sigterm_keeps_the_fetches(lab: Lab, tm
                                cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         seen = ""
-        for _ in range(200):  # until the server's side of the connection is there
+        for _ in range(200):  # until the server's side of the connection is there with its options set
             seen = _ss_socket(lab.ns, port)
-            if "class_id" in seen:
+            if "class_id:0x1000a" in seen:
                 break
             time.sleep(0.05)
         # seen from outside the endpoint: the prefill side's accepted socket carries the class
