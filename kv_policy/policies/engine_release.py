@@ -17,6 +17,8 @@ place in the run, last first.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from kv_policy import codes
 from kv_policy.policies.base import Policy
 from kv_policy.trace import Trace
@@ -24,7 +26,7 @@ from kv_policy.trace import Trace
 UNREFERENCED = (codes.COLD_SPILLABLE, codes.DONE)
 
 
-class EngineRelease(Policy):
+class EngineRelease(Policy, ABC):
     """Tracks reference state, release groups and touch groups per block; subclasses order the released blocks."""
 
     uses_hints = True
@@ -77,9 +79,9 @@ class EngineRelease(Policy):
     def touched(self, b: int, step: int) -> None:
         """A request read or allocated the block (subclass hook)."""
 
+    @abstractmethod
     def released_key(self, b: int) -> tuple[float, ...]:
-        """Order among unreferenced blocks (smaller = evicted first)."""
-        raise NotImplementedError
+        """Order among unreferenced blocks (smaller = evicted first): each engine row defines its own."""
 
     def key(self, b: int, seq: int, step: int, cls: int) -> tuple[float, ...]:  # type: ignore[override]
         if self.unref[b]:
