@@ -34,6 +34,7 @@ class Stage:
     needs: tuple[str, ...] = ()
     timeout_s: float = 1800
     files_run: bool = True  # the command files a result directory; exit 0 without one means it did not run
+    env: tuple[tuple[str, str], ...] = ()  # set for the command (e.g. KVDS_GUEST_CLOCK=icount for a guest stage)
 
 
 @dataclass
@@ -63,7 +64,7 @@ def run_stage(stage: Stage, quick: bool, suite: Run, store: ResultStore) -> Stag
     if action == "fail":
         return StageOutcome(stage.name, "failed", why.splitlines()[0], argv=argv)
     tag = f"{suite.run_id}/{stage.name}"
-    env = dict(os.environ, KVDS_RESULTS_DIR=str(store.root.resolve()), **{PARENT_ENV: tag})
+    env = dict(os.environ, **dict(stage.env), KVDS_RESULTS_DIR=str(store.root.resolve()), **{PARENT_ENV: tag})
     cmd = [sys.executable, "-m", "harness.cli", *argv]
     t0 = time.monotonic()
     try:

@@ -8,16 +8,17 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import stats
 from harness.results import Filed, ResultStore
-from io_priority import device as devmod, device_model, ioload_launch, run_common, stalls as stallmod
+from io_priority import device as devmod, device_model, ioload_launch, load_rule, run_common, stalls as stallmod
 from io_priority.device import MODEL_PREFIX, Layout, check_block_device, check_file, device_spec
-from io_priority.sweep_points import bench_goal
+from io_priority.sweep_points import bench_goal, points
 from io_priority.summary import BENCH_SCHEMA, DRY_RUN_SCHEMA, BenchPlan, BenchSummary
 from io_priority.variant_figures import summarize
-from io_priority.variant_runs import run_variants, standard_variants, with_scheduler, write_samples
-from io_priority.workload import Workload, ioload_args
+from io_priority.variant_runs import Variant, run_variants, standard_variants, with_scheduler, write_samples
+from io_priority.workload import RepResult, Workload, ioload_args
 
 SCRATCH, SHM = Path("<scratch>"), Path("<shm>")  # how a dry run shows the paths a run would create
 
@@ -36,6 +37,7 @@ class BenchConfig:
     ebpf: bool = False                  # the eBPF track's per-class histograms, one session per repetition
     stall_ms: float = stallmod.DEFAULT_STALL_MS
     verbose: bool = False               # print each helper's command line as it starts
+    trace_note: str = "recorded (block:block_rq_issue/complete)"  # or why the block layer was not recorded
 
 
 def run(cfg: BenchConfig) -> Filed[BenchSummary]:
@@ -46,17 +48,34 @@ def run(cfg: BenchConfig) -> Filed[BenchSummary]:
     results, order = run_variants(dev, cfg.workload, variants, cfg.reps, cfg.trace, label=sched, ebpf=cfg.ebpf,
                                   echo=run_common.echo_command(cfg.verbose))
     config = run_common.config_of(cfg.workload, dev, sched, cfg.reps, mapping=cfg.mapping, modes=list(cfg.modes),
-                                  stall_ms=cfg.stall_ms, loadavg_start=load0)
+                                  stall_ms=cfg.stall_ms, loadavg_start=load0, block_trace=cfg.trace_note)
     filed = ResultStore().new_run("io-bench", config)
     run_common.record_commands(filed, run_common.commands_of(results, order))
     write_samples(filed, results)
     modes = summarize(variants, results, cfg.workload.engine, device_name=dev.name,
                       buffered=cfg.workload.spill_kind == "buffered", stall_ms=cfg.stall_ms, order=order)
     summary = BenchSummary(BENCH_SCHEMA, config, [[r, n] for r, n in order], modes,
-                           goal=bench_goal(sched, modes), **run_common.ebpf_note(cfg.ebpf))
+                           goal=bench_goal(sched, modes, _judged(cfg, sched, variants, modes, results, order)),
+                           **run_common.ebpf_note(cfg.ebpf))
     stored = summary.as_dict()  # strict JSON: NaN/inf (too few repetitions) -> null
     filed.write_summary(stored)
     return Filed(filed, BenchSummary.from_json(stored))
+
+
+def _judged(cfg: BenchConfig, sched: str, variants: list[Variant], modes: dict[str, Any],
+            results: dict[str, list[RepResult]], order: list[tuple[int, str]]) -> list[dict[str, Any]] | None:
+    """The bench's points judged with the host's load (io_priority/load_rule.py), as a sweep judges its own."""
+    if not {"unloaded", "baseline", "separated"} <= set(modes):
+        return None
+
+    def quiet_points(sub: dict[str, load_rule.SchedRuns]) -> list[dict[str, Any]]:
+        return points({s: {"modes": summarize([v for v in variants if v.label in sr.results], sr.results,
+                                              cfg.workload.engine, device_name=None,
+                                              buffered=cfg.workload.spill_kind == "buffered",
+                                              stall_ms=cfg.stall_ms, order=sr.order)} for s, sr in sub.items()})
+
+    return load_rule.judge_points(points({sched: {"modes": modes}}), {sched: load_rule.SchedRuns(results, order)},
+                                  quiet_points)
 
 
 def dry_run(cfg: BenchConfig) -> Filed[BenchPlan]:

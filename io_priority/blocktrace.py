@@ -15,6 +15,7 @@ import re
 import secrets
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -102,6 +103,16 @@ def parse_trace(text: str) -> IssueCounts:
 
 def class_name(code: int) -> str:
     return {v: k for k, v in CLASS_CODES.items()}.get(int(code), "none")
+
+
+def tracefs_missing() -> str | None:
+    """Why this kernel cannot record block-layer events (None when it can): without ftrace there is no tracefs (the
+    io lab kernel leaves ftrace out: a full rebuild for figures the verdicts do not use)."""
+    try:
+        names = {line.split()[-1] for line in Path("/proc/filesystems").read_text().splitlines() if line.strip()}
+    except OSError as exc:
+        return f"/proc/filesystems unreadable ({exc.strerror})"
+    return None if "tracefs" in names else "this kernel has no tracefs (built without CONFIG_FTRACE)"
 
 
 class BlockIssueTrace:

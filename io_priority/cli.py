@@ -14,7 +14,7 @@ from harness.errors import UserError
 from harness.mapping import available_mappings
 from harness.remote import add_target_args
 from harness.verbs import Verb, add
-from io_priority import bench_run, device_model, fio_check_run, render, repro_run, sweep_run
+from io_priority import bench_run, blocktrace, device_model, fio_check_run, render, repro_run, sweep_run
 from io_priority.auto_grow import Grow
 from io_priority.device import MODEL_PREFIX, CONSENT_FLAG, Layout, MiB, device_spec, scratch_dir
 from io_priority.summary import BenchSummary, FioCheckSummary, ReproSummary, SweepSummary
@@ -134,12 +134,12 @@ def bench_config(args: argparse.Namespace) -> bench_run.BenchConfig:
     """A dry run checks the input only (its device is checked read-only by the plan); a run also the host."""
     args.device = device_of(args)
     _check_mapping(args.mapping)
-    cfg = bench_run.BenchConfig(workload_from(args), layout_from(args), tuple(args.mode), args.mapping,
-                                args.scheduler, args.device, args.destroy_data, args.reps, args.trace, args.ebpf,
-                                args.stall_ms, args.verbose)
     if not args.dry_run:
         _require(args, [args.mapping])
-    return cfg
+    trace, note = block_trace(args.trace) if not args.dry_run else (args.trace, "a dry run records nothing")
+    return bench_run.BenchConfig(workload_from(args), layout_from(args), tuple(args.mode), args.mapping,
+                                 args.scheduler, args.device, args.destroy_data, args.reps, trace, args.ebpf,
+                                 args.stall_ms, args.verbose, note)
 
 
 def _sweep_arguments(s: argparse.ArgumentParser) -> None:
@@ -172,8 +172,18 @@ def sweep_config(args: argparse.Namespace) -> sweep_run.SweepConfig:
         args.duration, args.reps = min(args.duration, QUICK_DURATION_S), min(args.reps, 2)
     grow = None if args.quick or not args.until_width else Grow(args.until_width, args.time_cap)
     _require(args, sorted({m for ms in plan.values() for m in ms}))
+    trace, note = block_trace(args.trace)
     return sweep_run.SweepConfig(workload_from(args), layout_from(args), plan, args.device, args.destroy_data,
-                                 args.reps, args.trace, grow, args.stall_ms, args.verbose)
+                                 args.reps, trace, grow, args.stall_ms, args.verbose, note)
+
+
+def block_trace(asked: bool) -> tuple[bool, str]:
+    """Whether the run records the block layer, and why not: the verdicts do not rest on it (it shows the classes
+    requests carried and where a stall's time went), so a kernel without tracefs runs without it and says so."""
+    if not asked:
+        return False, "not recorded (--no-trace)"
+    missing = blocktrace.tracefs_missing()
+    return (False, f"not recorded: {missing}") if missing else (True, "recorded (block:block_rq_issue/complete)")
 
 
 def _repro_arguments(r: argparse.ArgumentParser) -> None:

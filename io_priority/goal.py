@@ -13,6 +13,7 @@ import numpy as np
 
 from harness import stats
 from io_priority.clocks import finite
+from io_priority.load_rule import THRESHOLD, not_judged
 from io_priority.variant_figures import estimate_of
 
 GOAL_INTERFERENCE = 1.5
@@ -105,7 +106,8 @@ def goal_summary(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None = N
     name = lambda p: f"{p['scheduler']}/{p['variant']}"  # noqa: E731
     met = [name(p) for p in judged if p["goal"]["status"] == stats.MET]
     missed = [name(p) for p in judged if p["goal"]["status"] == stats.MISSED]
-    inconclusive = [name(p) for p in judged if p["goal"]["status"] == stats.INCONCLUSIVE]
+    inconclusive = [name(p) for p in judged if p["goal"]["status"] == stats.INCONCLUSIVE and not not_judged(p)]
+    busy = [name(p) for p in judged if not_judged(p)]
     # within the goal's numbers but against a reference that does not reproduce itself: listed apart
     unstable = [name(p) for p in judged if p["scheduler"] in ref and ref[p["scheduler"]].status == stats.MISSED
                 and all(d["status"] == stats.MET for d in p["goal"]["parts"][:2])]
@@ -115,7 +117,8 @@ def goal_summary(pts: list[dict[str, Any]], per_sched: dict[str, Any] | None = N
              and p["spill_retained"] is not None and p["spill_retained"] >= GOAL_RETAINED]
     best = min(clean, key=lambda c: c[0]) if clean else None
     return {"interference_max": GOAL_INTERFERENCE, "spill_retained_min": GOAL_RETAINED, "met_by": met,
-            "missed_by": missed, "inconclusive": inconclusive,
+            "missed_by": missed, "inconclusive": inconclusive, "not_judged_host_busy": busy,
+            "load_rule": THRESHOLD,
             "met_against_unstable_reference": unstable, "unloaded_p99_spread": spread,
             "unloaded_pair_spread": pair,
             "reference_stable": {s: v.as_dict() for s, v in ref.items()},
@@ -140,11 +143,14 @@ def goal_line(goal: dict[str, Any]) -> str:
             f"{goal.get('spill_retained_min')}, interference of stall-free service time, judged from 95% intervals): "
             f"met by "
             f"{', '.join(met) or 'no point of this sweep'}; missed by {', '.join(missed) or 'none'}; "
-            f"inconclusive: {', '.join(inc) or 'none'}")
+            f"inconclusive: {', '.join(inc) or 'none'}"
+            + (f"; not judged (host busy): {', '.join(busy)}" if (busy := goal.get("not_judged_host_busy")) else ""))
 
 
 def verdict_cell(p: dict[str, Any]) -> str:
     g = p.get("goal") or {}
     if g.get("status") == "reference":
         return "reference"
+    if not_judged(p):
+        return "not judged: host busy"
     return g.get("status", "-")

@@ -12,8 +12,9 @@ average 1-3.6). Per repetition this meter records:
 - CPU pressure: the share of the repetition in which some runnable task waited for a CPU (/proc/pressure/cpu);
 - the 1-minute load average at the end (for the record; it lags, so it decides nothing).
 
-A repetition is *busy* when foreign CPU exceeds FOREIGN_CORES_LIMIT or steal exceeds STEAL_LIMIT; a verdict that
-rests on busy repetitions says so ("not judged: host busy") instead of flipping between met and missed.
+A repetition is *busy* when foreign CPU exceeds FOREIGN_CORES_LIMIT or steal exceeds STEAL_LIMIT;
+io_priority/load_rule.py sets busy repetitions aside, and a verdict with too few quiet ones left says "not judged: host busy" instead of
+flipping between met and missed.
 """
 
 from __future__ import annotations
@@ -107,14 +108,3 @@ class LoadMeter:
         pressure = None if psi is None or self._psi is None else (psi - self._psi) / 1e6 / wall
         return LoadSample(wall, foreign, own / _TICK / wall, steal / all_ticks, pressure, os.getloadavg()[0])
 
-
-def judged_note(samples: list[LoadSample]) -> str:
-    """What a verdict rests on, in words: every repetition quiet, some busy, or all busy."""
-    busy = sum(s.busy for s in samples)
-    if not samples:
-        return "host load not recorded"
-    if busy == 0:
-        return f"all {len(samples)} repetitions on a quiet host (other work <= {FOREIGN_CORES_LIMIT} cores, steal <= {STEAL_LIMIT:.0%})"
-    if busy == len(samples):
-        return f"not judged: host busy in all {busy} repetitions (other work > {FOREIGN_CORES_LIMIT} cores or steal > {STEAL_LIMIT:.0%})"
-    return f"{busy} of {len(samples)} repetitions on a busy host (other work > {FOREIGN_CORES_LIMIT} cores or steal > {STEAL_LIMIT:.0%})"

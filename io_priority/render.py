@@ -149,9 +149,9 @@ def sweep(summary: SweepSummary) -> None:
     for p in summary.points:
         g = p.get("goal") or {}
         if g.get("status") in (stats.MET, stats.MISSED, stats.INCONCLUSIVE):
-            e2e = p.get("end_to_end")
-            print(f"{p['scheduler']}/{p['variant']}: {g['status'].upper()} from " + "; ".join(g.get("text", []))
-                  + (f" [beside it, {stats.verdict_from_dict(e2e)}]" if e2e else ""))
+            print(verdict_line(f"{p['scheduler']}/{p['variant']}", g["status"], g.get("text", []), g.get("load"),
+                               p.get("end_to_end")))
+    print(host_load_line([m for doc in summary.schedulers.values() for m in doc["modes"].values()]))
     goal = summary.goal
     reps = (summary.config or {}).get("reps")
     if isinstance(reps, int) and reps < stats.MIN_REPS:
@@ -241,8 +241,32 @@ def bench(summary: BenchSummary) -> None:
     print_table(summary.modes, f"kvds io bench: {cfg['engine']} on {cfg['device']['path']} ({cfg['scheduler']}), "
                 f"{cfg['reps']} reps x {cfg['workload']['duration_s']:g} s")
     for name, v in ((summary.goal or {}).get("verdicts") or {}).items():
-        e2e = f" [beside it, {stats.verdict_from_dict(v['end_to_end'])}]" if v.get("end_to_end") else ""
-        print(f"{name}: {v['status'].upper()} from " + "; ".join(v["text"]) + e2e)
+        print(verdict_line(name, v["status"], v["text"], v.get("load"), v.get("end_to_end")))
+    print(host_load_line(list(summary.modes.values())))
+
+
+def verdict_line(name: str, status: str, text: list[str], load: dict[str, Any] | None,
+                 end_to_end: dict[str, Any] | None) -> str:
+    """One point's verdict with the intervals it rests on, worded by the host-load rule (io_priority/load_rule.py):
+    "MET on stall-free, unloaded repetitions (all 12) from ...", or "not judged: host busy (...); ..."."""
+    e2e = f" [beside it, {stats.verdict_from_dict(end_to_end)}]" if end_to_end else ""
+    if not load:  # a run recorded before the host's load was measured
+        return f"{name}: {status.upper()} from " + "; ".join(text) + e2e
+    head, _, rest = load["verdict"].partition(" ")
+    if load.get("judged_on") is None:
+        return f"{name}: {load['verdict']}; all repetitions: " + "; ".join(text) + e2e
+    return f"{name}: {head.upper()} {rest} from " + "; ".join(text) + e2e
+
+
+def host_load_line(modes: list[dict[str, Any]]) -> str:
+    """How busy the host was over the run's repetitions, against the stated threshold."""
+    loads = [m["host_load"] for m in modes if m.get("host_load")]
+    if not loads:
+        return "host load: not recorded"
+    busy, n = sum(x["busy_reps"] for x in loads), sum(len(x["per_rep"]) for x in loads)
+    return (f"host load: {busy} of {n} repetitions busy ({loads[0]['threshold']}); other work at most "
+            f"{max(x['foreign_cores_max'] for x in loads):.2f} cores, steal at most "
+            f"{max(x['steal_share_max'] for x in loads):.1%}")
 
 
 def repro(summary: ReproSummary) -> None:

@@ -12,7 +12,7 @@ from harness.report import fmt, plots
 from harness.report.context import ReportContext, Suite
 from harness.results import Run
 from harness.stats import MIN_REPS, rep_ratio
-from io_priority import fio, goal as goalmod
+from io_priority import fio, goal as goalmod, load_rule
 from io_priority.clocks import host_share_text
 from io_priority.summary import BenchSummary, FioCheckSummary, SweepPoint, SweepSummary, VariantFigures
 
@@ -31,17 +31,22 @@ def _classes(block: dict | None) -> str:
 
 
 def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
-    run = suite.latest("io-bench")
-    if run is None:
-        return
+    for run, model in _by_device(suite, "io-bench"):
+        _bench_run(ctx, suite, run, model)
+
+
+def _bench_run(ctx: ReportContext, suite: Suite, run: Run, model: bool) -> None:
     s = BenchSummary.from_json(run.summary)
     cfg = s.config or {}
-    dev = cfg.get("device", {})
     ctx.doc.para(
         f"Suite {suite.label}: run {run.run_id}; engine {cfg.get('engine')}, scheduler {cfg.get('scheduler')}, "
-        f"mapping {cfg.get('mapping')}, device {dev.get('path')} ({dev.get('kind')}), "
+        f"mapping {cfg.get('mapping')}, on {device_label(run)}, "
         f"{cfg.get('reps')} repetitions in alternating order; latency measured from each read's intended issue time."
     )
+    for name, v in ((s.goal or {}).get("verdicts") or {}).items():
+        load = v.get("load") or {}
+        ctx.doc.para(f"{name} on {device_label(run)}: {load.get('verdict') or v['status']}, from "
+                     + "; ".join(v["text"]) + ".")
     rows = []
     series = {}
     modes = {v: VariantFigures.from_json(m) for v, m in (s.modes or {}).items()}
@@ -59,7 +64,16 @@ def _bench_tables(ctx: ReportContext, suite: Suite) -> None:
     if series:
         path = plots.latency_cdf(series, ctx.fig(f"io-cdf-{run.run_id}.png"),
                                    f"Critical-read latency, {cfg.get('scheduler')}, {cfg.get('engine')}")
-        ctx.doc.figure(path, f"Critical-read latency CDF per mode ({suite.label})")
+        ctx.doc.figure(path, f"Critical-read latency CDF per mode ({suite.label}, {device_label(run)})")
+    if model:  # the guest lab's model device: its own headline rows, beside this host's disk
+        for variant in ("unloaded", "separated"):
+            ctx.headline(f"critical-read p99, {variant}, model device (us)", suite.label,
+                         fmt.value((modes[variant].latency_us or {}).get("p99")) if variant in modes else None)
+        verdict = ((s.goal or {}).get("verdicts") or {}).get("separated")
+        if verdict:
+            ctx.verdict(suite.label, f"io bench on {device_label(run)}",
+                        (verdict.get("load") or {}).get("verdict") or verdict["status"])
+        return
     ctx.summary.setdefault("io", {})[suite.label] = {
         v: {"p99_us": fmt.value((m.latency_us or {}).get("p99")),
             "interference_factor": fmt.value(m.interference_factor),
@@ -106,16 +120,46 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
     """The sweep's table and its goal line, both from one set of verdicts (io_priority.goal.judge, re-run on the
     stored estimates, so a run recorded under an older rule is judged by today's): no row says "met" that the
     line below denies."""
-    run = suite.latest("io-sweep")
-    if run is None:
-        return
+    for run, model in _by_device(suite, "io-sweep"):
+        _sweep_run(ctx, suite, run, model)
+
+
+def _by_device(suite: Suite, kind: str) -> list[tuple[Run, bool]]:
+    """The suite's newest finished run of `kind` on this host's disk and the newest on a model device (the guest
+    lab's, `kvds run`'s io-model stage), host first; (run, on a model device)."""
+    done = [r for r in suite.of_kind(kind) if (r.path / "summary.json").exists()]
+    out = []
+    for model in (False, True):
+        mine = [r for r in done if _is_model(r) == model]
+        if mine:
+            out.append((mine[-1], model))
+    return out
+
+
+def _is_model(run: Run) -> bool:
+    return ((run.summary.get("config") or {}).get("device") or {}).get("kind") == "model"
+
+
+def device_label(run: Run) -> str:
+    """Where a run's reads went, in words: a model device in the guest lab (with its clock), or this host's disk."""
+    dev = (run.summary.get("config") or {}).get("device") or {}
+    if dev.get("kind") == "model":
+        clock = (run.meta.get("environment") or {}).get("clock") or "wall"
+        return f"model device {dev.get('backing')} (null_blk, guest lab, clock {clock})"
+    return f"this host's disk ({dev.get('kind')} {dev.get('path')})"
+
+
+def _sweep_run(ctx: ReportContext, suite: Suite, run: Run, model: bool) -> None:
     s = SweepSummary.from_json(run.summary)
     pts = s.points or []
     if not pts:
         return
-    for p in pts:
+    loads = [(p.get("goal") or {}).get("load") for p in pts]
+    for p, load in zip(pts, loads):
         p.pop("goal", None)
     goalmod.judge(pts, s.schedulers)
+    for p, load in zip(pts, loads):
+        load_rule.reapply(p, load)
     goal = goalmod.goal_summary(pts, s.schedulers)
     typed = [SweepPoint.from_json(p) for p in pts]
     rows = [[p.scheduler, p.variant, p.mapping, p.reps or "-", fmt.estimate(p.p99_us),
@@ -123,8 +167,8 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
              fmt.estimate(p.spill_retained_est) if p.spill_retained_est else
              fmt.number(p.spill_retained, ".2f", why="no spill"),
              {True: "yes", False: "", None: "- (no p99)"}[p.pareto], goalmod.verdict_cell(p.as_dict())] for p in typed]
-    ctx.doc.para(f"Sweep {run.run_id} (suite {suite.label}): each scheduler x mapping under the same spill load; "
-                 "a goal is met only when its whole 95% interval is on the right side.")
+    ctx.doc.para(f"Sweep {run.run_id} (suite {suite.label}) on {device_label(run)}: each scheduler x mapping under "
+                 "the same spill load; a goal is met only when its whole 95% interval is on the right side.")
     ctx.doc.table(["scheduler", "variant", "mapping", "repetitions", "p99 (us)", "interference e2e (all reads)",
                    "interference service (stall-free, judged)", "spill MB/s", "spill kept", "Pareto", "goal"], rows)
     plotted = [(f"{p.scheduler}/{p.variant}", fmt.value(p.spill_mb_s), fmt.value(p.p99_us)) for p in typed]
@@ -135,10 +179,11 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
         ctx.doc.figure(path, "Pareto plot: spill MB/s against critical-read p99; the frontier is dashed")
     else:
         ctx.doc.para("No Pareto plot: no point of this sweep has a p99 with enough reads beyond it.")
-    ctx.summary.setdefault("io_sweep", {})[suite.label] = list(goal["met_by"])
-    ctx.headline("sweep goal met by (interference <= 1.5, spill >= 50%, whole 95% interval)", suite.label,
+    where = " (model device, guest lab)" if model else ""
+    ctx.summary.setdefault("io_sweep_model" if model else "io_sweep", {})[suite.label] = list(goal["met_by"])
+    ctx.headline(f"sweep goal met by{where} (interference <= 1.5, spill >= 50%, whole 95% interval)", suite.label,
                  ", ".join(goal["met_by"]) or "nothing")
-    ctx.verdict(suite.label, "io sweep", goalmod.goal_line(goal))
+    ctx.verdict(suite.label, f"io sweep{where}", goalmod.goal_line(goal))
     ctx.doc.para(goalmod.goal_line(goal) + ".")
 
 

@@ -62,15 +62,17 @@ def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return ap <= bp and am >= bm and (ap < bp or am > bm)
 
 
-def bench_goal(scheduler: str, modes: dict[str, Any]) -> dict[str, Any] | None:
+def bench_goal(scheduler: str, modes: dict[str, Any],
+               judged: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """A bench's "separated" (and every other loaded variant) judged by the sweep's rule, so a bench and a sweep
-    of the same point give the same verdict; None unless the bench ran all three of unloaded, baseline, separated."""
+    of the same point give the same verdict; None unless the bench ran all three of unloaded, baseline, separated.
+    judged: the points as the load rule judged them (io_priority/load_rule.py), else judged from every repetition."""
     if not {"unloaded", "baseline", "separated"} <= set(modes):
         return None
     per = {scheduler: {"modes": modes}}
-    pts = points(per)
+    pts = judged if judged is not None else points(per)
     out = goal_summary(pts, per)
     out["verdicts"] = {p["variant"]: {"status": p["goal"]["status"], "text": p["goal"]["text"],
-                                      "end_to_end": p.get("end_to_end")}
+                                      "end_to_end": p.get("end_to_end"), "load": p["goal"].get("load")}
                        for p in pts if p["variant"] != "baseline"}
     return out

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.mapping import load_mapping
 from harness.results import Filed, ResultStore
-from io_priority import device as devmod, goal, run_common, stalls as stallmod, variant_figures, variant_runs
+from io_priority import device as devmod, goal, load_rule, run_common, stalls as stallmod, variant_figures, variant_runs
 from io_priority.auto_grow import Grow, grow_step
 from io_priority.device import Layout
 from io_priority.pareto_plot import plot
@@ -62,6 +62,7 @@ class SweepConfig:
     grow: Grow | None = None      # auto-grow (--until-width, --time-cap); None: one round
     stall_ms: float = stallmod.DEFAULT_STALL_MS
     verbose: bool = False
+    trace_note: str = "recorded (block:block_rq_issue/complete)"  # or why the block layer was not recorded
 
 
 def run(cfg: SweepConfig) -> Filed[SweepSummary]:
@@ -109,13 +110,17 @@ def run(cfg: SweepConfig) -> Filed[SweepSummary]:
                                   mappings=list(loaded), schedulers=list(cfg.plan),
                                   plan={s: list(ms) for s, ms in cfg.plan.items()},
                                   grow=cfg.grow.as_dict() if cfg.grow else None, rounds=rounds,
-                                  stall_ms=cfg.stall_ms, loadavg_start=load0)
+                                  stall_ms=cfg.stall_ms, loadavg_start=load0, block_trace=cfg.trace_note)
     filed = ResultStore().new_run("io-sweep", config)
     run_common.record_commands(filed, [c for s, results in all_results.items()
                                        for c in run_common.commands_of(results, orders[s], s)])
     for sched, results in all_results.items():
         variant_runs.write_samples(filed, results, prefix=f"{sched}--")
-    pts = points(per_sched)
+    runs = {s: load_rule.SchedRuns(all_results[s], orders[s]) for s in cfg.plan}
+    pts = load_rule.judge_points(points(per_sched), runs, lambda sub: points(
+        {s: {"modes": variant_figures.summarize([v for v in variants[s] if v.label in sr.results], sr.results,
+                                                w.engine, buffered=w.spill_kind == "buffered",
+                                                stall_ms=cfg.stall_ms, order=sr.order)} for s, sr in sub.items()}))
     summary = SweepSummary(SWEEP_SCHEMA, config, per_sched, pts, goal.goal_summary(pts, per_sched),
                            **run_common.ebpf_note(False))
     stored = summary.as_dict()  # strict JSON: NaN/inf (too few repetitions) -> null

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from harness import stats
-from io_priority import clocks as clockmod, pairing, stalls as stallmod
+from io_priority import clocks as clockmod, load_rule, pairing, stalls as stallmod
 from io_priority.summary import VariantFigures
 from io_priority.variant_runs import Variant
 from io_priority.workload import RepResult
@@ -150,6 +150,7 @@ def summarize_variant(v: Variant, reps: list[RepResult], engine: str,
         "ebpf_block_layer": _merge_ebpf(reps, device_name) if device_name else None,
     }
     out["overlap"] = _overlap(reps, unloaded, n_boot) if v.mapping is not None else None
+    out["host_load"] = load_rule.variant_load(reps)
     # three clocks (+ the block layer's), over every read and without the reads stalls delayed
     found = found if found is not None else stallmod.find_all(reps, stall_ms)
     ufound = ufound if ufound is not None else (stallmod.find_all(unloaded, stall_ms) if unloaded else None)

@@ -18,6 +18,7 @@ from harness.mapping import Mapping, load_mapping
 from harness.progress import progress
 from io_priority.blocktrace import BlockIssueTrace
 from io_priority.device import Device
+from io_priority.host_load import LoadMeter
 from io_priority.workload import Applied, RepResult, Runner, Workload, applied
 
 
@@ -57,17 +58,20 @@ def run_variants(device: Device, workload: Workload, variants: list[Variant], re
     order = stats.alternating_order(list(by_label), first_rep + reps)[first_rep * len(by_label):]
     total = first_rep + reps
     results: dict[str, list[RepResult]] = {v.label: [] for v in variants}
+    meter = LoadMeter()
     try:
         with progress(f"io bench {label}".strip(), total=len(order)) as bar:
             for i, (rep, name) in enumerate(order):
                 bar.update(description=f"{label} rep {rep + 1}/{total} {name}".strip())
                 plan = by_label[name].plan(workload.engine)
+                meter.start()  # the host's load over this repetition: what says whether it can be judged
                 if ebpf:
                     with session(probes=("blk",), devices=[device.path]) as rec:
                         res = runner.run(plan, seed=1000 * rep + i)
                     res.ebpf = rec.results()
                 else:
                     res = runner.run(plan, seed=1000 * rep + i)
+                res.host_load = meter.stop()
                 results[name].append(res)
                 bar.advance()
     finally:

@@ -26,6 +26,7 @@ from harness.paths import work_dir
 from io_priority import ioload_launch
 from io_priority.blocktrace import BlockIssueTrace
 from io_priority.device import Device
+from io_priority.host_load import LoadSample
 
 ENGINES = ("psync", "io_uring")
 SPILL_KINDS = ("direct", "buffered")
@@ -101,6 +102,8 @@ class RepResult:
     blk_pairs: np.ndarray | None = None
     # the ioload commands that ran this repetition: {"reader": argv, "writer": argv or absent}
     argv: dict[str, list[str]] | None = None
+    # the host's load over the repetition (io_priority/host_load.py): other work's CPU, steal, CPU pressure
+    host_load: LoadSample | None = None
 
     @property
     def service_ns(self) -> np.ndarray | None:
