@@ -227,7 +227,7 @@ def fio_check_config(args: argparse.Namespace) -> fio_check_run.FioCheckConfig:
     cfg = fio_check_run.FioCheckConfig(workload_from(args), layout_from(args), args.scheduler, args.device,
                                        args.destroy_data, args.reps, args.uring_ab, args.verbose)
     _require(args, [])
-    doctor.require("fio")
+    doctor.require("fio", area="io")
     return cfg
 
 
@@ -290,9 +290,10 @@ def _require(args: argparse.Namespace, mappings: list[str]) -> None:
         os.environ["KVDS_WORK_DIR"] = str(scratch_dir(args.work_dir))  # paths.work_dir(): every scratch file
     device_spec(args.device)
     require_root("kvds io")
-    doctor.require("loop", "ioprio", "blk.schedulers", "io.ioload")
+    # area "io" first: probing other areas (eBPF compiles, QEMU) costs minutes inside a guest lab
+    doctor.require("loop", "ioprio", "blk.schedulers", "io.ioload", area="io")
     if args.engine == "io_uring":
-        doctor.require("io_uring")
+        doctor.require("io_uring", area="io")
     for name in mappings:
         if name not in available_mappings() and not name.endswith(".toml"):
             raise UserError(f"unknown mapping {name!r} (available: {', '.join(available_mappings())})")

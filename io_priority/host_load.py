@@ -13,8 +13,8 @@ average 1-3.6). Per repetition this meter records:
 - the 1-minute load average at the end (for the record; it lags, so it decides nothing).
 
 A repetition is *busy* when foreign CPU exceeds FOREIGN_CORES_LIMIT or steal exceeds STEAL_LIMIT;
-io_priority/load_rule.py sets busy repetitions aside, and a verdict with too few quiet ones left says "not judged: host busy" instead of
-flipping between met and missed.
+io_priority/load_rule.py sets busy repetitions aside, and a verdict with too few quiet ones left says "not judged:
+host busy" instead of flipping between met and missed.
 """
 
 from __future__ import annotations

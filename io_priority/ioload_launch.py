@@ -30,11 +30,19 @@ def binary_path() -> Path:
     return cache_dir() / "io_priority" / f"ioload-{digest}"
 
 
+def _user_cache_binary() -> Path:
+    """The same binary in the user's own cache: what a guest lab run finds (its KVDS_CACHE_DIR is a fresh share,
+    the host's root is mounted read-only), so the guest does not compile ioload.c again under emulation."""
+    return Path.home() / ".cache" / "kvds" / "io_priority" / binary_path().name
+
+
 def build() -> Path:
     """The compiled helper (compiled now when missing); Unavailable without a C compiler."""
     exe = binary_path()
     if exe.exists():
         return exe
+    if _user_cache_binary().exists():
+        return _user_cache_binary()
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         raise Unavailable("no C compiler (Debian build-essential) to build io_priority/ioload.c")

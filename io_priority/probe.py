@@ -17,8 +17,13 @@ def probes() -> list[Capability]:
 
 def _model_lab() -> Capability:
     """`--target guest --device-model`: QEMU runs here and the io lab kernel (null_blk) is in the build cache."""
+    from harness import tracks
     from harness.remote.guest import guest_lab_status
 
+    want, built, label = tracks.guest_lab().lab_kernel("io")
+    if built is None:  # checked first: the QEMU probes cost minutes inside a guest, where no build cache is
+        return unavailable("io.model-lab", f"the io lab kernel ({label}) is not built; build it with "
+                           f"`{want.build_command}`", AREA)
     ready, why = guest_lab_status("io")
     return (available if ready else unavailable)("io.model-lab", why, AREA)
 

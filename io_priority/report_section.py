@@ -66,6 +66,9 @@ def _bench_run(ctx: ReportContext, suite: Suite, run: Run, model: bool) -> None:
                                    f"Critical-read latency, {cfg.get('scheduler')}, {cfg.get('engine')}")
         ctx.doc.figure(path, f"Critical-read latency CDF per mode ({suite.label}, {device_label(run)})")
     if model:  # the guest lab's model device: its own headline rows, beside this host's disk
+        ctx.summary.setdefault("io_model", {})[suite.label] = {
+            v: {"p99_us": fmt.value((m.latency_us or {}).get("p99")), "device": device_label(run)}
+            for v, m in modes.items()}
         for variant in ("unloaded", "separated"):
             ctx.headline(f"critical-read p99, {variant}, model device (us)", suite.label,
                          fmt.value((modes[variant].latency_us or {}).get("p99")) if variant in modes else None)

@@ -25,6 +25,7 @@ from tests.conftest import needs_root, run_kvds
 # The report heading each stage's figures appear under.
 SECTION = {
     "io": "Decode-critical reads under spill pressure",
+    "io-model": "Decode-critical reads under spill pressure",
     "vm": "KV arena under memory pressure",
     "qemu": "mm_intent kernel interface",
     "policy": "Policies: simulated and replayed on a real kernel",
@@ -136,8 +137,20 @@ def _check_replay(rj: dict, label: str, results: Path, st: dict) -> None:
         _fraction(rep, p, "dc_miss_ratio")
 
 
-CHECKS = {"io": _check_io, "io-sweep": _check_io_sweep, "vm": _check_vm, "qemu": _check_qemu,
-          "policy": _check_policy, "policy-sweep": _check_policy_sweep, "replay": _check_replay}
+def _check_io_model(rj: dict, label: str, results: Path, st: dict) -> None:
+    """The guest lab's model device: a bench on a null_blk device, its figures in the report beside this host's."""
+    (run,) = st["runs"]
+    s = _summary(results, run)
+    assert s["config"]["device"]["kind"] == "model" and s["config"]["device"]["backing"] == "sata-ssd"
+    io = rj["io_model"][label]
+    for mode in ("unloaded", "baseline", "separated"):
+        _positive(io, mode, "p99_us")
+        assert io[mode]["device"].startswith("model device sata-ssd")
+    assert s["goal"]["verdicts"]["separated"]["load"]["verdict"]  # judged with the guest's load, worded
+
+
+CHECKS = {"io": _check_io, "io-sweep": _check_io_sweep, "io-model": _check_io_model, "vm": _check_vm,
+          "qemu": _check_qemu, "policy": _check_policy, "policy-sweep": _check_policy_sweep, "replay": _check_replay}
 
 
 def test_every_stage_with_figures_has_a_check() -> None:
