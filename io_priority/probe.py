@@ -18,10 +18,14 @@ def probes() -> list[Capability]:
 def _model_lab() -> Capability:
     """`--target guest --device-model`: QEMU runs here and the io lab kernel (null_blk) is in the build cache."""
     from harness import tracks
+    from harness.errors import UserError
     from harness.remote.guest import guest_lab_status
 
-    want, built, label = tracks.guest_lab().lab_kernel("io")
-    if built is None:  # checked first: the QEMU probes cost minutes inside a guest, where no build cache is
+    lab = tracks.guest_lab()
+    want, label = lab.LABS["io"], lab.build.label_of(lab.LABS["io"].spec)
+    try:  # by label first, reading only the build cache: the exact check hashes the kernel source, which inside a
+        lab.find_kernel(label)  # guest (an empty cache) would import the source tree under emulation for minutes
+    except UserError:
         return unavailable("io.model-lab", f"the io lab kernel ({label}) is not built; build it with "
                            f"`{want.build_command}`", AREA)
     ready, why = guest_lab_status("io")
