@@ -29,7 +29,8 @@ GUEST_KERNEL_ENV = "KVDS_GUEST_KERNEL"
 """A build id, unique id prefix or label (as `kvds qemu run --kernel` takes) to boot instead of the default debug
 kernel: a kernel under test, e.g. with a new patch of the series, while the series' files are being edited."""
 GUEST_CLOCK_ENV = "KVDS_GUEST_CLOCK"
-"""`wall` (default) or `icount[:SHIFT]`: boot the guest with QEMU's instruction-count time (qemu_cmd.icount_args),
+"""`wall` (default), `icount[:SHIFT]` or `icount-warp[:SHIFT]` (idle time jumps to the next timer as well): boot the
+guest with QEMU's instruction-count time (qemu_cmd.icount_args),
 so its latencies are the work on their path and a host stall of the vCPU is not in them. The guest records it
 in every run's environment (`clock`, from the `kvds.clock=` word on its kernel command line)."""
 GUEST_CPU = "Nehalem"
@@ -88,16 +89,26 @@ def guest_lab_status(lab_name: str = DEFAULT_LAB) -> tuple[bool, str]:
 
 def guest_clock(text: str | None = None) -> int | None:
     """The icount shift `KVDS_GUEST_CLOCK` asks for (None: wall-clock time); UserError on anything else."""
+    return _clock(text)[0]
+
+
+def guest_clock_warps(text: str | None = None) -> bool:
+    """`icount-warp[:SHIFT]`: idle guest time jumps to the next timer (QEMU's sleep=off) instead of passing in real
+    time, so a guest that waits on its own timers sees none of the host's delays (qemu_cmd.icount_args)."""
+    return _clock(text)[1]
+
+
+def _clock(text: str | None) -> tuple[int | None, bool]:
     text = (os.environ.get(GUEST_CLOCK_ENV, "") if text is None else text).strip()
     if text in ("", "wall"):
-        return None
+        return None, False
     kind, colon, shift = text.partition(":")
-    if kind == "icount":
+    if kind in ("icount", "icount-warp"):
         try:
-            return icount_shift(shift) if colon else 0
+            return (icount_shift(shift) if colon else 0), kind == "icount-warp"
         except ValueError as exc:
             raise UserError(f"{GUEST_CLOCK_ENV}={text!r}: {exc}") from None
-    raise UserError(f"{GUEST_CLOCK_ENV}={text!r}: expected wall, icount or icount:SHIFT")
+    raise UserError(f"{GUEST_CLOCK_ENV}={text!r}: expected wall, icount[:SHIFT] or icount-warp[:SHIFT]")
 
 
 def _seed_matplotlib_cache(dest: Path) -> None:
@@ -115,7 +126,7 @@ def _seed_matplotlib_cache(dest: Path) -> None:
 def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResult]:
     """A function running `kvds argv` in the guest on lab kernel `lab_name` (KVDS_GUEST_KERNEL overrides it);
     raises Unavailable (with the reason) when it cannot."""
-    shift = guest_clock()  # bad input is refused before anything boots
+    shift, warp = guest_clock(), guest_clock_warps()  # bad input is refused before anything boots
     ready, why = guest_lab_status(lab_name)
     if not ready:
         raise Unavailable(why)
@@ -140,7 +151,8 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         try:
             res = lab.boot_and_run(kernel, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S,
-                                memory_mb=GUEST_MEMORY_MB, cpus=want.cpus, cpu=GUEST_CPU, icount_shift=shift)
+                                memory_mb=GUEST_MEMORY_MB, cpus=want.cpus, cpu=GUEST_CPU, icount_shift=shift,
+                                icount_warp=warp)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
                 lab.TIMEOUT_STATUS if res.timed_out else lab.KERNEL_FAILURE_STATUS)
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""

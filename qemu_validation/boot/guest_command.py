@@ -60,7 +60,7 @@ def boot_and_run(kernel_id: str | None, argv: list[str], share_dir: Path | None 
                  host_root: bool = False, files: dict[str, Path] | None = None, cwd: str | None = None,
                  memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
                  log_dir: Path | None = None, cpu: str | None = None,
-                 icount_shift: int | None = None) -> runner.BootResult:
+                 icount_shift: int | None = None, icount_warp: bool = False) -> runner.BootResult:
     """Boot the kernel, run argv, and return everything known about the run (status, console, findings)."""
     if not argv:
         raise UserError("no command to run in the guest")
@@ -81,22 +81,24 @@ def boot_and_run(kernel_id: str | None, argv: list[str], share_dir: Path | None 
     initramfs.build(log_dir / "initramfs.cpio", list(argv), files, share=share_dir, host_root=host_root, cwd=cwd,
                     keep=keep)
     return runner.boot(machine(kb.bzimage, log_dir, share_dir, host_root=host_root, memory_mb=memory_mb, cpus=cpus,
-                               extra_append=extra_append, cpu=cpu, icount_shift=icount_shift), timeout)
+                               extra_append=extra_append, cpu=cpu, icount_shift=icount_shift,
+                               icount_warp=icount_warp), timeout)
 
 
 def machine(bzimage: Path, log_dir: Path, share_dir: Path | None = None, *, host_root: bool = False,
             memory_mb: int = 1024, cpus: int = 1, extra_append: tuple[str, ...] = (),
-            cpu: str | None = None, icount_shift: int | None = None) -> qemu_cmd.Machine:
+            cpu: str | None = None, icount_shift: int | None = None,
+            icount_warp: bool = False) -> qemu_cmd.Machine:
     """The machine a guest run boots (its initramfs and console log in log_dir); reads the host, changes nothing,
     so `kvds qemu run --dry-run` prints the very command a run would start. Under icount the kernel command line
     names the clock (`kvds.clock=icount:N`), so a kvds inside records it with every result."""
     if icount_shift is not None:
-        extra_append = (*extra_append, f"{CLOCK_PARAM}icount:{icount_shift}")
+        extra_append = (*extra_append, f"{CLOCK_PARAM}icount{'-warp' if icount_warp else ''}:{icount_shift}")
     return qemu_cmd.Machine(kernel=bzimage, initramfs=log_dir / "initramfs.cpio", console_log=log_dir / "console.log",
                             accel=accelerator(icount_shift is not None), memory_mb=memory_mb, cpus=cpus,
                             share_dir=share_dir, host_root=host_root, extra_append=tuple(extra_append), cpu=cpu,
                             tsc_khz=qemu_cmd.host_tsc_khz(Path("/proc/cpuinfo").read_text()),
-                            icount_shift=icount_shift)
+                            icount_shift=icount_shift, icount_warp=icount_warp)
 
 
 def run_for_status(kernel_id: str | None, argv: list[str], share_dir: Path | None = None, **kw) -> int:

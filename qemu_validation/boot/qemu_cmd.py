@@ -42,6 +42,7 @@ class Machine:
     cpu: str | None = None  # TCG CPU model (None: QEMU's default); e.g. Nehalem for x86-64-v2 user space (numpy)
     tsc_khz: int | None = None  # the host's TSC rate, which a TCG guest's TSC runs at (see tsc_append)
     icount_shift: int | None = None  # TCG only: guest time = instructions x 2**shift ns (see icount_args)
+    icount_warp: bool = False  # icount's idle time jumps to the next timer (sleep=off) instead of passing in real time
 
 
 def qemu_binary() -> str | None:
@@ -99,10 +100,12 @@ def icount_args(m: Machine) -> tuple[str, ...]:
     ns each, never by host time. A vCPU the host deschedules for 5 ms then loses no guest time, so a guest
     latency is the work done on its path (a resident read, a swap-in fault) and no host stall shows in it: the
     clock for comparing two variants' tails on a shared TCG host. Real-time waits (idle, 9p) still pass at
-    real speed (sleep=on), and align=off lets the guest run as fast as TCG can."""
+    real speed (sleep=on), and align=off lets the guest run as fast as TCG can. With icount_warp (sleep=off) idle time
+jumps to the next timer deadline too: a guest waiting on its own timers (a model device's completions, a reader's
+due times) sees no real time at all, so a host that runs QEMU late is in none of its latencies."""
     if m.icount_shift is None:
         return ()
-    return ("-icount", f"shift={m.icount_shift},align=off,sleep=on")
+    return ("-icount", f"shift={m.icount_shift},align=off,sleep={'off' if m.icount_warp else 'on'}")
 
 
 def host_tsc_khz(cpuinfo: str) -> int | None:

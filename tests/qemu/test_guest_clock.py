@@ -6,7 +6,7 @@ import pytest
 
 from harness import environment
 from harness.errors import UserError
-from harness.remote.guest import guest_clock
+from harness.remote.guest import guest_clock, guest_clock_warps
 from kernel_vm.render import clock_words
 from kernel_vm.summary import VmBenchSummary
 
@@ -14,9 +14,12 @@ from kernel_vm.summary import VmBenchSummary
 def test_guest_clock_values() -> None:
     assert guest_clock("") is None and guest_clock("wall") is None
     assert guest_clock("icount") == 0 and guest_clock("icount:4") == 4 and guest_clock(" icount:10 ") == 10
+    assert guest_clock("icount-warp") == 0 and guest_clock("icount-warp:3") == 3
+    assert guest_clock_warps("icount-warp:3") and not guest_clock_warps("icount:3") and not guest_clock_warps("wall")
 
 
-@pytest.mark.parametrize("bad", ["icount:11", "icount:-1", "icount:x", "icount:", "tcg", "wall:1", "icount:1:2"])
+@pytest.mark.parametrize("bad", ["icount:11", "icount:-1", "icount:x", "icount:", "tcg", "wall:1", "icount:1:2",
+                                 "icount-warp:11", "warp"])
 def test_guest_clock_refuses_bad_values(bad: str) -> None:
     with pytest.raises(UserError, match="KVDS_GUEST_CLOCK"):
         guest_clock(bad)

@@ -86,6 +86,8 @@ def test_icount_clock() -> None:
     append = argv[argv.index("-append") + 1].split()
     assert "tsc_early_khz=1000000" in append and "tsc_early_khz=2596128" not in append
     assert "-icount" not in qemu_cmd.command(_m(tsc_khz=2596128))
+    warp = qemu_cmd.command(_m(icount_shift=0, icount_warp=True))
+    assert warp[warp.index("-icount") + 1] == "shift=0,align=off,sleep=off"  # idle time jumps to the next timer
     assert qemu_cmd.command(_m(icount_shift=3))[qemu_cmd.command(_m(icount_shift=3)).index("-icount") + 1].startswith(
         "shift=3,")
     for bad in (_m(accel="kvm", icount_shift=0), _m(icount_shift=11), _m(icount_shift=-1)):
