@@ -16,7 +16,7 @@ from harness.report.context import load_suites
 from harness.results import Filed, ResultStore, Run
 from harness.suite import Stage, StageOutcome, run_stage
 
-IO_MODEL_QUICK = ("--reps", "3", "--duration", "2")  # with the boot, about N minutes on 2 shared cores
+IO_MODEL_QUICK = ("--reps", "3", "--duration", "2")  # with the boot, about 2 minutes on 2 shared cores
 IO_NEEDS = ("root", "loop", "ioprio", "blk.schedulers", "io.ioload")  # what `kvds io` requires (io_priority/cli.py)
 
 
