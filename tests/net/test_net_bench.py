@@ -133,6 +133,24 @@ def test_classes_land_where_the_mapping_says_and_the_lab_is_gone_after(kvds_env,
 
 
 @needs_root
+@doctor.skip_unless(*LAB, "ebpf.libbpf")
+def test_ebpf_under_dscp_classification_sees_each_class_by_its_mark(kvds_env) -> None:
+    """Under --classify dscp the sockets carry no priority (every skb->priority is 0): --ebpf keys the queue delay
+    on the IPv4 DSCP the u32 filters classify by, so the fetch answers (dscp 46 -> 1:10) and the bulk (dscp 8 ->
+    the default 1:a) show up as two classes."""
+    res = _run(["--variants", "unloaded,net-htb", "--reps", "1", "--duration-s", "0.6", "--no-anchor", "--ebpf",
+                "--classify", "dscp", "--json"], kvds_env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    v = json.loads(res.stdout)["summary"]["variants"]["net-htb"]
+    assert "priority" not in v["classes"]["fetch"]["sockopt"] and v["classes"]["fetch"]["sockopt"]["tos"] == 46 << 2
+    rep = v["ebpf"]["per_rep"][0]
+    assert rep["key"] == "dscp"
+    seen = {q["dscp"]: q["class"] for q in rep["queue_delay_ns"].values() if q["count"]}
+    assert seen.get(46) == "1:10" and seen.get(8) == "1:a", seen
+    assert v["qdisc"]["1:10"]["bytes"] > 0 and v["qdisc"]["1:a"]["bytes"] > 0
+
+
+@needs_root
 @doctor.skip_unless(*LAB, "net.tools.sockperf", "net.tools.iperf3")
 def test_the_anchor_runs_sockperf_and_iperf3_beside_kvds(kvds_env) -> None:
     res = _run(["--variants", "unloaded", "--reps", "1", "--duration-s", "0.3", "--json"], kvds_env)
