@@ -59,6 +59,19 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 600) -> subproce
     (["--loss-pct", "60"], "--loss-pct must be in [0, 50]"),
     (["--leaf", "sfq"], "--leaf"),
     (["--leaf", "fq", "--loss-pct", "1"], "cannot go with --leaf fq"),
+    # two hosts (tests/net/test_net_two_hosts.py)
+    (["--netns-hosts", "--classify", "priority"], "a socket priority never leaves its host"),
+    (["--netns-hosts", "--ebpf"], "--ebpf runs on this host's own lab only"),
+    (["--netns-hosts", "--rtt-ms", "5"], "--rtt-ms runs on this host's own lab only"),
+    (["--prefill-host", "ssh://root@a.invalid"], "needs both --prefill-host and --decode-host"),
+    (["--prefill-host", "ssh://root@h", "--decode-host", "ssh://root@h"], "name the same host"),
+    (["--netns-hosts", "--prefill-host", "ssh://root@h"], "builds its own two hosts"),
+    (["--prefill-host", "ssh://root@a", "--decode-host", "ssh://root@b", "--decode-ip", "nope"],
+     "--decode-ip must be an IP address"),
+    (["--prefill-host", "guest", "--decode-host", "ssh://root@b"], "must be an ssh://"),
+    (["--decode-ip", "10.0.0.1"], "go with --prefill-host"),
+    (["--prefill-host", "ssh://root@a", "--decode-host", "ssh://root@b", "--remote-netns", "wire"],
+     "--remote-netns must name a kvds namespace"),
 ])
 def test_bad_input_is_one_line_and_exit_2(kvds_env, args: list[str], says: str) -> None:
     before = _kvds_namespaces()

@@ -1,15 +1,14 @@
 """`kvds net bench` across two hosts: the prefill endpoints on one netns sshd host, the decode endpoints on another
 (harness/remote/netns_hosts.py), joined by one veth pair; the bottleneck on the sender's egress picks classes by
 the DSCP mark alone (the sockets carry no priority), every endpoint starts over SSH and stops when its session
-closes, and the hosts, the wire and the sender's qdisc are gone after the run. Bad input exits 2 with one line."""
+closes, and the hosts, the wire and the sender's qdisc are gone after the run. (Its bad input is tested with the
+rest of the bench's, in tests/net/test_net_bench.py.)"""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-
-import pytest
 
 from harness import doctor
 from tests.conftest import KVDS, REPO, needs_root
@@ -25,29 +24,6 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 600) -> subproce
 def _lab_namespaces() -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith("kvds-lab-")]
-
-
-@pytest.mark.parametrize("args, says", [
-    (["--netns-hosts", "--classify", "priority"], "a socket priority never leaves its host"),
-    (["--netns-hosts", "--ebpf"], "--ebpf runs on this host's own lab only"),
-    (["--netns-hosts", "--rtt-ms", "5"], "--rtt-ms runs on this host's own lab only"),
-    (["--prefill-host", "ssh://root@a.invalid"], "needs both --prefill-host and --decode-host"),
-    (["--prefill-host", "ssh://root@h", "--decode-host", "ssh://root@h"], "name the same host"),
-    (["--netns-hosts", "--prefill-host", "ssh://root@h"], "builds its own two hosts"),
-    (["--prefill-host", "ssh://root@a", "--decode-host", "ssh://root@b", "--decode-ip", "nope"],
-     "--decode-ip must be an IP address"),
-    (["--prefill-host", "guest", "--decode-host", "ssh://root@b"], "must be an ssh://"),
-    (["--decode-ip", "10.0.0.1"], "go with --prefill-host"),
-    (["--prefill-host", "ssh://root@a", "--decode-host", "ssh://root@b", "--remote-netns", "wire"],
-     "--remote-netns must name a kvds namespace"),
-])
-def test_bad_two_host_input_is_one_line_and_exit_2(kvds_env, args: list[str], says: str) -> None:
-    before = _lab_namespaces()
-    res = _run(args, kvds_env, timeout=60)
-    assert res.returncode == 2, res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and says in lines[0] and "Traceback" not in res.stderr, res.stderr
-    assert _lab_namespaces() == before
 
 
 def test_an_endpoint_with_stop_on_eof_stops_when_its_stdin_closes() -> None:
