@@ -92,7 +92,7 @@ class NetCfg(ctypes.Structure):
     """struct net_cfg in .rodata (constants for the verifier)."""
     C_NAME = "net_cfg"
     _fields_ = [("ifindex", c_u32), ("dev_netns", c_u32), ("nports", c_u32), ("nnetns", c_u32),
-                ("ports", c_u16 * MAX_PORTS), ("netns", c_u32 * MAX_NETNS)]
+                ("ports", c_u16 * MAX_PORTS), ("netns", c_u32 * MAX_NETNS), ("key", c_u32)]
 
 
 class NqVal(ctypes.Structure):

@@ -37,8 +37,10 @@ What each figure is, exactly:
   every namespace), the time from tracepoint net:net_dev_queue (in __dev_queue_xmit, after the tx queue is picked,
   before the qdisc's enqueue) to net:net_dev_start_xmit (xmit_one, just before the driver's ndo_start_xmit), paired
   by skb address, keyed by skb->priority read at net_dev_queue (the value HTB's classify compares with class
-  ids). It includes the qdisc enqueue, the wait in the qdisc (HTB shaping, other classes served first), dequeue
-  and validate_xmit_skb; on a noqueue device (lo, a bare veth) it is the direct path: 0.25-8 us measured on lo
+  ids); with key="dscp", by the IPv4 header's DSCP instead (what u32 filters on the DSCP field classify by, as
+  `kvds net bench --classify dscp` does; 0xffff for a packet that is not IPv4; "class" is then None and "key"
+  says "dscp"). It includes the qdisc enqueue, the wait in the qdisc (HTB shaping, other classes served first),
+  dequeue and validate_xmit_skb; on a noqueue device (lo, a bare veth) it is the direct path: 0.25-8 us measured on lo
   here. Percentiles are log2 bucket
   bounds ([low, high] of the bucket that holds the percentile, as ebpf/hist.py computes them), never points;
   mean_ns and max_ns are exact (per-CPU sums and maxima).
@@ -73,6 +75,7 @@ from ebpf import libbpf_loader as L
 from ebpf.bpf_structs import MAX_NETNS, MAX_PORTS, NET_MAP_TYPES, NetCfg, c_u16, c_u32
 
 HOOKS = ("tp_btf", "tracepoint")
+QUEUE_KEYS = ("priority", "dscp")  # net_cfg.key: queue delay per skb->priority, or per IPv4 DSCP (0xffff: not IPv4)
 HOOK_ENV = "KVDS_NET_TRACE_HOOK"  # "tp_btf" (default; falls back to tracepoint when it does not load) or "tracepoint"
 NQ_WHAT = ("queued", "untimed", "overwritten", "lost")  # nq_acct codes
 
@@ -255,7 +258,10 @@ class NetTrace:
     def __init__(self, ifname: str | None = None, ifindex: int | None = None, ports: Sequence[int] = (), *,
                  netns: str | None = None, netns_ino: int | None = None,
                  tcp_netns: Sequence[str | int] | None = None, tcp_probe: bool = False,
-                 hook: str | None = None) -> None:
+                 hook: str | None = None, key: str = "priority") -> None:
+        if key not in QUEUE_KEYS:
+            raise UserError(f"NetTrace key must be one of {', '.join(QUEUE_KEYS)}, not {key!r}")
+        self.key = key
         if ifname is None and ifindex is None:
             raise UserError("NetTrace needs an interface: ifname (with netns) or ifindex (with netns or netns_ino)")
         self.netns = netns
@@ -294,7 +300,8 @@ class NetTrace:
     def cfg(self) -> NetCfg:
         ports = (c_u16 * MAX_PORTS)(*self.ports)
         inos = (c_u32 * MAX_NETNS)(*self.tcp_netns)
-        return NetCfg(self.ifindex, self.netns_ino, len(self.ports), len(self.tcp_netns), ports, inos)
+        return NetCfg(self.ifindex, self.netns_ino, len(self.ports), len(self.tcp_netns), ports, inos,
+                      QUEUE_KEYS.index(self.key))
 
     def programs(self, hook: str) -> list[str]:
         groups = ("queue", "retransmits") + (("probe",) if self.tcp_probe else ())
@@ -392,14 +399,15 @@ class NetTrace:
             st = stats.get(prio, {"count": 0, "bytes": 0, "sum_ns": 0, "max_ns": 0})
             entry(prio)["timed"] = h["count"]
             p50, p99 = H.percentile_bounds(h, 50), H.percentile_bounds(h, 99)
-            queue[prio] = {"class": class_id(prio), "hist": h, "count": h["count"], "bytes": st["bytes"],
+            queue[prio] = {"class": class_id(prio) if self.key == "priority" else None, "hist": h,
+                           "count": h["count"], "bytes": st["bytes"],
                            "mean_ns": round(st["sum_ns"] / st["count"], 1) if st["count"] else None,
                            "max_ns": st["max_ns"] if st["count"] else None,
                            "p50_ns": list(p50) if p50 else None, "p99_ns": list(p99) if p99 else None}
         out: dict[str, Any] = {
             "interface": {"ifname": self.ifname, "ifindex": self.ifindex, "netns": self.netns,
                           "netns_ino": self.netns_ino},
-            "hook": self.hook, "detail": self.detail, "duration_s": round(self.duration_s or 0.0, 3),
+            "key": self.key, "hook": self.hook, "detail": self.detail, "duration_s": round(self.duration_s or 0.0, 3),
             "load_attach_s": None if self.load_seconds is None else round(self.load_seconds, 4),
             "filters": {"ports": list(self.ports),
                         "tcp_netns": [self._ns_name(i) for i in self.tcp_netns] if self.tcp_netns else "any"},

@@ -17,6 +17,7 @@ from net_priority.classes import bottleneck_plan, mappings_of, needed_capabiliti
 from net_priority.config import BASELINE, UNLOADED, NetSetup
 from net_priority.estimates import variant_figures
 from net_priority.procs import Commands
+from net_priority.sites import LocalSites
 from net_priority.summary import BENCH_SCHEMA, BenchPlan, BenchSummary
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class BenchConfig(NetSetup):
 
 FIGURE = "latency.png"  # fetch latency CDF per variant, in the run directory
 EBPF_NOTE = ("qdisc counters per HTB class from netlink (harness/knobs/qdisc.py) over each fetch window; with "
-             "--ebpf, queue delay per socket priority from net:net_dev_queue -> net:net_dev_start_xmit and "
+             "--ebpf, queue delay per socket priority (per DSCP under --classify dscp) from net:net_dev_queue -> "
+             "net:net_dev_start_xmit and "
              "retransmits from tcp:tcp_retransmit_skb (ebpf/net_trace.py)")
 
 
@@ -35,15 +37,23 @@ def run(cfg: BenchConfig) -> Filed[BenchSummary]:
     cfg.check()
     echo = say if cfg.verbose else None
     mappings = mappings_of(cfg)
-    doctor.require(*needed_capabilities(cfg, mappings))
+    if cfg.two_hosts is None:  # two hosts: the link agent reports what the sender lacks
+        doctor.require(*needed_capabilities(cfg, mappings))
     plan, filters = bottleneck_plan(cfg, mappings.values())
-    lab = labmod.names()
     cmds = Commands(echo=echo)
     load0 = list(os.getloadavg())
-    labmod.build(lab, cfg, plan, filters)
-    anchor = anchormod.run(cfg, lab, cmds) if cfg.anchor else None
-    make_trace = _trace_factory(lab) if cfg.ebpf else None
-    results, order = bench.run_variants(cfg, lab, mappings, cmds, make_trace)
+    if cfg.two_hosts is not None:
+        from net_priority import two_hosts
+
+        with two_hosts.opened(cfg, plan, filters, cmds, labmod.names().tag) as remote:
+            lab, anchor = remote.lab, None
+            results, order = bench.run_variants(cfg, remote, mappings, cmds)
+    else:
+        lab = labmod.names()
+        labmod.build(lab, cfg, plan, filters)
+        anchor = anchormod.run(cfg, lab, cmds) if cfg.anchor else None
+        make_trace = _trace_factory(lab, cfg.classify) if cfg.ebpf else None
+        results, order = bench.run_variants(cfg, LocalSites(lab), mappings, cmds, make_trace)
     config = {**cfg.as_dict(), "lab": lab.as_dict(), "htb_plan": [p.__dict__ for p in plan] if cfg.qdisc == "htb"
               else None, "dscp_filters": [f.__dict__ for f in filters], "loadavg_start": load0,
               "loadavg_end": list(os.getloadavg())}
@@ -93,7 +103,8 @@ def _write_samples(filed: Any, results: dict[str, list[Any]]) -> None:
         np.savez_compressed(filed.path / f"samples-{name.replace('/', '_')}.npz", **arrays)
 
 
-def _trace_factory(lab: labmod.Lab):
+def _trace_factory(lab: labmod.Lab, classify: str):
     from ebpf.net_trace import NetTrace  # the eBPF track's kernel-side view (a track may use another track)
 
-    return lambda: NetTrace(ifname=lab.prefill_if, netns=lab.prefill_ns)
+    key = "dscp" if classify == "dscp" else "priority"  # what the bottleneck classifies by
+    return lambda: NetTrace(ifname=lab.prefill_if, netns=lab.prefill_ns, key=key)

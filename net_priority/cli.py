@@ -14,7 +14,7 @@ from harness.verbs import Verb, add
 from net_priority import bench_run, render, repro_run
 from net_priority.bench_run import BenchConfig
 from net_priority.classes import mappings_of, needed_capabilities
-from net_priority.config import CLASSIFY, DEFAULT_VARIANTS, LEAVES, QDISCS
+from net_priority.config import CLASSIFY, DEFAULT_VARIANTS, LEAVES, QDISCS, TwoHosts
 from net_priority.repro_run import ReproConfig
 from net_priority.summary import BenchSummary, ReproSummary
 
@@ -48,9 +48,10 @@ def bench_arguments(b: argparse.ArgumentParser) -> None:
                         f"{','.join(DEFAULT_VARIANTS)})")
     b.add_argument("--rate-mbit", type=positive_float, default=d.rate_mbit, help="bottleneck rate (default 1000)")
     b.add_argument("--qdisc", choices=QDISCS, default=d.qdisc, help="bottleneck qdisc (default htb)")
-    b.add_argument("--classify", choices=CLASSIFY, default=d.classify,
-                   help="how the HTB root finds a packet's class: its socket priority (default, SO_PRIORITY, "
-                        "this host only) or its DSCP mark (IP_TOS, u32 filters: what survives between hosts)")
+    b.add_argument("--classify", choices=CLASSIFY, default=None,
+                   help="how the HTB root finds a packet's class: its socket priority (SO_PRIORITY, this host only: "
+                        "the default on one host) or its DSCP mark (IP_TOS, u32 filters: what survives between hosts; "
+                        "the default and the only choice across two hosts)")
     b.add_argument("--rtt-ms", type=nonneg_float, default=d.rtt_ms,
                    help="round-trip delay added by netem on the return path (default 0; the host needs netem: the "
                         "guest lab's net kernel has it)")
@@ -82,18 +83,49 @@ def bench_arguments(b: argparse.ArgumentParser) -> None:
                         f"than this in total, or a fetch was issued this late (default {d.stall_ms:g})")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--verbose", action="store_true", help="print each command kvds starts")
+    g = b.add_argument_group("two hosts (prefill endpoints on one, decode endpoints on the other; "
+                             "net_priority/two_hosts.py; --identity, --known-hosts, --accept-new-host-key and "
+                             "--remote-root apply)")
+    g.add_argument("--prefill-host", metavar="ssh://[USER@]HOST[:PORT]",
+                   help="the sender: fetch server and bulk sender; the bottleneck on its egress to the decode host")
+    g.add_argument("--decode-host", metavar="ssh://[USER@]HOST[:PORT]", help="the fetcher and the bulk receiver")
+    g.add_argument("--decode-ip", metavar="ADDR", default="",
+                   help="the decode host's address on the data link (default: its SSH host's address)")
+    g.add_argument("--remote-python", metavar="PATH", default="",
+                   help="kvds's Python on both hosts (default: this one's path, as on hosts sharing this filesystem)")
+    g.add_argument("--remote-netns", metavar="kvds-NAME", default="",
+                   help="on both hosts, run inside this network namespace (one holding the data NIC; kvds changes "
+                        "qdiscs only in kvds-* namespaces; default: where the SSH login lands)")
+    g.add_argument("--netns-hosts", action="store_true",
+                   help="build the two hosts here: sshd in two network namespaces joined by one veth pair "
+                        "(harness/remote/netns_hosts.py), then run across them")
     b.add_argument("--dry-run", action="store_true",
                    help="print the lab, the classes and every command a run would start; change nothing")
     add_target_args(b)  # --target guest / ssh://...: harness/remote runs this same command there (the whole lab)
 
 
+def two_hosts_of(args: argparse.Namespace) -> TwoHosts | None:
+    if not (args.prefill_host or args.decode_host or args.netns_hosts):
+        if args.decode_ip or args.remote_python or args.remote_netns:
+            raise UserError("--decode-ip, --remote-python and --remote-netns go with --prefill-host/--decode-host")
+        return None
+    return TwoHosts(prefill=args.prefill_host or "", decode=args.decode_host or "", decode_ip=args.decode_ip,
+                    python=args.remote_python, root=args.remote_root or "", netns=args.remote_netns,
+                    identity=args.identity,
+                    known_hosts=args.known_hosts, accept_new_host_key=args.accept_new_host_key,
+                    netns_lab=args.netns_hosts)
+
+
 def bench_config(args: argparse.Namespace) -> BenchConfig:
     """The typed config, checked: bad input exit 2, a run without root exit 2 (NeedsRoot), before anything."""
+    two = two_hosts_of(args)
     cfg = BenchConfig(variants=args.variants, rate_mbit=args.rate_mbit, qdisc=args.qdisc, sizes=args.sizes,
                       step_ms=args.step_ms, duration_s=args.duration_s, reps=args.reps,
-                      bulk_streams=args.bulk_streams, anchor=not args.no_anchor, anchor_size=args.anchor_size,
+                      bulk_streams=args.bulk_streams, anchor=not args.no_anchor and two is None,
+                      anchor_size=args.anchor_size, two_hosts=two,
                       ebpf=args.ebpf, seed=args.seed, fetch_rt=not args.no_fetch_rt, rtt_ms=args.rtt_ms,
-                      loss_pct=args.loss_pct, leaf=args.leaf, classify=args.classify, stall_ms=args.stall_ms,
+                      loss_pct=args.loss_pct, leaf=args.leaf,
+                      classify=args.classify or ("dscp" if two is not None else "priority"), stall_ms=args.stall_ms,
                       verbose=args.verbose)
     cfg.check()
     mappings_of(cfg)  # unknown mappings and impossible combinations: exit 2 before the root check

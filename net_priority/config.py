@@ -23,6 +23,47 @@ SOCKPERF_MAX = 65000  # sockperf's largest TCP message: the anchor's sizes stay 
 
 
 @dataclass(frozen=True)
+class TwoHosts:
+    """Prefill endpoints on one host, decode endpoints on another (net_priority/two_hosts.py): two SSH targets, or
+    `netns_lab`: two sshd hosts in network namespaces on this machine, joined by one veth pair."""
+    prefill: str = ""                    # ssh://[user@]host[:port]: the sender (KV answers, bulk), the bottleneck
+    decode: str = ""                     # the fetcher and the bulk receiver
+    decode_ip: str = ""                  # the decode host's data address (default: its SSH host's address)
+    python: str = ""                     # kvds's Python on both hosts (default: this one's path)
+    root: str = ""                       # kvds's directory on the hosts (default ~/.kvds-remote)
+    netns: str = ""                      # run there inside this kvds-* namespace holding the data NIC (real hosts)
+    identity: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_key: bool = False
+    netns_lab: bool = False
+
+    def check(self) -> None:
+        import ipaddress
+
+        from harness.remote.targets import SshTarget, parse_target
+
+        if self.netns_lab:
+            if self.prefill or self.decode:
+                raise UserError("--netns-hosts builds its own two hosts: give it without --prefill-host/--decode-host")
+            return
+        if not (self.prefill and self.decode):
+            raise UserError("a two-host bench needs both --prefill-host and --decode-host")
+        for what, text in (("--prefill-host", self.prefill), ("--decode-host", self.decode)):
+            if not isinstance(parse_target(text), SshTarget):
+                raise UserError(f"{what} must be an ssh://[user@]host[:port] target, not {text!r}")
+        if self.netns and not self.netns.startswith("kvds-"):
+            raise UserError(f"--remote-netns must name a kvds namespace (kvds-*), not {self.netns!r}: kvds changes "
+                            "qdiscs only in its own namespaces")
+        if self.prefill == self.decode:
+            raise UserError("--prefill-host and --decode-host name the same host")
+        if self.decode_ip:
+            try:
+                ipaddress.ip_address(self.decode_ip)
+            except ValueError:
+                raise UserError(f"--decode-ip must be an IP address, not {self.decode_ip!r}") from None
+
+
+@dataclass(frozen=True)
 class NetSetup:
     """The lab, the path and the traffic of one bench (bench_run.BenchConfig adds what only the command needs).
     Variants: `unloaded` (the fetcher alone: the reference), `baseline` (fetcher
@@ -48,6 +89,7 @@ class NetSetup:
     classify: str = "priority"           # HTB classes by socket priority (default) or by DSCP (u32 filters)
     stall_ms: float = 10.0               # run-queue wait (any fetch-path endpoint) or issue lateness that stalls a rep
     seed: int = 0
+    two_hosts: TwoHosts | None = None    # prefill and decode endpoints on two hosts (None: this host's lab)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -90,6 +132,19 @@ class NetSetup:
             raise UserError(f"--loss-pct puts a netem leaf under each class: it cannot go with --leaf {self.leaf}")
         if not MIN_FETCH <= self.anchor_size <= SOCKPERF_MAX:
             raise UserError(f"--anchor-size must be {MIN_FETCH}-{SOCKPERF_MAX} bytes (sockperf's largest TCP message)")
+        if self.two_hosts is not None:
+            self._check_two_hosts()
+
+    def _check_two_hosts(self) -> None:
+        """Between two hosts only the DSCP mark crosses the wire, and only the sender's side is shaped."""
+        assert self.two_hosts is not None
+        self.two_hosts.check()
+        if self.classify != "dscp":
+            raise UserError("two hosts classify by DSCP (--classify dscp): a socket priority never leaves its host")
+        for flag, on in (("--ebpf", self.ebpf), ("--rtt-ms", self.rtt_ms), ("the anchor (use --no-anchor)",
+                                                                         self.anchor)):
+            if on:
+                raise UserError(f"{flag} runs on this host's own lab only, not across two hosts")
 
 
 

@@ -67,7 +67,8 @@ def start(ns: str, role: str, args: list[str], cmds: Commands, wait_ready: bool 
     return proc
 
 
-def _wait(proc: subprocess.Popen, what: str, timeout: float | None, ok: tuple[int, ...], late: str) -> str:
+def wait_exit(proc: subprocess.Popen, what: str, timeout: float | None, ok: tuple[int, ...], late: str) -> str:
+    """Wait for an endpoint to exit with one of the `ok` statuses; its stdout. Otherwise a failed run."""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -82,29 +83,34 @@ def _wait(proc: subprocess.Popen, what: str, timeout: float | None, ok: tuple[in
 
 def finish(proc: subprocess.Popen, what: str, timeout: float | None = None) -> str:
     """Wait for an endpoint that ends by itself; its stdout (a JSON line). A failure is a failed run."""
-    return _wait(proc, what, timeout, (0,), f"did not finish in {timeout or 0:.0f} s")
+    return wait_exit(proc, what, timeout, (0,), f"did not finish in {timeout or 0:.0f} s")
 
 
 def stop(proc: subprocess.Popen, what: str) -> str:
     """SIGTERM a server or a streaming endpoint and wait for it to write its file."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-    return _wait(proc, what, STOP_TIMEOUT_S, (0, -signal.SIGTERM),
+    return wait_exit(proc, what, STOP_TIMEOUT_S, (0, -signal.SIGTERM),
                  f"did not stop within {STOP_TIMEOUT_S:.0f} s of SIGTERM")
 
 
 def runq_wait_ns(proc: subprocess.Popen) -> int | None:
-    """Nanoseconds an endpoint's threads have waited on a run queue so far (the sum of schedstat's second field over
-    /proc/<pid>/task/*; `ip netns exec` and `chrt` exec in place, so the pid is the endpoint's). None when the
-    process is gone or the kernel keeps no schedstat."""
+    """Nanoseconds an endpoint's threads have waited on a run queue so far (`ip netns exec` and `chrt` exec in
+    place, so the pid is the endpoint's)."""
+    return runq_wait_pid(proc.pid)
+
+
+def runq_wait_pid(pid: int) -> int | None:
+    """The sum of schedstat's second field over /proc/<pid>/task/*; None when the process is gone or the kernel
+    keeps no schedstat."""
     total, seen = 0, False
     try:
-        tids = os.listdir(f"/proc/{proc.pid}/task")
+        tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
     for tid in tids:
         try:
-            with open(f"/proc/{proc.pid}/task/{tid}/schedstat") as f:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                 total += int(f.read().split()[1])
                 seen = True
         except (OSError, IndexError, ValueError):

@@ -79,7 +79,7 @@ def qdisc_lines(summary: BenchSummary) -> list[str]:
 
 def anchor_lines(a: Mapping[str, Any] | None) -> list[str]:
     if not a:
-        return ["anchor: not run (--no-anchor)"]
+        return ["anchor: not run (--no-anchor; across two hosts it runs on one host's lab only)"]
     out = [f"anchor (same lab, same run; {a['reps']} alternating repetitions; {a['unit']}):"]
     for size, d in a["pingpong"].items():
         kv, sp = d["kvds_mean_us"], d["sockperf_avg_us"]
@@ -149,11 +149,16 @@ def bench(summary: BenchSummary) -> None:
 
 
 def bench_dry_run(plan: BenchPlan) -> None:
-    lab = plan.lab
-    print(f"net bench plan (nothing changed): namespaces {lab['prefill_ns']} (prefill, {lab['prefill_addr']}) and "
-          f"{lab['decode_ns']} (decode, {lab['decode_addr']}), veth {lab['prefill_if']} <-> {lab['decode_if']}; "
-          "the run draws its own 4-hex tag in place of 0000")
-    cfg = plan.config
+    lab, cfg = plan.lab, plan.config
+    if cfg.get("two_hosts"):
+        print(f"net bench plan (nothing changed): two hosts, prefill {lab['prefill_ns']} (sender: the bottleneck on "
+              f"its egress), decode {lab['decode_ns']} (data address {lab['decode_addr']}); every endpoint over ssh "
+              "(net_priority/two_hosts.py)" + ("; the netns hosts and their wire built first (--netns-hosts)"
+                                                if cfg["two_hosts"].get("netns_lab") else ""))
+    else:
+        print(f"net bench plan (nothing changed): namespaces {lab['prefill_ns']} (prefill, {lab['prefill_addr']}) "
+              f"and {lab['decode_ns']} (decode, {lab['decode_addr']}), veth {lab['prefill_if']} <-> "
+              f"{lab['decode_if']}; the run draws its own 4-hex tag in place of 0000")
     print(f"bottleneck: {plan.qdisc} root on {lab['prefill_if']} at {cfg['rate_mbit']:g} Mbit/s")
     for c in plan.htb_classes or []:
         print(f"  class 1:{c['minor']:x}  rate {c['rate_mbit']:g} Mbit/s  ceil {c['ceil_mbit']:g}  prio {c['prio']}")

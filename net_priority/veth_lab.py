@@ -93,16 +93,22 @@ def leaf_of(cfg: NetSetup) -> Any:
 
 
 def shape(lab: Lab, cfg: NetSetup, plan: list[HtbPlan], filters: Sequence[DscpFilter] = ()) -> None:
+    shape_link(lab.prefill_ns, lab.prefill_if, cfg, plan, filters)
+
+
+def shape_link(ns: str, ifname: str, cfg: NetSetup, plan: list[HtbPlan], filters: Sequence[DscpFilter] = ()) -> None:
+    """The bottleneck on ns/ifname's egress: this lab's prefill side, or a two-host bench's sender
+    (net_priority/link_agent.py)."""
     from harness.knobs import qdisc as q
 
     leaf = leaf_of(cfg)
     if cfg.qdisc == "htb":
-        q.install_htb(lab.prefill_ns, lab.prefill_if, cfg.rate_mbit,
+        q.install_htb(ns, ifname, cfg.rate_mbit,
                       [q.HtbClass(p.minor, p.rate_mbit, p.ceil_mbit, p.prio) for p in plan], BASE_MINOR, leaf,
                       [(f.dscp, f.minor) for f in filters])
     else:
         burst = max(64 * 1024, int(cfg.rate_mbit * 1e6 / 8 / 250))  # 4 ms of the rate, at least 64 KiB (GSO skbs)
-        q.install_tbf(lab.prefill_ns, lab.prefill_if, cfg.rate_mbit, burst, TBF_LATENCY_MS, leaf)
+        q.install_tbf(ns, ifname, cfg.rate_mbit, burst, TBF_LATENCY_MS, leaf)
 
 
 def stats(lab: Lab) -> dict[str, Any]:

@@ -39,6 +39,7 @@ struct net_cfg {
     __u32 nnetns;     /* TCP events: 0 = any namespace, else the socket's namespace in netns[] */
     __u16 ports[NET_MAX_PORTS];
     __u32 netns[NET_MAX_NETNS];
+    __u32 key;        /* queue delay keyed by: 0 skb->priority (SO_PRIORITY, an HTB class id), 1 the IPv4 DSCP */
 };
 const volatile struct net_cfg cfg = {};
 
@@ -107,13 +108,31 @@ static __always_inline int nq_xmit(__u64 skb, __u32 prio_now) {
     return 0;
 }
 
+/* The queue-delay key: the socket priority, or (cfg.key == NQ_KEY_DSCP, what u32 filters on the DSCP field
+ * classify by) the IPv4 header's DSCP, NQ_NOT_IPV4 for any other packet. The network header is set before
+ * __dev_queue_xmit (ip_finish_output2 -> neigh_output), so head + network_header is the IP header here. */
+#define NQ_KEY_DSCP 1
+#define NQ_NOT_IPV4 0xFFFF
+static __always_inline __u32 nq_key(const struct sk_buff *skb) {
+    if (cfg.key != NQ_KEY_DSCP)
+        return BPF_CORE_READ(skb, priority);
+    if (BPF_CORE_READ(skb, protocol) != bpf_htons(0x0800))  /* ETH_P_IP */
+        return NQ_NOT_IPV4;
+    unsigned char *head = BPF_CORE_READ(skb, head);
+    __u16 nh = BPF_CORE_READ(skb, network_header);
+    __u8 tos = 0;
+    if (bpf_probe_read_kernel(&tos, sizeof(tos), head + nh + 1))  /* iphdr: version/ihl, then tos */
+        return NQ_NOT_IPV4;
+    return tos >> 2;
+}
+
 SEC("tp_btf/net_dev_queue")
 int BPF_PROG(nd_queue_btf, struct sk_buff *skb)
 {
     struct net_device *dev = skb->dev;
     if (dev->ifindex != cfg.ifindex || dev->nd_net.net->ns.inum != cfg.dev_netns)
         return 0;
-    return nq_queue((__u64)skb, skb->priority, skb->len);
+    return nq_queue((__u64)skb, nq_key(skb), skb->len);
 }
 
 SEC("tp_btf/net_dev_start_xmit")
@@ -121,7 +140,7 @@ int BPF_PROG(nd_xmit_btf, const struct sk_buff *skb, const struct net_device *de
 {
     if (dev->ifindex != cfg.ifindex || dev->nd_net.net->ns.inum != cfg.dev_netns)
         return 0;
-    return nq_xmit((__u64)skb, skb->priority);
+    return nq_xmit((__u64)skb, nq_key(skb));
 }
 
 SEC("tracepoint/net/net_dev_queue")
@@ -131,7 +150,7 @@ int nd_queue_tp(struct trace_event_raw_net_dev_template *ctx)
     struct net_device *dev = BPF_CORE_READ(skb, dev);
     if (BPF_CORE_READ(dev, ifindex) != cfg.ifindex || BPF_CORE_READ(dev, nd_net.net, ns.inum) != cfg.dev_netns)
         return 0;
-    return nq_queue((__u64)skb, BPF_CORE_READ(skb, priority), ctx->len);
+    return nq_queue((__u64)skb, nq_key(skb), ctx->len);
 }
 
 SEC("tracepoint/net/net_dev_start_xmit")
@@ -141,7 +160,7 @@ int nd_xmit_tp(struct trace_event_raw_net_dev_start_xmit *ctx)
     struct net_device *dev = BPF_CORE_READ(skb, dev);
     if (BPF_CORE_READ(dev, ifindex) != cfg.ifindex || BPF_CORE_READ(dev, nd_net.net, ns.inum) != cfg.dev_netns)
         return 0;
-    return nq_xmit((__u64)skb, BPF_CORE_READ(skb, priority));
+    return nq_xmit((__u64)skb, nq_key(skb));
 }
 
 /* ---- TCP: retransmits, tcp_probe ----------------------------------------------------------------------- */

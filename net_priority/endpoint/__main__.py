@@ -7,6 +7,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from typing import Callable
 
 from harness.errors import UserError
@@ -21,6 +22,17 @@ ROLES: dict[str, Callable[[argparse.Namespace], int]] = {
     "fetch-server": fetch_server, "fetcher": fetcher, "pingpong-server": pingpong_server, "pingpong": pingpong,
     "bulk-receiver": bulk_receiver, "bulk-sender": bulk_sender,
 }
+def _stop_on_eof() -> None:
+    """Read stdin to its end, then stop this endpoint as SIGTERM would: its SSH session closed (stopped by the
+    controller, or the controller is gone), so a remote endpoint never outlives the bench that started it."""
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
@@ -30,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     role = args.role
+    if args.stop_on_eof:
+        say(f"pid {os.getpid()}")
+        threading.Thread(target=_stop_on_eof, daemon=True).start()
     try:
         return ROLES[role](args)
     except UserError as e:

@@ -88,6 +88,9 @@ def _out_path(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog=PROG, description="Traffic endpoints of `kvds net bench` (net_priority/endpoint/).")
+    p.add_argument("--stop-on-eof", action="store_true",
+                   help="print `pid N` first, and stop (as on SIGTERM) when stdin closes: an endpoint started over "
+                        "SSH ends with its session (net_priority/two_hosts.py)")
     sub = p.add_subparsers(dest="role", metavar="ROLE", required=True)
 
     def common_sockopt(sp: argparse.ArgumentParser) -> None:

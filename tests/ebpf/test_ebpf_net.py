@@ -209,7 +209,8 @@ def test_arguments_and_class_names() -> None:
     nt = NetTrace("lo", ports=[7301])
     assert nt.ifindex == 1 and nt.netns_ino == netns_inode(None) and list(nt.tcp_netns) == [nt.netns_ino]
     assert NetTrace(ifindex=1, tcp_netns=()).tcp_netns == {}
-    for bad in (dict(), dict(ifname="lo", ports=[0]), dict(ifname="lo", ports=range(1, 18)),
+    assert nt.cfg().key == 0 and NetTrace("lo", key="dscp").cfg().key == 1  # net_cfg.key: priority, or the DSCP
+    for bad in (dict(), dict(ifname="lo", ports=[0]), dict(ifname="lo", key="tos"), dict(ifname="lo", ports=range(1, 18)),
                 dict(ifname="lo", ifindex=99999), dict(ifname="kvds-no-such-if"), dict(ifname="lo", hook="kprobe"),
                 dict(ifname="lo", netns="kvds-no-such-ns")):
         with pytest.raises(UserError):

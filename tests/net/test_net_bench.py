@@ -59,6 +59,19 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 600) -> subproce
     (["--loss-pct", "60"], "--loss-pct must be in [0, 50]"),
     (["--leaf", "sfq"], "--leaf"),
     (["--leaf", "fq", "--loss-pct", "1"], "cannot go with --leaf fq"),
+    # two hosts (tests/net/test_net_two_hosts.py)
+    (["--netns-hosts", "--classify", "priority"], "a socket priority never leaves its host"),
+    (["--netns-hosts", "--ebpf"], "--ebpf runs on this host's own lab only"),
+    (["--netns-hosts", "--rtt-ms", "5"], "--rtt-ms runs on this host's own lab only"),
+    (["--prefill-host", "ssh://root@a.invalid"], "needs both --prefill-host and --decode-host"),
+    (["--prefill-host", "ssh://root@h", "--decode-host", "ssh://root@h"], "name the same host"),
+    (["--netns-hosts", "--prefill-host", "ssh://root@h"], "builds its own two hosts"),
+    (["--prefill-host", "ssh://root@a", "--decode-host", "ssh://root@b", "--decode-ip", "nope"],
+     "--decode-ip must be an IP address"),
+    (["--prefill-host", "guest", "--decode-host", "ssh://root@b"], "must be an ssh://"),
+    (["--decode-ip", "10.0.0.1"], "go with --prefill-host"),
+    (["--prefill-host", "ssh://root@a", "--decode-host", "ssh://root@b", "--remote-netns", "wire"],
+     "--remote-netns must name a kvds namespace"),
 ])
 def test_bad_input_is_one_line_and_exit_2(kvds_env, args: list[str], says: str) -> None:
     before = _kvds_namespaces()
@@ -130,6 +143,24 @@ def test_classes_land_where_the_mapping_says_and_the_lab_is_gone_after(kvds_env,
     assert rep.returncode == 0, rep.stderr
     md = (tmp_path / "report" / "report.md").read_text()
     assert "KV delivery" in md and "| net-htb |" in md and "net-latency-" in md
+
+
+@needs_root
+@doctor.skip_unless(*LAB, "ebpf.libbpf")
+def test_ebpf_under_dscp_classification_sees_each_class_by_its_mark(kvds_env) -> None:
+    """Under --classify dscp the sockets carry no priority (every skb->priority is 0): --ebpf keys the queue delay
+    on the IPv4 DSCP the u32 filters classify by, so the fetch answers (dscp 46 -> 1:10) and the bulk (dscp 8 ->
+    the default 1:a) show up as two classes."""
+    res = _run(["--variants", "unloaded,net-htb", "--reps", "1", "--duration-s", "0.6", "--no-anchor", "--ebpf",
+                "--classify", "dscp", "--json"], kvds_env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    v = json.loads(res.stdout)["summary"]["variants"]["net-htb"]
+    assert "priority" not in v["classes"]["fetch"]["sockopt"] and v["classes"]["fetch"]["sockopt"]["tos"] == 46 << 2
+    rep = v["ebpf"]["per_rep"][0]
+    assert rep["key"] == "dscp"
+    seen = {q["dscp"]: q["class"] for q in rep["queue_delay_ns"].values() if q["count"]}
+    assert seen.get(46) == "1:10" and seen.get(8) == "1:a", seen
+    assert v["qdisc"]["1:10"]["bytes"] > 0 and v["qdisc"]["1:a"]["bytes"] > 0
 
 
 @needs_root
