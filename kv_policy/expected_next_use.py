@@ -124,6 +124,8 @@ class ExpectedNextUse(Policy):
         self.decoded: set[int] = set()
         self.cur_step = None
         self.p = P_START
+        self.log_h = math.log(1.0 * self.horizon)
+        self.log_ph = math.log(self.p * self.horizon)
         self.hh_per_decode = HH_START
         self.hh_reads = 0
         self.live_blocks = 0
@@ -158,30 +160,39 @@ class ExpectedNextUse(Policy):
         rate = self.p * self.hh_per_decode / max(1, n)
         return self.lam * step + math.log(rate * self.horizon * self.prior_scale)
 
+    def _new_step(self, step: int) -> None:
+        """The decode probability and heavy-hitter reads per decode, updated from the step that ended."""
+        if self.decoded and self.live:
+            self.p += P_EMA * (min(1.0, len(self.decoded) / len(self.live)) - self.p)
+            self.hh_per_decode += P_EMA * (self.hh_reads / len(self.decoded) - self.hh_per_decode)
+            self.mean_blocks = self.live_blocks / len(self.live)
+        self.decoded.clear()
+        self.entering.clear()
+        self.leaving.clear()
+        self.hh_reads = 0
+        self.cur_step = step
+        self.log_ph = math.log(self.p * self.horizon)
+
     def on_event(self, i: int, kind: int, b: int, step: int, critical: bool, cls: int) -> None:
         if step != self.cur_step:
-            if self.decoded and self.live:
-                self.p += P_EMA * (min(1.0, len(self.decoded) / len(self.live)) - self.p)
-                self.hh_per_decode += P_EMA * (self.hh_reads / len(self.decoded) - self.hh_per_decode)
-                self.mean_blocks = self.live_blocks / len(self.live)
-            self.decoded.clear()
-            self.entering.clear()
-            self.leaving.clear()
-            self.hh_reads = 0
-            self.cur_step = step
-        r = self.req[b]
-        self.unread[b] = 0
-        if kind == _ACCESS:
-            if critical:
-                self.decoded.add(r)
-                self.done_now.add(r)
+            self._new_step(step)
+        if self.unread_now:  # (a block is flagged unread only while it is listed there)
+            self.unread[b] = 0
+        if kind == _ACCESS and critical:  # the busiest case first: a decode's read
+            r = self.req[b]
+            self.decoded.add(r)
+            self.done_now.add(r)
+            if self.boost:
                 self.boost.pop(b, None)
-                if not self.layout[b]:
-                    self.hh_reads += 1
-                    self.hh_seen[b] = 1
-                    s, x = self.score[b], self.lam * step
-                    self.score[b] = (s + math.log1p(math.exp(x - s))) if s > x else (x + math.log1p(math.exp(s - x)))
-            elif not self.layout[b]:  # a prefill read: the admitted request's context length is known now
+            if not self.layout[b]:
+                self.hh_reads += 1
+                self.hh_seen[b] = 1
+                s, x = self.score[b], self.lam * step
+                self.score[b] = (s + math.log1p(math.exp(x - s))) if s > x else (x + math.log1p(math.exp(s - x)))
+            return
+        r = self.req[b]
+        if kind == _ACCESS:
+            if not self.layout[b]:  # a prefill read: the admitted request's context length is known now
                 self.ctx[self.admitting] = self.ctx.get(self.admitting, 0) + 1
                 if self.fresh[b]:
                     self.fresh[b] = 0
@@ -273,9 +284,8 @@ class ExpectedNextUse(Policy):
         """log(expected reads per step) + lam x step (a common offset: keys stay comparable as time passes)."""
         if cls >= _COLD_SPILLABLE and cls != _RECOMPUTE_OK:
             return self.lam * step + LOG_NEVER + self.logw[b]
-        if self.layout[b]:
-            rate = 1.0 if cls <= _PREFETCH_SOON else self.p
-            return self.lam * step + math.log(rate * self.horizon) + LAYOUT_FIRST
+        if self.layout[b]:  # (the logs are cached: log(rate x horizon), the same floats)
+            return self.lam * step + (self.log_h if cls <= _PREFETCH_SOON else self.log_ph) + LAYOUT_FIRST
         if self.unread[b]:  # allocated for a prefill that has not read it yet: read now
             return self.lam * step + math.log(self.horizon) + LAYOUT_FIRST
         if self.boost and self.boost.get(b, -2) >= step - 1:  # its request decodes next step: rate / p

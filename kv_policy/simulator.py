@@ -162,7 +162,9 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     can_recompute = math.isfinite(tiers.recompute_us_per_byte)
     used = slow_used = 0
     push_id = 0
-    key, on_access = policy.key, policy.on_access
+    key = policy.key
+    on_access = None if type(policy).on_access is Policy.on_access else policy.on_access  # (a no-op: not called)
+    fast_read_lat, fast_read_div = fast.read_latency_us, fast.read_gbps * 1e3  # fast.read_us inlined, same floats
     on_event = policy.on_event if policy.observes_events else None
     choose_recompute = policy.choose_recompute
     uses_hints, prefetch_on_hint = policy.uses_hints, policy.prefetch_on_hint
@@ -382,6 +384,8 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             if cost:
                 dev = start + cost
 
+    n_acc = n_dc = n_dcm = 0  # the busiest counters as locals (written to res at the end)
+    band_acc, band_miss = res.band_accesses, res.band_misses
     cleaner = policy.free_target > 0 and math.isfinite(budget) and budget > 0
     for i in range(len(kinds)):
         s = steps[i]
@@ -412,10 +416,11 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         if k == _ACCESS:
             sz = size[b]
             crit = crits[i]
-            on_access(b, s)
-            res.accesses += 1
+            if on_access is not None:
+                on_access(b, s)
+            n_acc += 1
             if loc[b] == _LOC_FAST:
-                cost = fast.read_us(sz)
+                cost = fast_read_lat + sz / fast_read_div
                 miss = False
                 if prefetched[b]:
                     res.prefetch_used += 1
@@ -449,11 +454,12 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                     step_cost += cost
             if crit:
                 step_cost += cost
-                res.dc_accesses += 1
-                res.dc_misses += miss
+                n_dc += 1
                 bd = band[b]
-                res.band_accesses[bd] += 1
-                res.band_misses[bd] += miss
+                band_acc[bd] += 1
+                if miss:
+                    n_dcm += 1
+                    band_miss[bd] += 1
                 step_reqs[req[b]] = b
                 if cls[b] == _PREFETCH_SOON:
                     cls[b] = _DECODE_CRITICAL
@@ -504,6 +510,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             cur_seq[b] = -1
             prefetched[b] = 0
     end_step()
+    res.accesses, res.dc_accesses, res.dc_misses = n_acc, n_dc, n_dcm
     res.step_latency_us = np.asarray(lat, dtype=np.float64)
     res.rs_step = np.asarray(rs_step, dtype=np.int64)
     res.rs_deadline_us = np.asarray(rs_deadline, dtype=np.float64)
