@@ -38,9 +38,12 @@ class Capacity:
         return f"{self.bytes} B" if self.bytes else f"{self.fraction:g} x peak live KV"
 
 
-def check_seeds(seeds: list[int]) -> None:
-    if len(seeds) < MIN_SEEDS:
-        raise UserError(f"need at least {MIN_SEEDS} seeds for confidence intervals (got {len(seeds)})")
+def check_seeds(seeds: list[int], point_ok: bool = True) -> None:
+    """At least MIN_SEEDS for an interval; one seed is a point estimate (a timing run of a whole trace, printed as
+    such) where `point_ok` (never for a verdict); two to four give an interval too wide to judge, so are refused."""
+    if len(seeds) < MIN_SEEDS and not (point_ok and len(seeds) == 1):
+        raise UserError(f"need at least {MIN_SEEDS} seeds for confidence intervals, or one for a point estimate "
+                        f"(got {len(seeds)})")
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, float]]:

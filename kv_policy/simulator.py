@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +51,7 @@ BANDS = ("high", "mid", "low")
 # Operation codes recorded for replay.
 OP_HIT, OP_MISS, OP_ALLOC, OP_SPILL_SYNC, OP_SPILL_BG, OP_PREFETCH, OP_FREE, OP_DROP, OP_RECOMPUTE, \
     OP_EVICT_CLEAN = range(10)
+EVENT_CHUNK = 1 << 20  # events converted to Python values at a time
 OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free", "drop", "recompute",
             "evict-clean")
 # Op charge flags: background work, on the step's critical path, or a decode-critical access.
@@ -126,6 +128,17 @@ class SimResult:
         return self.step_latency_us[self.rs_step] <= self.rs_deadline_us
 
 
+def _events(trace: Trace):
+    """(index, step, kind, block, critical, class) per event, converted to Python values a chunk at a time: a whole
+    serving trace's columns as lists at once would hold ~6 GB; zip over chunks is also faster than indexing."""
+    n = len(trace)
+    return chain.from_iterable(
+        zip(range(c0, min(n, c0 + EVENT_CHUNK)), trace.step[c0:c0 + EVENT_CHUNK].tolist(),
+            trace.kind[c0:c0 + EVENT_CHUNK].tolist(), trace.block[c0:c0 + EVENT_CHUNK].tolist(),
+            trace.critical[c0:c0 + EVENT_CHUNK].tolist(), trace.cls[c0:c0 + EVENT_CHUNK].tolist())
+        for c0 in range(0, n, EVENT_CHUNK))
+
+
 def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False, fast: bool = True) -> SimResult:
     """Run `policy` over `trace`; with `record`, also return the operation log replay executes. A policy whose keys
     are fixed by the event alone runs in the compiled loop (simulator_fast.py) unless `fast` is False; both make
@@ -136,8 +149,6 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         return res
     policy.bind(trace)
     res = SimResult(policy.name)
-    steps, kinds = trace.step.tolist(), trace.kind.tolist()
-    blocks, crits, hints = trace.block.tolist(), trace.critical.tolist(), trace.cls.tolist()
     size = trace.block_size.tolist()
     band = band_of(trace.block_priority).tolist()
     req = trace.block_request.tolist()
@@ -186,7 +197,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     step_cost = 0.0                  # this step's KV stall so far
     t0 = 0.0                         # simulated time (us) at which the current step started
     dev = 0.0                        # simulated time at which the slow tier has finished all queued I/O
-    cur_step = steps[0] if steps else 0
+    cur_step = int(trace.step[0]) if len(trace) else 0
 
     def op(code: int, b: int, charge: int = 0) -> None:
         ops_step.append(cur_step)
@@ -387,14 +398,13 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     n_acc = n_dc = n_dcm = 0  # the busiest counters as locals (written to res at the end)
     band_acc, band_miss = res.band_accesses, res.band_misses
     cleaner = policy.free_target > 0 and math.isfinite(budget) and budget > 0
-    for i in range(len(kinds)):
-        s = steps[i]
+    for i, s, k, b, crit, hint in _events(trace):
         if s != cur_step:
             end_step()
             if stale is not None:  # one-step keys lapse before the end-of-step look-ahead and cleaner
-                for b in stale():
-                    if loc[b] == _LOC_FAST:
-                        push(b, i)
+                for x in stale():
+                    if loc[x] == _LOC_FAST:
+                        push(x, i)
             expired, boosted[:] = boosted[:], []
             if budget > 0:  # issued as the step's compute starts: the window they may hide behind
                 if lookahead is not None:
@@ -404,18 +414,15 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             t0 += step_us * (s - cur_step) + step_cost  # the device clock runs on: unfinished I/O carries over
             step_cost, cur_step = 0.0, s
             if lookahead is not None:
-                for b in expired:  # a look-ahead's keep-value lasts one step: re-key what was not read
-                    if prefetched[b] and loc[b] == _LOC_FAST:
-                        push(b, i)
+                for x in expired:  # a look-ahead's keep-value lasts one step: re-key what was not read
+                    if prefetched[x] and loc[x] == _LOC_FAST:
+                        push(x, i)
             if predictive:
                 predictive_prefetches(i)
-        k = kinds[i]
-        b = blocks[i]
         if on_event is not None:
-            on_event(i, k, b, s, crits[i], hints[i])
+            on_event(i, k, b, s, crit, hint)
         if k == _ACCESS:
             sz = size[b]
-            crit = crits[i]
             if on_access is not None:
                 on_access(b, s)
             n_acc += 1
@@ -469,7 +476,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             if len(heap) > compact_at:
                 compact()
         elif k == _HINT:
-            c = hints[i]
+            c = hint
             cls[b] = c
             if loc[b] == _LOC_FAST:
                 if uses_hints:
@@ -477,7 +484,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             elif loc[b] == _LOC_SLOW and prefetch_on_hint and c == _PREFETCH_SOON:
                 prefetch(b, i)
         elif k == _ALLOC:
-            cls[b] = hints[i]
+            cls[b] = hint
             tail[req[b]] = b
             if copy[b]:  # produced again: the old copy is stale
                 copy[b] = 0
