@@ -11,7 +11,7 @@ from kv_policy import gap
 from kv_policy.compare import Capacity, build
 from kv_policy.generator import generate
 from kv_policy.importers import TraceOptions
-from kv_policy.offline import MIN
+from kv_policy.offline import MIN, RateOracle
 from kv_policy.profiles import Profile
 from kv_policy.source import trace_source
 from kv_policy.tiers import Tier, for_trace
@@ -42,7 +42,8 @@ class GapSummary(StoredSummary):
     policy: str                          # the online policy
     reference: str                       # the second online row
     dc_reads: int                        # decode-critical reads, summed over the seeds
-    dc_misses: dict[str, dict[str, Any]]  # per row (policy, reference, MIN): misses per seed, estimate
+    dc_misses: dict[str, dict[str, Any]]  # per row (policy, reference, RateOracle on a generated trace, MIN):
+    # decode-critical misses per seed, estimate
     classes: dict[str, dict[str, dict[str, int]]]  # feature -> class -> {reads, <row>: misses}, summed over seeds
     excess_share: dict[str, dict[str, dict[str, Any]]]  # feature -> class -> share of (policy - MIN) misses there,
     # estimate over the seeds (a class where MIN misses more than the policy has a negative share)
@@ -53,11 +54,13 @@ def run(cfg: GapConfig) -> Filed[GapSummary]:
     build(cfg.policy)
     build(cfg.reference)
     src = trace_source(cfg.trace, cfg.profile, cfg.seeds)
-    rows = (cfg.policy, cfg.reference, MIN.name)
+    rows: tuple[str, ...] = (cfg.policy, cfg.reference, MIN.name)
     per_seed: list[gap.SeedCounts] = []
-    with progress("gap: simulating", total=len(src.seeds) * len(rows)) as bar:
+    with progress("gap: simulating", total=len(src.seeds) * (len(rows) + 1)) as bar:
         for seed in src.seeds:
             trace = src.trace_for_seed(seed) if src.trace_for_seed else generate(cfg.profile, seed)
+            if trace.block_hh_rate is not None:  # a generated trace: the rate oracle between online and MIN
+                rows = (cfg.policy, cfg.reference, RateOracle.name, MIN.name)
             tiers = for_trace(trace, cfg.fast, cfg.slow, cfg.cap.for_trace(trace), cfg.slow_bytes)
             masks = {}
             for spec in rows:

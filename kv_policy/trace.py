@@ -31,6 +31,9 @@ class Trace:
     block_priority: np.ndarray  # uint8 request priority 0-100 per block
     block_deadline_us: np.ndarray  # float64 per-token deadline of the block's request
     meta: dict = field(default_factory=dict)
+    # the generator's own heavy-hitter read probability per decode of each block (engine.py), for the RateOracle
+    # reference only; never saved (.npz keeps the columns above), never read by an online policy
+    block_hh_rate: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.step.shape[0])

@@ -66,7 +66,7 @@ def test_gap_run_files_shares_that_sum_to_one(tmp_path, monkeypatch) -> None:
     cfg = GapConfig(get_profile("balanced"), [0, 1, 2, 3, 4], "ExpectedNextUse", "vLLM-prefix", DEFAULT_FAST,
                     DEFAULT_SLOW, Capacity(0.1), 0, TraceOptions("mooncake-slice", max_requests=8))
     s = run(cfg).summary
-    assert set(s.dc_misses) == {"ExpectedNextUse", "vLLM-prefix", "MIN"}
+    assert set(s.dc_misses) == {"ExpectedNextUse", "vLLM-prefix", "RateOracle", "MIN"}  # a generated trace: rates
     for feature, shares in s.excess_share.items():
         assert abs(sum(e["value"] for e in shares.values()) - 1.0) < 1e-9, feature
     assert 0.0 <= s.first_hh_prefix_share["value"] <= 1.0
