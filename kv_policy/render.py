@@ -44,6 +44,8 @@ def sweep(s: "SweepSummary") -> None:
     rows = [[p + (" (offline bound)" if is_reference(p.split(":")[0]) else "")]
             + [fmt.estimate(s.by_fraction[f].get(p)) for f in fractions] for p in s.policies]
     print(grid(["policy"] + [f"{float(f):g}x" for f in fractions], rows))
+    for f, verdicts in (s.versus_best_row or {}).items():
+        print(f"{float(f):g}x: " + "; ".join(f"{v['status']}: {v['goal']} {fmt.estimate(v)}" for v in verdicts))
     print(f"figure: {s.png}")
 
 
