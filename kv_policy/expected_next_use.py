@@ -178,12 +178,13 @@ class ExpectedNextUse(Policy):
         self.cur_step = step
         self.log_ph = math.log(self.p * self.horizon)
 
-    def on_event(self, i: int, kind: int, b: int, step: int, critical: bool, cls: int) -> None:
+    def on_event(self, i: int, kind: int, b: int, step: int, critical: bool, cls: int,
+                 _log1p=math.log1p, _exp=math.exp) -> None:  # (bound as locals: this runs on every event)
         if step != self.cur_step:
             self._new_step(step)
         if self.unread_now:  # (a block is flagged unread only while it is listed there)
             self.unread[b] = 0
-        if kind == _ACCESS and critical:  # the busiest case first: a decode's read
+        if critical and kind == _ACCESS:  # the busiest case first: a decode's read
             r = self.req[b]
             self.decoded.add(r)
             self.done_now.add(r)
@@ -192,8 +193,9 @@ class ExpectedNextUse(Policy):
             if not self.layout[b]:
                 self.hh_reads += 1
                 self.hh_seen[b] = 1
-                s, x = self.score[b], self.lam * step
-                self.score[b] = (s + math.log1p(math.exp(x - s))) if s > x else (x + math.log1p(math.exp(s - x)))
+                score = self.score
+                s, x = score[b], self.lam * step
+                score[b] = (s + _log1p(_exp(x - s))) if s > x else (x + _log1p(_exp(s - x)))
             return
         r = self.req[b]
         if kind == _ACCESS:
@@ -285,14 +287,15 @@ class ExpectedNextUse(Policy):
             if not lst:
                 del self.queued_docs[r]
 
-    def key(self, b: int, seq: int, step: int, cls: int) -> float:
+    def key(self, b: int, seq: int, step: int, cls: int, _cold=_COLD_SPILLABLE, _rok=_RECOMPUTE_OK,
+            _soon=_PREFETCH_SOON, _first=LAYOUT_FIRST) -> float:
         """log(expected reads per step) + lam x step (a common offset: keys stay comparable as time passes)."""
-        if cls >= _COLD_SPILLABLE and cls != _RECOMPUTE_OK:
+        if cls >= _cold and cls != _rok:
             return self.lam * step + LOG_NEVER + self.logw[b]
         if self.layout[b]:  # (the logs are cached: log(rate x horizon), the same floats)
-            return self.lam * step + (self.log_h if cls <= _PREFETCH_SOON else self.log_ph) + LAYOUT_FIRST
+            return self.lam * step + (self.log_h if cls <= _soon else self.log_ph) + _first
         if self.unread[b]:  # allocated for a prefill that has not read it yet: read now
-            return self.lam * step + math.log(self.horizon) + LAYOUT_FIRST
+            return self.lam * step + self.log_h + _first
         if self.boost and self.boost.get(b, -2) >= step - 1:  # its request decodes next step: rate / p
             return self.score[b] + self.logw[b] - math.log(self.p)
         if self.queued[b]:  # read when its waiting request is admitted: at least the queue rate
