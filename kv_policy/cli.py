@@ -16,7 +16,8 @@ from kv_policy.goals import CONTENDER
 from kv_policy.importers import FORMATS, SHIPPED, TraceOptions
 from kv_policy.registry import parse_policies
 
-SEEDS_HELP = "seed count (>= 5), comma list or ranges (200-219); on a serving trace, one priority assignment each"
+SEEDS_HELP = ("seed count (>= 5; 1 for a point estimate, e.g. a timing run; goals need 5), comma list or ranges "
+              "(200-219); on a serving trace, one priority assignment each")
 
 
 def _trace_args(p: argparse.ArgumentParser, required: bool = False) -> None:

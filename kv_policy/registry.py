@@ -42,8 +42,9 @@ def parse_policies(text: str) -> list[str]:
     specs: list[str] = []
     for part in text.split(","):
         name, sep, rest = part.strip().partition(":")
-        if name.lower() == "all" and not sep:   # kvds's policies and the offline bounds
-            specs += [n for n, c in _registry().items() if n not in specs and c not in ENGINE_ROWS and c is not RateOracle]
+        if name.lower() == "all" and not sep:   # kvds's policies and the offline bounds (RateOracle: named only)
+            specs += [n for n, c in _registry().items()
+                      if n not in specs and c not in ENGINE_ROWS and c is not RateOracle]
         elif name.lower() == "engines" and not sep:  # the rows modelled from serving engines
             specs += [c.name for c in ENGINE_ROWS if c.name not in specs]
         elif name:
