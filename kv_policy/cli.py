@@ -1,4 +1,4 @@
-"""`kvds policy compare|sweep|goals|speed|generate|import|replay`: arguments and input checks only. Each verb is a
+"""`kvds policy compare|sweep|gap|goals|speed|generate|import|replay`: arguments and input checks only. Each verb is a
 harness.verbs.Verb: `config(args)` builds its typed config (bad input: one line, exit 2; a missing mechanism:
 the doctor's reason, before anything changes), `<verb>_run.run(cfg)` does the work, render.<verb> prints it."""
 from __future__ import annotations
@@ -10,12 +10,14 @@ from harness import verbs
 from harness.cli_args import positive_int, require_root
 from harness.errors import UserError
 from harness.paths import work_dir
-from kv_policy import (compare_run, crosscheck_run, generate_run, goals_run, import_run, options, render,
+from kv_policy import (compare_run, crosscheck_run, gap_run, generate_run, goals_run, import_run, options, render,
                        replay_run, speed_run, sweep_run)
+from kv_policy.goals import CONTENDER
 from kv_policy.importers import FORMATS, SHIPPED, TraceOptions
 from kv_policy.registry import parse_policies
 
-SEEDS_HELP = "seed count (>= 5), comma list or ranges (200-219); on a serving trace, one priority assignment each"
+SEEDS_HELP = ("seed count (>= 5; 1 for a point estimate, e.g. a timing run; goals need 5), comma list or ranges "
+              "(200-219); on a serving trace, one priority assignment each")
 
 
 def _trace_args(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -205,11 +207,31 @@ def _crosscheck_args(p: argparse.ArgumentParser) -> None:
                    help="cache sizes as shares of the sequence's unique blocks (comma list, each in (0, 1])")
 
 
+def _gap_args(p: argparse.ArgumentParser) -> None:
+    options.add_profile_args(p)
+    options.add_tier_args(p)
+    p.add_argument("--seeds", default="5", help=SEEDS_HELP)
+    p.add_argument("--policy", default=CONTENDER, help="the online policy whose misses beyond MIN are located")
+    p.add_argument("--reference", default="vLLM-prefix", help="a second online row counted beside it")
+    _trace_args(p)
+
+
+def gap_config(args: argparse.Namespace) -> gap_run.GapConfig:
+    fast, slow, cap, slow_bytes = options.tiers_from_args(args)
+    policy, reference = parse_policies(args.policy), parse_policies(args.reference)
+    if len(policy) != 1 or len(reference) != 1:
+        raise UserError("--policy and --reference name one policy each")
+    return gap_run.GapConfig(options.profile_from_args(args), options.seeds_from_args(args.seeds), policy[0],
+                             reference[0], fast, slow, cap, slow_bytes, trace_options(args))
+
+
 VERBS = (
     verbs.Verb("compare", "all policies on one profile or trace, over several seeds, with 95%% CIs", _compare_args,
                compare_config, compare_run.run, render.compare, compare_run.CompareSummary),
     verbs.Verb("sweep", "one metric across fast-tier sizes, per policy, over seeds", _sweep_args, sweep_config,
                sweep_run.run, render.sweep, sweep_run.SweepSummary),
+    verbs.Verb("gap", "where an online policy's decode-critical misses exceed MIN's, by what the engine knows",
+               _gap_args, gap_config, gap_run.run, render.gap, gap_run.GapSummary),
     verbs.Verb("goals", "the track's goals on all five profiles (or one trace): verdicts with 95%% intervals",
                _goals_args, goals_config, goals_run.run, render.goals, goals_run.GoalsSummary),
     verbs.Verb("generate", "write a generated trace (.npz)", _generate_args, generate_config, generate_run.run,

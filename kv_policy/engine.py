@@ -14,7 +14,9 @@ batch change), False when it slides out of the window (the sink/window layout th
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -50,28 +52,34 @@ class _Req:
     tokens: int                   # tokens currently in the cache (own only)
     generated: int = 0
     perm: list[int] = field(default_factory=list)  # heavy-hitter popularity order over block positions
+    rate: list[float] = field(default_factory=list)  # per position: heavy-hitter draws per decode (Engine._rates)
 
 
 class _Events:
-    """Append-only event columns kept as Python lists until the end (cheap appends)."""
+    """Append-only event columns as typed arrays (a whole serving trace is ~80M events: Python lists of them held
+    ~12 GB while generating; these hold 14 bytes an event) with cheap appends of repeated values."""
 
     def __init__(self) -> None:
-        self.step: list[int] = []
-        self.kind: list[int] = []
-        self.block: list[int] = []
-        self.critical: list[bool] = []
-        self.cls: list[int] = []
+        self.step = array("q")
+        self.kind = array("B")
+        self.block = array("i")
+        self.critical = array("B")
+        self.cls = array("B")
 
     def add(self, step: int, kind: int, blocks, critical: bool = False, cls: int = 0) -> None:
         n = len(blocks)
-        self.step.extend([step] * n)
-        self.kind.extend([kind] * n)
+        self.step.extend(repeat(step, n))
+        self.kind.extend(repeat(kind, n))
         self.block.extend(blocks)
-        self.critical.extend([critical] * n)
-        self.cls.extend([cls] * n)
+        self.critical.extend(repeat(int(critical), n))
+        self.cls.extend(repeat(cls, n))
 
     def __len__(self) -> int:
         return len(self.step)
+
+    def column(self, name: str, dtype, n: int) -> np.ndarray:
+        """The first `n` events of a column as a numpy array of its own (a copy: the buffer is released)."""
+        return np.frombuffer(getattr(self, name), dtype=dtype, count=n).astype(dtype, copy=True)
 
 
 class Engine:
@@ -86,6 +94,7 @@ class Engine:
         self.owner: list[int] = []
         self.prio: list[int] = []
         self.deadline: list[float] = []
+        self.hh_rate: list[float] = []   # the attention model's heavy-hitter probability per decode (RateOracle)
         self.doc_blocks: dict[int, list[int]] = {}
         self.doc_refs: dict[int, int] = {}
         self.doc_queued: set[int] = set()  # documents announced prefetch-soon for a waiting request
@@ -100,6 +109,7 @@ class Engine:
         self.owner.extend([req] * n)
         self.prio.extend([prio] * n)
         self.deadline.extend([tpot] * n)
+        self.hh_rate.extend([0.0] * n)
         return list(range(first, first + n))
 
     def _hot_positions(self, r: _Req) -> tuple[list[int], list[int]]:
@@ -131,7 +141,22 @@ class Engine:
         max_blocks = len(blocks) + -(-(spec.prompt_tokens + spec.gen_tokens) // p.block_tokens)
         r = _Req(idx, spec, blocks + own, len(blocks), spec.prompt_tokens,
                  perm=self.rng.permutation(max_blocks).tolist())
+        r.rate = self._rates(r.perm)
+        for q, b in enumerate(r.blocks):
+            if q < len(r.rate) and r.rate[q] > self.hh_rate[b]:  # a shared block: its most likely reader's
+                self.hh_rate[b] = r.rate[q]
         return r
+
+    def _rates(self, perm: list[int]) -> list[float]:
+        """Per block position, the expected heavy-hitter draws landing on it per decode (capped at 1): a draw picks
+        rank floor(n u^gamma), so rank k has probability ((k+1)/n)^(1/gamma) - (k/n)^(1/gamma); 2 x heavy_hitters
+        draws are made. What the generator knows and no engine does: only the RateOracle reference reads it."""
+        n, g = len(perm), 1.0 / self.p.hh_gamma
+        cdf = (np.arange(n + 1) / max(n, 1)) ** g
+        by_rank = np.minimum(1.0, 2 * self.p.heavy_hitters * np.diff(cdf))
+        out = np.zeros(n)
+        out[np.asarray(perm, dtype=np.int64)] = by_rank
+        return out.tolist()
 
     def _uniform_pow(self, n: int) -> list[float]:
         """`n` draws of u**hh_gamma from a bulk buffer (per-call numpy overhead would dominate)."""
@@ -175,6 +200,9 @@ class Engine:
         if grow > 0:
             old_window = set(always)
             fresh = self._new_blocks(grow, r.idx, r.spec.priority, r.spec.tpot_us)
+            for q, b in enumerate(fresh, start=len(blocks)):
+                if q < len(r.rate):
+                    self.hh_rate[b] = r.rate[q]
             blocks.extend(fresh)
             self.ev.add(step, codes.ALLOC, fresh, cls=codes.DECODE_CRITICAL)
             left = sorted(old_window - set(self._hot_positions(r)[0]))
@@ -255,13 +283,14 @@ class Engine:
     def _trace(self, max_events: int | None) -> Trace:
         n = len(self.ev) if max_events is None else min(max_events, len(self.ev))
         return Trace(
-            step=np.asarray(self.ev.step[:n], dtype=np.int64),
-            kind=np.asarray(self.ev.kind[:n], dtype=np.uint8),
-            block=np.asarray(self.ev.block[:n], dtype=np.int32),
-            critical=np.asarray(self.ev.critical[:n], dtype=bool),
-            cls=np.asarray(self.ev.cls[:n], dtype=np.uint8),
+            step=self.ev.column("step", np.int64, n),
+            kind=self.ev.column("kind", np.uint8, n),
+            block=self.ev.column("block", np.int32, n),
+            critical=self.ev.column("critical", np.uint8, n).view(bool),
+            cls=self.ev.column("cls", np.uint8, n),
             block_size=np.asarray(self.size, dtype=np.int64),
             block_request=np.asarray(self.owner, dtype=np.int32),
             block_priority=np.asarray(self.prio, dtype=np.uint8),
             block_deadline_us=np.asarray(self.deadline, dtype=np.float64),
+            block_hh_rate=np.asarray(self.hh_rate, dtype=np.float64),
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from kv_policy.compare import BASELINE, OPTIMUM
 from kv_policy.metrics import gap_closed, paired
 from harness.stats import Verdict, judge_at_least, judge_at_most, mean_ci
@@ -70,3 +72,34 @@ def judge(goal: Goal, per_policy: dict[str, list[dict]]) -> Verdict:
     else:
         est, label = paired(runs, lru, "slo_high", "difference"), "hi SLO attainment minus LRU's "
     return (judge_at_least if goal.rule == "at_least" else judge_at_most)(est, goal.limit, label)
+
+
+# Against the rows modelled from serving engines (registry.ENGINE_ROWS), at every capacity of a sweep: the best such
+# row per figure (the lowest miss ratio, the fewest prefill tokens reloaded, the highest high-priority SLO
+# attainment), paired with the contender over the same seeds.
+BEST_ROW_MISS_CUT = 0.15
+GAP_CLOSED = 0.40
+
+
+def versus_best_row(per_policy: dict[str, list[dict]], contender: str = CONTENDER) -> list[Verdict]:
+    """The contender's verdicts against the best real-system row (none when either is missing from the run)."""
+    from kv_policy.registry import engine_of
+
+    rows = [p for p in per_policy if engine_of(p.split(":")[0])]
+    if contender not in per_policy or not rows:
+        return []
+    mean = lambda p, m: float(np.mean([r[m] for r in per_policy[p] if r.get(m) is not None] or [np.nan]))  # noqa
+    runs = per_policy[contender]
+    best = min(rows, key=lambda p: mean(p, "dc_miss_ratio"))
+    out = [judge_at_least(paired(runs, per_policy[best], "dc_miss_ratio"), BEST_ROW_MISS_CUT,
+                          f"dc miss cut vs best engine row ({best}) ")]
+    if BASELINE in per_policy and OPTIMUM in per_policy:
+        out.append(judge_at_least(gap_closed(runs, per_policy[BASELINE], per_policy[OPTIMUM]), GAP_CLOSED,
+                                  "LRU-to-MIN gap closed "))
+    reload_best = min(rows, key=lambda p: mean(p, "prefill_reload_tokens"))
+    out.append(judge_at_most(paired(runs, per_policy[reload_best], "prefill_reload_tokens", "difference"), 0.0,
+                             f"prefill reload tok/request minus {reload_best}'s "))
+    slo_best = max(rows, key=lambda p: mean(p, "slo_high"))
+    out.append(judge_at_least(paired(runs, per_policy[slo_best], "slo_high", "difference"), 0.0,
+                              f"hi SLO attainment minus {slo_best}'s "))
+    return out

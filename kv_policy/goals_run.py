@@ -45,13 +45,13 @@ def run(cfg: GoalsConfig) -> Filed[GoalsSummary]:
     goals_of = g.GOALS
     if cfg.trace is not None:
         src = trace_source(cfg.trace, cfg.trace_profile or get_profile("balanced"), cfg.seeds)
-        check_seeds(src.seeds)
+        check_seeds(src.seeds, point_ok=False)
         per_profile = {g.TRACE: run_matrix(cfg.trace_profile or get_profile("balanced"), src.seeds,
                                            list(g.POLICIES), cfg.cap, cfg.fast, cfg.slow, cfg.slow_bytes,
                                            src.trace_for_seed)}
         goals_of, source, priorities, trace_cfg = g.TRACE_GOALS, src.description, src.priorities, src.config
     else:
-        check_seeds(cfg.seeds)
+        check_seeds(cfg.seeds, point_ok=False)
         per_profile = {p: run_matrix(get_profile(p), cfg.seeds, list(g.POLICIES), cfg.cap, cfg.fast, cfg.slow,
                                      cfg.slow_bytes) for p in cfg.profiles}
         source, priorities, trace_cfg = f"profiles {', '.join(cfg.profiles)}", None, None

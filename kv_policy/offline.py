@@ -14,13 +14,21 @@ These are bounds to measure online policies against, never contenders: they read
   small random traces the exhaustive search found one miss fewer with the same high-priority misses), so
   read its total as an upper bound of the lexicographic optimum.
 
-Both are checked against an exhaustive search on 300 small random traces, and MIN against the textbook
+* RateOracle: evict the block with the lowest true heavy-hitter probability per decode, from the attention model
+  that generated the trace (engine.py, `Trace.block_hh_rate`), sink/window blocks last, blocks no request reads first.
+  It knows the distribution each decode's heavy hitters are drawn from, not the draws: the best an online estimate
+  of per-block rates could do (the optimal eviction under independent references keeps the highest-rate blocks),
+  so the distance from it to MIN is what only the future draws explain, and from an online policy to it what a
+  better rate estimate could still win. Generated traces only (a trace file carries no such rates).
+
+MIN and PrioMIN are checked against an exhaustive search on 300 small random traces, and MIN against the textbook
 reference string (tests/policy/test_policy_offline.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from harness.errors import UserError
 from kv_policy import codes
 from kv_policy.policies import Policy
 from kv_policy.trace import Trace
@@ -85,3 +93,42 @@ class PrioMIN(MIN):
         nu = np.asarray(self.nu, dtype=np.int64)
         band = np.asarray(self.band, dtype=np.float64)[trace.block]
         return np.where(nu == self.never, -2.0 * self.never - 4, band - nu)
+
+
+class RateOracle(Policy):
+    """Keep the blocks the attention model reads most often per decode (offline reference: the generator's rates)."""
+
+    name = "RateOracle"
+    reference = True
+    uses_hints = True
+
+    def bind(self, trace: Trace) -> None:
+        super().bind(trace)
+        self.ek = self.event_keys(trace).tolist()
+
+    def key(self, b: int, seq: int, step: int, cls: int) -> float:
+        return self.ek[seq]
+
+    def event_keys(self, trace: Trace) -> np.ndarray:
+        """Per event, its block's key from then on: 2 for a sink/window block, -1 for a shared block no request
+        reads (cold-spillable), else its heavy-hitter probability per decode (0..1)."""
+        if trace.block_hh_rate is None:
+            raise UserError("RateOracle needs a generated trace (the attention model's rates); this one has none")
+        rate = trace.block_hh_rate.tolist()
+        layout = bytearray(trace.n_blocks)
+        out = [0.0] * len(trace)
+        for i, (k, b, c, h) in enumerate(zip(trace.kind.tolist(), trace.block.tolist(), trace.critical.tolist(),
+                                             trace.cls.tolist())):
+            if k == codes.ALLOC:
+                layout[b] = 1 if h == codes.DECODE_CRITICAL else 0
+            elif k == codes.HINT:
+                if c:
+                    layout[b] = 1
+                elif h == codes.COLD_SPILLABLE:
+                    layout[b] = 0
+                    out[i] = -1.0
+                    continue
+                elif h == codes.WARM:
+                    layout[b] = 0
+            out[i] = 2.0 if layout[b] else rate[b]
+        return np.asarray(out, dtype=np.float64)

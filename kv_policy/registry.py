@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.errors import UserError
 from kv_policy.expected_next_use import DeadlineAware, ExpectedNextUse
-from kv_policy.offline import MIN, PrioMIN
+from kv_policy.offline import MIN, PrioMIN, RateOracle
 from kv_policy.policies import (LRU, HotCold, IntentAware, Policy, PredictiveHotness, SglangPriority, SglangRadixLRU,
                                  TrtllmRetention, VllmPrefixCache)
 
@@ -15,7 +15,7 @@ def _registry() -> dict[str, type[Policy]]:
     """Every policy by name: the online contenders, the rows modelled from serving engines, then the offline
     references."""
     return {p.name: p for p in (LRU, HotCold, PredictiveHotness, IntentAware, DeadlineAware, ExpectedNextUse,
-                                *ENGINE_ROWS, MIN, PrioMIN)}
+                                *ENGINE_ROWS, MIN, PrioMIN, RateOracle)}
 
 
 def make_policy(name: str, **params: float) -> Policy:
@@ -42,8 +42,9 @@ def parse_policies(text: str) -> list[str]:
     specs: list[str] = []
     for part in text.split(","):
         name, sep, rest = part.strip().partition(":")
-        if name.lower() == "all" and not sep:   # kvds's policies and the offline bounds
-            specs += [n for n, c in _registry().items() if n not in specs and c not in ENGINE_ROWS]
+        if name.lower() == "all" and not sep:   # kvds's policies and the offline bounds (RateOracle: named only)
+            specs += [n for n, c in _registry().items()
+                      if n not in specs and c not in ENGINE_ROWS and c is not RateOracle]
         elif name.lower() == "engines" and not sep:  # the rows modelled from serving engines
             specs += [c.name for c in ENGINE_ROWS if c.name not in specs]
         elif name:

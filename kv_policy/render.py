@@ -12,6 +12,7 @@ from kv_policy.compare import table, versus_table
 from kv_policy.registry import is_reference
 from kv_policy.compare_run import CompareSummary
 from kv_policy.crosscheck_run import CrosscheckSummary
+from kv_policy.gap_run import GapSummary
 from kv_policy.generate_run import GenerateSummary
 from kv_policy.goals_run import GoalsSummary
 from kv_policy.import_run import ImportSummary
@@ -43,6 +44,8 @@ def sweep(s: "SweepSummary") -> None:
     rows = [[p + (" (offline bound)" if is_reference(p.split(":")[0]) else "")]
             + [fmt.estimate(s.by_fraction[f].get(p)) for f in fractions] for p in s.policies]
     print(grid(["policy"] + [f"{float(f):g}x" for f in fractions], rows))
+    for f, verdicts in (s.versus_best_row or {}).items():
+        print(f"{float(f):g}x: " + "; ".join(f"{v['status']}: {v['goal']} {fmt.estimate(v)}" for v in verdicts))
     print(f"figure: {s.png}")
 
 
@@ -61,6 +64,22 @@ def goals(s: "GoalsSummary") -> None:
     print(grid(["profile", "policy", "verdict"],
                [[v["profile"], v["policy"] + (" (offline bound: feasibility)" if v["policy"] == g.PRIO_BOUND else ""),
                  f"{v['status']}: {v.get('goal', '')} {fmt.estimate(v)}"] for v in s.verdicts]))
+
+
+def gap(s: "GapSummary") -> None:
+    """Per feature an engine knows at a read: reads, misses of each row, and where the excess over MIN lies."""
+    rows = list(s.dc_misses)
+    print(f"{s.source}, {len(s.seeds)} seed(s), fast tier {s.capacity}; {s.dc_reads} decode-critical reads; "
+          f"misses summed over seeds, excess share mean [95% CI] over seeds")
+    _priorities(s.priorities)
+    print("decode-critical misses per seed: " + ", ".join(f"{r} {fmt.estimate(s.dc_misses[r])}" for r in rows))
+    print(f"share of {s.policy}'s excess over MIN on first heavy-hitter reads of prefix blocks: "
+          f"{fmt.estimate(s.first_hh_prefix_share)}")
+    for feature, classes in s.classes.items():
+        print()
+        print(grid([feature, "reads"] + [f"{r} misses" for r in rows] + [f"share of {s.policy} - MIN"],
+                   [[label, str(c["reads"])] + [str(c[r]) for r in rows]
+                    + [fmt.estimate(s.excess_share[feature][label])] for label, c in classes.items()]))
 
 
 def speed(out: "SpeedSummary") -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +51,7 @@ BANDS = ("high", "mid", "low")
 # Operation codes recorded for replay.
 OP_HIT, OP_MISS, OP_ALLOC, OP_SPILL_SYNC, OP_SPILL_BG, OP_PREFETCH, OP_FREE, OP_DROP, OP_RECOMPUTE, \
     OP_EVICT_CLEAN = range(10)
+EVENT_CHUNK = 1 << 20  # events converted to Python values at a time
 OP_NAMES = ("hit", "miss", "alloc", "spill-sync", "spill-bg", "prefetch", "free", "drop", "recompute",
             "evict-clean")
 # Op charge flags: background work, on the step's critical path, or a decode-critical access.
@@ -126,6 +128,17 @@ class SimResult:
         return self.step_latency_us[self.rs_step] <= self.rs_deadline_us
 
 
+def _events(trace: Trace):
+    """(index, step, kind, block, critical, class) per event, converted to Python values a chunk at a time: a whole
+    serving trace's columns as lists at once would hold ~6 GB; zip over chunks is also faster than indexing."""
+    n = len(trace)
+    return chain.from_iterable(
+        zip(range(c0, min(n, c0 + EVENT_CHUNK)), trace.step[c0:c0 + EVENT_CHUNK].tolist(),
+            trace.kind[c0:c0 + EVENT_CHUNK].tolist(), trace.block[c0:c0 + EVENT_CHUNK].tolist(),
+            trace.critical[c0:c0 + EVENT_CHUNK].tolist(), trace.cls[c0:c0 + EVENT_CHUNK].tolist())
+        for c0 in range(0, n, EVENT_CHUNK))
+
+
 def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False, fast: bool = True) -> SimResult:
     """Run `policy` over `trace`; with `record`, also return the operation log replay executes. A policy whose keys
     are fixed by the event alone runs in the compiled loop (simulator_fast.py) unless `fast` is False; both make
@@ -136,8 +149,6 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
         return res
     policy.bind(trace)
     res = SimResult(policy.name)
-    steps, kinds = trace.step.tolist(), trace.kind.tolist()
-    blocks, crits, hints = trace.block.tolist(), trace.critical.tolist(), trace.cls.tolist()
     size = trace.block_size.tolist()
     band = band_of(trace.block_priority).tolist()
     req = trace.block_request.tolist()
@@ -162,7 +173,9 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     can_recompute = math.isfinite(tiers.recompute_us_per_byte)
     used = slow_used = 0
     push_id = 0
-    key, on_access = policy.key, policy.on_access
+    key = policy.key
+    on_access = None if type(policy).on_access is Policy.on_access else policy.on_access  # (a no-op: not called)
+    fast_read_lat, fast_read_div = fast.read_latency_us, fast.read_gbps * 1e3  # fast.read_us inlined, same floats
     on_event = policy.on_event if policy.observes_events else None
     choose_recompute = policy.choose_recompute
     uses_hints, prefetch_on_hint = policy.uses_hints, policy.prefetch_on_hint
@@ -184,7 +197,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
     step_cost = 0.0                  # this step's KV stall so far
     t0 = 0.0                         # simulated time (us) at which the current step started
     dev = 0.0                        # simulated time at which the slow tier has finished all queued I/O
-    cur_step = steps[0] if steps else 0
+    cur_step = int(trace.step[0]) if len(trace) else 0
 
     def op(code: int, b: int, charge: int = 0) -> None:
         ops_step.append(cur_step)
@@ -382,15 +395,16 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             if cost:
                 dev = start + cost
 
+    n_acc = n_dc = n_dcm = 0  # the busiest counters as locals (written to res at the end)
+    band_acc, band_miss = res.band_accesses, res.band_misses
     cleaner = policy.free_target > 0 and math.isfinite(budget) and budget > 0
-    for i in range(len(kinds)):
-        s = steps[i]
+    for i, s, k, b, crit, hint in _events(trace):
         if s != cur_step:
             end_step()
             if stale is not None:  # one-step keys lapse before the end-of-step look-ahead and cleaner
-                for b in stale():
-                    if loc[b] == _LOC_FAST:
-                        push(b, i)
+                for x in stale():
+                    if loc[x] == _LOC_FAST:
+                        push(x, i)
             expired, boosted[:] = boosted[:], []
             if budget > 0:  # issued as the step's compute starts: the window they may hide behind
                 if lookahead is not None:
@@ -400,22 +414,20 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             t0 += step_us * (s - cur_step) + step_cost  # the device clock runs on: unfinished I/O carries over
             step_cost, cur_step = 0.0, s
             if lookahead is not None:
-                for b in expired:  # a look-ahead's keep-value lasts one step: re-key what was not read
-                    if prefetched[b] and loc[b] == _LOC_FAST:
-                        push(b, i)
+                for x in expired:  # a look-ahead's keep-value lasts one step: re-key what was not read
+                    if prefetched[x] and loc[x] == _LOC_FAST:
+                        push(x, i)
             if predictive:
                 predictive_prefetches(i)
-        k = kinds[i]
-        b = blocks[i]
         if on_event is not None:
-            on_event(i, k, b, s, crits[i], hints[i])
+            on_event(i, k, b, s, crit, hint)
         if k == _ACCESS:
             sz = size[b]
-            crit = crits[i]
-            on_access(b, s)
-            res.accesses += 1
+            if on_access is not None:
+                on_access(b, s)
+            n_acc += 1
             if loc[b] == _LOC_FAST:
-                cost = fast.read_us(sz)
+                cost = fast_read_lat + sz / fast_read_div
                 miss = False
                 if prefetched[b]:
                     res.prefetch_used += 1
@@ -449,11 +461,12 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
                     step_cost += cost
             if crit:
                 step_cost += cost
-                res.dc_accesses += 1
-                res.dc_misses += miss
+                n_dc += 1
                 bd = band[b]
-                res.band_accesses[bd] += 1
-                res.band_misses[bd] += miss
+                band_acc[bd] += 1
+                if miss:
+                    n_dcm += 1
+                    band_miss[bd] += 1
                 step_reqs[req[b]] = b
                 if cls[b] == _PREFETCH_SOON:
                     cls[b] = _DECODE_CRITICAL
@@ -463,7 +476,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             if len(heap) > compact_at:
                 compact()
         elif k == _HINT:
-            c = hints[i]
+            c = hint
             cls[b] = c
             if loc[b] == _LOC_FAST:
                 if uses_hints:
@@ -471,7 +484,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             elif loc[b] == _LOC_SLOW and prefetch_on_hint and c == _PREFETCH_SOON:
                 prefetch(b, i)
         elif k == _ALLOC:
-            cls[b] = hints[i]
+            cls[b] = hint
             tail[req[b]] = b
             if copy[b]:  # produced again: the old copy is stale
                 copy[b] = 0
@@ -504,6 +517,7 @@ def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = Fals
             cur_seq[b] = -1
             prefetched[b] = 0
     end_step()
+    res.accesses, res.dc_accesses, res.dc_misses = n_acc, n_dc, n_dcm
     res.step_latency_us = np.asarray(lat, dtype=np.float64)
     res.rs_step = np.asarray(rs_step, dtype=np.int64)
     res.rs_deadline_us = np.asarray(rs_deadline, dtype=np.float64)

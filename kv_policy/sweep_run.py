@@ -10,6 +10,7 @@ from harness.errors import UserError
 from harness.results import Filed, ResultStore, StoredSummary
 from kv_policy.compare import Capacity, build, run_matrix, summarize
 from kv_policy.compare_run import CompareConfig
+from kv_policy.goals import versus_best_row
 from kv_policy.source import trace_source
 
 
@@ -30,6 +31,10 @@ class SweepSummary(StoredSummary):
     policies: list[str]                           # the rows, in order
     by_fraction: dict[str, dict[str, Any]]        # fraction (as text) -> policy -> estimate over seeds
     png: str                                      # the figure: the metric against fast-tier size
+    versus_best_row: dict[str, list[dict[str, Any]]] | None = None  # fraction -> the contender's verdicts against
+    # the best real-system row (goals.versus_best_row: what, status, goal, value, lo, hi, conf), when both ran
+
+    OMIT_WHEN_NONE = ("versus_best_row",)
 
 
 def run(cfg: SweepConfig) -> Filed[SweepSummary]:
@@ -44,16 +49,17 @@ def run(cfg: SweepConfig) -> Filed[SweepSummary]:
     if not cfg.fractions or any(f <= 0 for f in cfg.fractions):
         raise UserError("--fractions must be positive numbers")
     src = trace_source(w.trace, w.profile, w.seeds)
-    est = {f: {p: m[cfg.metric] for p, m in summarize(run_matrix(w.profile, src.seeds, w.policies,
-                                                                 Capacity(fraction=f), w.fast, w.slow, w.slow_bytes,
-                                                                 src.trace_for_seed)).items()}
-           for f in cfg.fractions}
+    per_fraction = {f: run_matrix(w.profile, src.seeds, w.policies, Capacity(fraction=f), w.fast, w.slow,
+                                  w.slow_bytes, src.trace_for_seed) for f in cfg.fractions}
+    est = {f: {p: m[cfg.metric] for p, m in summarize(per).items()} for f, per in per_fraction.items()}
+    verdicts = {str(f): [v.as_dict() for v in versus_best_row(per)] for f, per in per_fraction.items()}
     filed = ResultStore().new_run("policy-sweep", {"profile": w.profile.as_dict(), "trace": src.config,
                                                    "seeds": src.seeds, "fractions": cfg.fractions,
                                                    "metric": cfg.metric, "policies": w.policies})
     by_fraction = {str(f): {p: est[f][p].as_dict() for p in w.policies} for f in cfg.fractions}
+    filed.write_json("per_seed", {str(f): per for f, per in per_fraction.items()})
     summary = SweepSummary(cfg.metric, src.description, src.priorities, src.seeds, list(w.policies), by_fraction,
-                           str(filed.path / "sweep.png"))
+                           str(filed.path / "sweep.png"), verdicts if any(verdicts.values()) else None)
     filed.write_summary(summary.as_dict())  # before the figure: a plotting failure loses no figures
     title = f"{cfg.metric} vs fast-tier size: {src.description}"
     sweep_png(est, cfg.metric, title + (f"\n{src.priorities}" if src.priorities else ""), Path(summary.png))

@@ -31,6 +31,9 @@ class Trace:
     block_priority: np.ndarray  # uint8 request priority 0-100 per block
     block_deadline_us: np.ndarray  # float64 per-token deadline of the block's request
     meta: dict = field(default_factory=dict)
+    # the generator's own heavy-hitter read probability per decode of each block (engine.py), for the RateOracle
+    # reference only; never saved (.npz keeps the columns above), never read by an online policy
+    block_hh_rate: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.step.shape[0])
@@ -46,6 +49,24 @@ class Trace:
         if delta.size == 0:
             return 0
         return int(max(0, np.cumsum(delta).max()))
+
+    def peak_referenced_bytes(self) -> int:
+        """Largest total size of the blocks requests in flight reference: allocated, not freed, and not a shared block
+        no admitted request reads (a prefix cache's cached content, hinted cold-spillable until a request names it
+        again). On a serving trace the cache keeps every prefix block ever named, so its live bytes grow with the
+        slice's length; these do not."""
+        sizes = self.block_size[self.block].astype(np.int64)
+        shared = self.block_request[self.block] < 0
+        delta = np.where(self.kind == codes.ALLOC, sizes, 0) - np.where(self.kind == codes.FREE, sizes, 0)
+        delta[shared] = 0
+        idx = np.flatnonzero(shared & (self.kind != codes.ACCESS))
+        on = bytearray(self.n_blocks)
+        for j, k, b, c in zip(idx.tolist(), self.kind[idx].tolist(), self.block[idx].tolist(), self.cls[idx].tolist()):
+            want = 0 if k == codes.FREE or (k == codes.HINT and c == codes.COLD_SPILLABLE) else 1
+            if want != on[b]:
+                on[b] = want
+                delta[j] = sizes[j] if want else -sizes[j]
+        return int(max(0, np.cumsum(delta).max())) if delta.size else 0
 
     def counts(self) -> dict[str, int]:
         """Event counts by kind, plus decode-critical accesses."""

@@ -7,6 +7,8 @@ fixed until the next such event: that is what keeps the cost n log n.
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 import numpy as np
 
 from kv_policy.trace import Trace
@@ -46,8 +48,9 @@ class Policy:
     def on_evicted(self, b: int) -> None:
         """A block left the fast tier with a slow-tier copy (only called when `prefetch_lookahead`)."""
 
-    def lookahead(self, step: int, loc: bytearray) -> list[int]:
-        """Spilled blocks worth reading before the next step, best first (only when `prefetch_lookahead`)."""
+    def lookahead(self, step: int, loc: bytearray) -> Iterable[int]:
+        """Spilled blocks worth reading before the next step, best first (only when `prefetch_lookahead`); the
+        simulator stops taking them at the first it cannot prefetch, so an iterator may compute them lazily."""
         return []
 
     def raise_key(self, b: int) -> bool:

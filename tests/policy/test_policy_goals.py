@@ -56,3 +56,25 @@ def test_one_configuration_is_judged_on_every_workload() -> None:
     assert g.CONTENDER in g.POLICIES
     assert {x.profile for x in g.GOALS if x.what == "slo_high_gain"} == set(g.PROFILES)
     assert not hasattr(g, "knob") and not hasattr(g, "KNOB_BY_PROFILE")
+
+
+def test_versus_best_row_pairs_the_contender_with_the_best_engine_row_per_figure() -> None:
+    """The best real-system row is chosen per figure (fewest misses; fewest reloads; best high-priority SLO) and the
+    contender is paired with it seed by seed; the verdict reads the whole interval."""
+    from kv_policy.goals import versus_best_row
+
+    def runs(miss: float, reload: float, slo: float) -> list[dict]:
+        return [{"dc_miss_ratio": miss * (1 + 0.01 * s), "prefill_reload_tokens": reload + s,
+                 "slo_high": slo + 0.001 * s} for s in range(5)]
+
+    per = {"LRU": runs(0.40, 90, 0.70), "vLLM-prefix": runs(0.30, 80, 0.60), "SGLang-priority": runs(0.35, 50, 0.75),
+           "ExpectedNextUse": runs(0.24, 60, 0.80), "MIN": runs(0.10, 40, 0.90)}
+    cut = next(x for x in versus_best_row(per) if x.goal.startswith("dc miss cut"))
+    assert "vLLM-prefix" in cut.goal and cut.status == "met" and abs(cut.estimate.value - 0.2) < 1e-9
+    gap = next(x for x in versus_best_row(per) if x.goal.startswith("LRU-to-MIN"))
+    assert gap.status == "met" and abs(gap.estimate.value - 0.16 / 0.30) < 1e-9
+    reload = next(x for x in versus_best_row(per) if x.goal.startswith("prefill"))
+    assert "SGLang-priority" in reload.goal and reload.status == "missed"  # 60 > 50 reloaded tokens per request
+    slo = next(x for x in versus_best_row(per) if x.goal.startswith("hi SLO"))
+    assert "SGLang-priority" in slo.goal and slo.status == "met"
+    assert versus_best_row({k: per[k] for k in ("LRU", "ExpectedNextUse", "MIN")}) == []  # no engine row ran

@@ -124,3 +124,27 @@ def test_min_is_a_lower_bound_for_every_online_policy_on_a_generated_trace() -> 
         pol = make_policy(name)
         if not is_reference(name) and not pol.prefetch_on_hint and not pol.predictive_prefetch:
             assert simulate(t, pol, tiers).misses >= floor, name
+
+
+def test_rate_oracle_lies_between_lru_and_min_and_its_compiled_loop_agrees() -> None:
+    """RateOracle knows the attention model's per-block heavy-hitter rates (not the draws): on a generated trace its
+    misses are no fewer than MIN's (the fewest possible) and fewer than LRU's; both simulator loops decide alike."""
+    from kv_policy.generator import generate
+    from kv_policy.profiles import get_profile
+
+    t = generate(get_profile("balanced"), 3, 60_000)
+    assert t.block_hh_rate is not None and t.block_hh_rate.max() <= 1.0 and (t.block_hh_rate > 0).any()
+    tiers = TierModel(DEFAULT_FAST, DEFAULT_SLOW, t.peak_live_bytes() // 3)
+    oracle = simulate(t, make_policy("RateOracle"), tiers)
+    floor, lru = simulate(t, make_policy("MIN"), tiers).misses, simulate(t, make_policy("LRU"), tiers).misses
+    assert floor <= oracle.misses < lru
+    slow = simulate(t, make_policy("RateOracle"), tiers, fast=False)
+    assert (slow.misses, slow.dc_misses, slow.spills) == (oracle.misses, oracle.dc_misses, oracle.spills)
+
+
+def test_rate_oracle_refuses_a_trace_without_the_generators_rates() -> None:
+    from harness.errors import UserError
+
+    t = _trace([(codes.ALLOC, 0), (codes.ACCESS, 0)], 1)
+    with pytest.raises(UserError, match="RateOracle needs a generated trace"):
+        simulate(t, make_policy("RateOracle"), _tiers(1))

@@ -209,3 +209,20 @@ def test_goals_on_a_trace_judge_the_one_contender_and_label_the_priorities(tmp_p
     assert all(v["status"] in ("met", "missed", "inconclusive") for v in s["verdicts"])
     assert set(s["summary"][g.TRACE]) == set(g.POLICIES)
     assert s["priorities"].startswith("priorities assigned by kvds (rule:") and "seeds 0-4" in s["priorities"]
+
+
+def test_capacity_fraction_of_a_serving_trace_counts_what_requests_in_flight_reference(tmp_path: Path) -> None:
+    """The prefix cache keeps every hash ever named: those blocks are not live KV once no request reads them, so the
+    fast tier's share stays a share of the working set however long the slice (compare.live_basis)."""
+    from kv_policy.compare import Capacity, live_basis
+
+    # three requests one after another (each finishes before the next arrives), each naming two new hashes
+    rows = [{"timestamp": t, "input_length": 1024, "output_length": 2, "hash_ids": [2 * i, 2 * i + 1]}
+            for i, t in enumerate((0, 5000, 10000))]
+    t = load_trace(TraceOptions(str(_mooncake(tmp_path / "m.jsonl", rows))), get_profile("balanced"), 0)
+    one_request = 2 * 512 // 16 + 1  # its two hashes' blocks and the block its decode grows
+    block = int(t.block_size[0])
+    assert t.peak_live_bytes() == (3 * 2 * 512 // 16 + 1) * block  # every hash stays cached
+    assert t.peak_referenced_bytes() == one_request * block
+    assert live_basis(t) == t.peak_referenced_bytes()
+    assert Capacity(0.5).for_trace(t) == int(one_request * block * 0.5)
