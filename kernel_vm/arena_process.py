@@ -41,6 +41,8 @@ def _serve(conn: Connection, n_bytes: int, block_bytes: int) -> None:
             elif op == "madvise":
                 blocks, advice = args
                 conn.send(("ok", arena.madvise(blocks, advice)))
+            elif op == "calls":
+                conn.send(("ok", arena.run_calls(args)))
             elif op == "touch":
                 conn.send(("ok", arena.touch(args)))
             elif op == "exit":

@@ -50,7 +50,7 @@ def check_fits(mapping: Mapping, layout: Layout) -> int:
     return len(plan(mapping, layout, 1, 0))
 
 
-def _allow_critical_bytes(pid: int, need: int) -> None:
+def allow_critical_bytes(pid: int, need: int) -> None:
     """The series bounds an address space's latency-critical bytes by its owner's RLIMIT_MEMLOCK (EDQUOT beyond,
     shown in debugfs mm_intent/budget): the arena process's limit is raised to what the layout registers, so the
     budget is stated, not a default's accident (8 MiB for root here)."""
@@ -65,7 +65,7 @@ def register(mapping: Mapping, layout: Layout, pid: int, base: int,
     """Register the arena's blocks; the kernel's dump must then list exactly these ranges for the process."""
     reg = registry or mic.Registry()
     entries = plan(mapping, layout, pid, base)
-    _allow_critical_bytes(pid, sum(e.length for e in entries))
+    allow_critical_bytes(pid, sum(e.length for e in entries))
     reg.register_all(entries)
     dumped = [e for e in reg.dump() if e.pid == pid]
     if dumped != entries:

@@ -1,0 +1,141 @@
+"""The mechanism experiments' pure parts: the churn workload, the figures and verdicts of `kvds vm lazy` and
+`kvds vm churn` from repetitions, and their bad input (exit 2 before anything changes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.errors import UserError
+from harness.mapping import MADVISE_ADVICE
+from harness.stats import Estimate
+from kernel_vm import churn, churn_run, lazy_run
+from kernel_vm import experiment_figures as fig
+from kernel_vm.arena import MLOCK, MUNLOCK
+from kernel_vm.churn_summary import ChurnRep, churn_row
+from kernel_vm.lazy_summary import LazyRep, lazy_rows
+from tests.conftest import run_kvds
+
+W = churn.Workload(n_blocks=64, block_bytes=4096, requests=8, batch=2, steps=20, lifetime=8)
+
+
+def test_each_step_one_batch_decodes_and_the_next_is_prefetched() -> None:
+    for t in range(W.steps):
+        cls = W.slot_classes(t)
+        now, nxt = t % W.n_batches, (t + 1) % W.n_batches
+        assert list(np.flatnonzero(cls == churn.CRITICAL)) == [2 * now, 2 * now + 1]
+        assert list(np.flatnonzero(cls == churn.PREFETCH)) == [2 * nxt, 2 * nxt + 1]
+        assert (cls == churn.COLD).sum() == W.requests - 4
+
+
+def test_madvise_calls_cover_exactly_the_blocks_whose_state_changed() -> None:
+    steps = churn.binary_steps(W, "madvise")
+    willneed, cold = MADVISE_ADVICE["MADV_WILLNEED"], MADVISE_ADVICE["MADV_COLD"]
+    assert sum(n for _, n, _ in steps[0]) == W.n_blocks * W.block_bytes  # step 0 tells the kernel everything
+    own = W.owners()
+    for t in range(1, W.steps):
+        hot_now = set(np.flatnonzero(W.slot_classes(t)[own] != churn.COLD).tolist())
+        hot_before = set(np.flatnonzero(W.slot_classes(t - 1)[own] != churn.COLD).tolist())
+        advised = {code: {b for off, n, c in steps[t] if c == code
+                          for b in range(off // W.block_bytes, (off + n) // W.block_bytes)} for code in (willneed, cold)}
+        assert advised[willneed] == hot_now - hot_before and advised[cold] == hot_before - hot_now
+        assert len(steps[t]) == 2  # contiguous requests, neighbouring batches: one run each way
+    locks = churn.binary_steps(W, "mlock")
+    assert {c for step in locks for _, _, c in step} == {MLOCK, MUNLOCK}
+
+
+def test_paged_layout_needs_one_call_per_scattered_run_and_cannot_be_registered() -> None:
+    paged = churn.Workload(4096, 4096, 64, 8, 4, 128, "paged", seed=1)
+    assert np.mean([len(s) for s in churn.binary_steps(paged, "madvise")[1:]]) > 500
+    with pytest.raises(UserError, match="exceed the 1024"):
+        churn.intent_entries(paged, 0, 1, 0, 1, 0)
+
+
+def test_the_registration_changes_only_when_a_request_finishes() -> None:
+    updates = churn.intent_update_steps(W)
+    gens = [W.generations(t) for t in range(W.steps)]
+    assert updates[0] and all(updates[t] == bool((gens[t] != gens[t - 1]).any()) for t in range(1, W.steps))
+    a, b = churn.intent_entries(W, 1, 7, 1 << 30, 1000, 0), churn.intent_entries(W, 2, 7, 1 << 30, 1000, 0)
+    assert len(a) == W.requests and all(e.flags == 1 and e.pid == 7 for e in a)
+    # a request's deadline is its admission + lifetime: it stays put until the request finishes
+    for t in range(1, W.steps):
+        same = W.generations(t) == W.generations(t - 1)
+        assert (W.deadline_steps(t)[same] == W.deadline_steps(t - 1)[same]).all()
+    assert (a == b) == (not updates[2])
+    assert churn.changed_requests(W)[0] == W.requests and sum(churn.changed_requests(W)[1:]) > 0
+
+
+def test_judge_below_needs_the_whole_interval_below() -> None:
+    assert fig.judge_below(Estimate(-5, -8, -2), "d").status == "met"
+    assert fig.judge_below(Estimate(0, 0, 0), "d").status == "missed"  # exactly as much: no advantage
+    assert fig.judge_below(Estimate(-1, -3, 1), "d").status == "inconclusive"
+    assert fig.judge_below(Estimate(1.0, float("nan"), float("nan"), reason="n=2"), "d").status == "inconclusive"
+
+
+def _lazy(written: int, refaults: int, dc_ns: int) -> LazyRep:
+    return LazyRep(written, written, refaults, {"decode-critical": 0, "recompute-ok": refaults}, 0,
+                   np.full(400, dc_ns, dtype=np.int64) + np.arange(400))
+
+
+def test_lazy_rows_judge_each_pressure_against_the_reference_pair_by_pair() -> None:
+    res = {("madvise-only", 0.0): [_lazy(300 + r, 290, 2000) for r in range(3)],
+           ("mm-intent", 0.0): [_lazy(0, 0, 2000) for _ in range(3)],
+           ("madvise-only", 50.0): [_lazy(1000 + 7 * r, 900, 2000) for r in range(3)],
+           ("mm-intent", 50.0): [_lazy(1000 + 7 * r, 900, 2000) for r in range(3)]}
+    rows = {(r.mapping, r.pressure_pct): r for r in lazy_rows(res, ["madvise-only", "mm-intent"], [0.0, 50.0],
+                                                               "madvise-only", 4096)}
+    assert rows[("madvise-only", 0.0)].verdicts == {}
+    lazy0 = rows[("mm-intent", 0.0)]
+    assert lazy0.written_bytes["per_rep"] == [0.0, 0.0, 0.0]
+    assert lazy0.verdicts["written_fewer"]["status"] == "met"
+    assert lazy0.verdicts["refaults_fewer"]["status"] == "met"
+    assert lazy0.verdicts["p99_no_worse"]["status"] == "met"
+    same = rows[("mm-intent", 50.0)].verdicts  # as much as the reference in every pair: no advantage, said so
+    assert same["written_fewer"]["status"] == "missed" and same["refaults_fewer"]["status"] == "missed"
+    assert rows[("madvise-only", 50.0)].written_bytes["mean"]["value"] == pytest.approx(4096 * 1007)
+
+
+def test_churn_row_per_second_and_verdicts() -> None:
+    ref = [ChurnRep([2] * 10, [10_000 + r] * 10, [12_000] * 10, []) for r in range(3)]
+    cheap = [ChurnRep([0] * 9 + [5], [100 + r] * 10, [200] * 10, []) for r in range(3)]
+    row = churn_row("mm-intent", cheap, ref, step_ms=20.0)
+    assert row.calls_per_step["mean"]["value"] == pytest.approx(0.5)
+    assert row.calls_per_s["mean"]["value"] == pytest.approx(25.0)
+    assert row.verdicts["calls_fewer"]["status"] == "met" and row.verdicts["cpu_less"]["status"] == "met"
+    assert row.cpu_share_of_step["mean"]["value"] == pytest.approx(0.101 / 20_000.0)  # 101 ns of a 20 ms step
+    costly = [ChurnRep([2] * 10, [50_000 + r] * 10, [60_000] * 10, []) for r in range(3)]
+    row = churn_row("mlock", costly, ref, step_ms=20.0)
+    assert row.verdicts["calls_fewer"]["status"] == "missed" and row.verdicts["cpu_less"]["status"] == "missed"
+    assert churn_row("madvise", ref, None, 20.0).verdicts == {}
+
+
+@pytest.mark.parametrize("cfg, message", [
+    (churn_run.ChurnConfig(mechanisms="madvise,bogus"), "--mechanisms"),
+    (churn_run.ChurnConfig(mechanisms="mlock"), "must include madvise"),
+    (churn_run.ChurnConfig(requests=10, batch=3), "whole number of batches"),
+    (churn_run.ChurnConfig(blocks=100, requests=64, batch=8), "split evenly"),
+    (churn_run.ChurnConfig(layout="tree"), "--layout"),
+    (churn_run.ChurnConfig(block_kb=3), "whole number of pages"),
+])
+def test_churn_bad_input(cfg: churn_run.ChurnConfig, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        churn_run.plan(cfg)
+
+
+@pytest.mark.parametrize("cfg, message", [
+    (lazy_run.LazyConfig(pressures="0,100"), r"not in \[0, 100\)"),
+    (lazy_run.LazyConfig(pressures="0,x"), "not a number"),
+    (lazy_run.LazyConfig(pressures="10,10"), "repeated"),
+    (lazy_run.LazyConfig(reference="none"), "not one of --mapping"),
+    (lazy_run.LazyConfig(mapping="madvise-only,nosuch"), "nosuch"),
+    (lazy_run.LazyConfig(mapping="madvise-only,memcg-protect", pressures="95"), "lower --pressure"),
+])
+def test_lazy_bad_input(cfg: lazy_run.LazyConfig, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        lazy_run.plan(cfg)
+
+
+def test_bad_input_exits_2_with_one_line(kvds_env: dict[str, str]) -> None:
+    for argv in (["vm", "lazy", "--pressures", "0,200"], ["vm", "churn", "--requests", "10", "--batch", "3"]):
+        res = run_kvds(argv, kvds_env)
+        assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
