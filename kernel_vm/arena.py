@@ -130,7 +130,7 @@ class Arena:
     def madvise(self, blocks: np.ndarray, advice: int) -> list[str]:
         """Apply advice to each block's range; returns error texts (empty when all succeeded)."""
         errors: list[str] = []
-        for start, length in _ranges(blocks, self.block_bytes):
+        for start, length in block_runs(blocks, self.block_bytes):
             rc = _libc.madvise(self.address + start, length, advice)
             if rc != 0:
                 e = ctypes.get_errno()
@@ -178,7 +178,7 @@ class Arena:
         return np.frombuffer(out, dtype=np.int64).copy()
 
 
-def _ranges(blocks: np.ndarray, block_bytes: int) -> list[tuple[int, int]]:
+def block_runs(blocks: np.ndarray, block_bytes: int) -> list[tuple[int, int]]:
     """Merge runs of consecutive block indices into (offset, length) ranges (fewer syscalls, same effect)."""
     out: list[tuple[int, int]] = []
     for b in sorted(blocks.tolist()):

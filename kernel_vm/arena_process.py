@@ -93,6 +93,10 @@ class ArenaProcess:
     def touch(self, blocks: np.ndarray) -> np.ndarray:
         return self.call("touch", blocks)
 
+    def alive(self) -> bool:
+        """False once the child is gone (the OOM killer ends it when its group's limit cannot be met)."""
+        return self._proc.is_alive()
+
     def close(self) -> None:
         if self._proc.is_alive():
             try:

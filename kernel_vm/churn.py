@@ -25,7 +25,7 @@ import numpy as np
 
 from harness.errors import UserError
 from harness.mapping import MADVISE_ADVICE
-from kernel_vm.arena import MLOCK, MUNLOCK
+from kernel_vm.arena import MLOCK, MUNLOCK, block_runs
 from qemu_validation import mm_intent_client as mic
 
 LAYOUTS = ("contiguous", "paged")
@@ -90,16 +90,6 @@ class Workload:
         return np.asarray(PRIORITIES)[(np.arange(self.requests) + self.generations(t)) % len(PRIORITIES)]
 
 
-def _runs(blocks: np.ndarray, block_bytes: int) -> list[tuple[int, int]]:
-    """(offset, length) of each run of neighbouring blocks (sorted)."""
-    out: list[tuple[int, int]] = []
-    for b in np.sort(blocks).tolist():
-        if out and out[-1][0] + out[-1][1] == b * block_bytes:
-            out[-1] = (out[-1][0], out[-1][1] + block_bytes)
-        else:
-            out.append((b * block_bytes, block_bytes))
-    return out
-
 
 def binary_steps(w: Workload, kind: str) -> list[list[tuple[int, int, int]]]:
     """Per step, the (offset, length, code) calls that keep madvise (kind "madvise") or mlock current: calls only
@@ -112,8 +102,8 @@ def binary_steps(w: Workload, kind: str) -> list[list[tuple[int, int, int]]]:
     for t in range(w.steps):
         hot = w.slot_classes(t)[own] != COLD
         changed = np.ones(w.n_blocks, bool) if prev_hot is None else hot != prev_hot
-        calls = [(o, n, hot_code) for o, n in _runs(np.flatnonzero(changed & hot), w.block_bytes)]
-        calls += [(o, n, cold_code) for o, n in _runs(np.flatnonzero(changed & ~hot), w.block_bytes)]
+        calls = [(o, n, hot_code) for o, n in block_runs(np.flatnonzero(changed & hot), w.block_bytes)]
+        calls += [(o, n, cold_code) for o, n in block_runs(np.flatnonzero(changed & ~hot), w.block_bytes)]
         out.append(sorted(calls))
         prev_hot = hot
     return out

@@ -11,8 +11,9 @@ from harness.errors import UserError
 from harness.mapping import DEFAULT_MAPPING
 from harness.remote import add_target_args
 from harness.verbs import Verb, add
-from kernel_vm import bench_run, churn, churn_run, compare_run, lazy_run, render
+from kernel_vm import bench_run, churn, churn_run, compare_run, lazy_run, overcommit, overcommit_run, render
 from kernel_vm.churn_summary import ChurnSummary
+from kernel_vm.overcommit_summary import OvercommitSummary
 from kernel_vm.lazy_summary import LazySummary
 from kernel_vm.mix import DEFAULT_MIX, format_mix
 from kernel_vm.repetition import PRESSURE_MODES
@@ -143,9 +144,45 @@ CHURN = Verb("churn", "the calls and CPU time of keeping madvise, mlock or an mm
                       "decode loop", _churn_arguments, churn_config, churn_run.run, render.churn, ChurnSummary)
 
 
+def _overcommit_arguments(p: argparse.ArgumentParser) -> None:
+    d = overcommit_run.OvercommitConfig()
+    p.add_argument("--mechanisms", default=d.mechanisms, help="comma-separated (default %(default)s)")
+    p.add_argument("--reference", default=d.reference, help="the mechanism the others are judged against "
+                                                            "(default memcg)")
+    p.add_argument("--rank", choices=overcommit.RANKS, default=d.rank,
+                   help="what orders the critical tiers: deadline (same priority) or priority (no deadline)")
+    p.add_argument("--arena-mb", type=positive_int, default=d.arena_mb, help="arena in MiB (2^20 bytes; default 8)")
+    p.add_argument("--block-kb", type=positive_int, default=d.block_kb, help="block in KiB (2^10 bytes; default 64)")
+    p.add_argument("--critical", type=percent, default=d.critical_pct,
+                   help="share of the arena that is latency-critical, percent (default 80)")
+    p.add_argument("--pressure", type=percent, default=d.pressure_pct,
+                   help="share of the arena that may not stay resident; must exceed the spillable share "
+                        "(default 40)")
+    p.add_argument("--slo-us", type=float, default=d.slo_us,
+                   help="a block is late when its slowest page read takes longer (default 50)")
+    p.add_argument("--reps", type=positive_int, default=d.reps, help="repetitions per mechanism (default 3)")
+    p.add_argument("--seed", type=int, default=d.seed, help="layout seed of repetition 0 (default 0)")
+    add_target_args(p)
+
+
+def overcommit_config(args: argparse.Namespace) -> overcommit_run.OvercommitConfig:
+    cfg = overcommit_run.OvercommitConfig(mechanisms=args.mechanisms, reference=args.reference, rank=args.rank,
+                                          arena_mb=args.arena_mb, block_kb=args.block_kb,
+                                          critical_pct=args.critical, pressure_pct=args.pressure,
+                                          slo_us=args.slo_us, reps=args.reps, seed=args.seed)
+    overcommit_run.plan(cfg)
+    require_root("kvds vm overcommit")
+    return cfg
+
+
+OVERCOMMIT = Verb("overcommit", "more latency-critical memory than fits: which critical blocks each mechanism gives "
+                                "up, late blocks and p99 per tier", _overcommit_arguments, overcommit_config,
+                  overcommit_run.run, render.overcommit, OvercommitSummary)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     vm = sub.add_parser("vm", help="the KV arena under memory pressure (madvise, memcg, swap, DAMON, MGLRU)")
     verbs = vm.add_subparsers(dest="vm_command", metavar="VERB", parser_class=type(vm))
     verbs.required = True
-    for verb in (BENCH, COMPARE, LAZY, CHURN):
+    for verb in (BENCH, COMPARE, LAZY, CHURN, OVERCOMMIT):
         add(verbs, verb)

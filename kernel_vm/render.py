@@ -14,6 +14,7 @@ from harness.report.fmt import estimate as est
 from harness.stats import verdict_from_dict
 from kernel_vm.churn_summary import ChurnSummary
 from kernel_vm.lazy_summary import LazySummary
+from kernel_vm.overcommit_summary import OvercommitSummary
 from kernel_vm.summary import BenchSummary, Comparison, CompareSummary
 
 
@@ -224,3 +225,34 @@ def churn(s: ChurnSummary) -> None:
     for r in s.rows:
         if r.get("errors"):
             console.print(f"  {r['mechanism']}: refused calls: {'; '.join(r['errors'])}")
+
+
+def overcommit(s: OvercommitSummary) -> None:
+    """`kvds vm overcommit`: one table per mechanism, a row per critical tier; verdicts for the nearest tier."""
+    console = Console(width=220)
+    console.print(f"vm overcommit: {s.critical_bytes >> 10} KiB latency-critical ({s.critical_pct:g}% of the arena, "
+                  f"{len(s.tier_blocks)} tiers ranked by {s.rank}) in a budget of {s.budget_bytes >> 10} KiB "
+                  f"(pressure {s.pressure_pct:g}%); late: a block's slowest page read > {s.slo_us:g} us; {s.reps} "
+                  f"reps; reference {s.reference}; clock {clock_words(s.clock)}")
+    top = len(s.tier_blocks) - 1
+    for r in s.rows:
+        killed = sum(r["killed"])
+        t = Table(title=f"{r['mechanism']}" + (f": OOM-killed in {killed} of {len(r['killed'])} reps" if killed
+                                               else "") + " (mean per repetition [95% CI])")
+        for col in ("tier", "blocks", "pages swapped", "late blocks", "late share", "p99 us"):
+            t.add_column(col, justify="right")
+        for i in reversed(range(len(s.tier_blocks))):
+            label = f"{i}" + (" (nearest)" if i == top else " (yields first)" if i == 0 else "")
+            t.add_row(label, str(s.tier_blocks[i]), est(r["swapped_pages"][i]["mean"]),
+                      est(r["late_blocks"][i]["mean"]), f"{r['late_share'][i]:.3f}", est(r["p99_us"][i]))
+        t.add_row("spillable", "", est(r["swapped_pages"][-1]["mean"]), "", "", "")
+        console.print(t)
+        v = r.get("verdicts") or {}
+        if v:
+            console.print(f"  nearest tier vs {s.reference}: late blocks {verdict_from_dict(v.get('late_fewer'))}; "
+                          f"p99 {verdict_from_dict(v.get('p99_lower'))}")
+        if r.get("intent_stats"):
+            console.print("  mm_intent consumer (mean per rep): " +
+                          ", ".join(f"{k} {val:.0f}" for k, val in r["intent_stats"].items()))
+    for name, why in s.unavailable.items():
+        console.print(f"{name}: unavailable: {why}")

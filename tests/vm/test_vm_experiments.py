@@ -139,3 +139,64 @@ def test_bad_input_exits_2_with_one_line(kvds_env: dict[str, str]) -> None:
     for argv in (["vm", "lazy", "--pressures", "0,200"], ["vm", "churn", "--requests", "10", "--batch", "3"]):
         res = run_kvds(argv, kvds_env)
         assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_overcommit_tiers_are_equal_shuffled_and_ranked_by_deadline_or_priority() -> None:
+    from kernel_vm.overcommit import SPILL, TIERS, Geometry
+
+    geo = Geometry(n_blocks=100, block_bytes=4096, page_bytes=4096, critical_pct=80.0, seed=3)
+    tier = geo.block_tier()
+    sizes = [int((tier == t).sum()) for t in range(TIERS)]
+    assert sum(sizes) == 80 and max(sizes) - min(sizes) <= 1 and int((tier == SPILL).sum()) == 20
+    assert not (np.diff(np.flatnonzero(tier == 0)) == 1).all()  # shuffled: position tells reclaim nothing
+    by_deadline = [geo.intent(t, 1000) for t in range(TIERS)]
+    assert len({p for _, _, p in by_deadline}) == 1  # only the deadline ranks them
+    assert [d for _, d, _ in by_deadline] == sorted((d for _, d, _ in by_deadline), reverse=True)  # 0: farthest
+    prio = Geometry(100, 4096, 4096, 80.0, rank="priority")
+    assert [prio.intent(t, 1000)[2] for t in range(TIERS)] == [63, 127, 191, 255]
+    assert geo.intent(SPILL, 1000) == (0x2, 0, 0)
+    entries = geo.entries(9, 1 << 30, 1000)
+    assert sum(e.length for e in entries) == 100 * 4096  # every block registered, neighbours coalesced
+    with pytest.raises(UserError, match="enough for all"):
+        geo.check_overcommitted(10.0)
+    geo.check_overcommitted(30.0)
+
+
+def _over(late_top: int, killed: bool = False, slow_ns: int = 2000) -> "OvercommitRep":
+    from kernel_vm.overcommit_repetition import OvercommitRep
+
+    lat = [np.full(400, 2000 if t < 3 else slow_ns, dtype=np.int64) + np.arange(400) for t in range(4)]
+    return OvercommitRep(killed=killed, swapped_pages=[40, 0, 0, late_top * 16, 20], late_blocks=[10, 0, 0, late_top],
+                         tier_blocks=[25, 25, 25, 25], latency_ns=lat)
+
+
+def test_overcommit_row_judges_the_nearest_tier_against_the_reference() -> None:
+    from kernel_vm.overcommit_summary import overcommit_row
+
+    ref = [_over(6 + r, slow_ns=90_000) for r in range(3)]
+    row = overcommit_row("mm-intent", [_over(0) for _ in range(3)], ref)
+    assert row.verdicts["late_fewer"]["status"] == "met" and row.verdicts["p99_lower"]["status"] == "met"
+    assert row.late_share == [0.4, 0.0, 0.0, 0.0] and row.swapped_pages[-1]["mean"]["value"] == 20
+    same = overcommit_row("none", [_over(6 + r, slow_ns=90_000) for r in range(3)], ref).verdicts
+    assert same["late_fewer"]["status"] == "missed"  # as late as the reference in every pair
+    assert overcommit_row("memcg", ref, None).verdicts == {}
+
+
+def test_block_worst_is_the_slowest_page_of_each_block() -> None:
+    from kernel_vm.overcommit import block_worst
+
+    assert block_worst(np.array([1, 9, 3, 2, 8, 4]), 3).tolist() == [9, 8]
+
+
+@pytest.mark.parametrize("cfg, message", [
+    ({"mechanisms": "memcg,bogus"}, "--mechanisms"),
+    ({"reference": "mlock", "mechanisms": "memcg,none"}, "not one of"),
+    ({"pressure_pct": 10.0}, "enough for all"),
+    ({"rank": "size"}, "--rank"),
+    ({"block_kb": 3}, "whole pages"),
+])
+def test_overcommit_bad_input(cfg: dict, message: str) -> None:
+    from kernel_vm.overcommit_run import OvercommitConfig, plan
+
+    with pytest.raises(UserError, match=message):
+        plan(OvercommitConfig(**cfg))
