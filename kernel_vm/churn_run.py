@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from harness import doctor, environment, journal, progress, stats
+from harness import environment, journal, progress, stats
 from harness.errors import Unavailable, UserError
 from harness.results import Filed, ResultStore
 from kernel_vm import churn, mm_intent
@@ -123,11 +123,9 @@ def run(cfg: ChurnConfig) -> Filed[ChurnSummary]:
     names, w, ranges = plan(cfg)
     unavailable: dict[str, str] = {}
     if "mm-intent" in names:
-        c = doctor.capability("mm_intent", AREA)
-        if c.is_error:
-            raise doctor.ProbeError(f"mm_intent: {c.reason}")
-        if not c.ok:
-            unavailable["mm-intent"] = f"mm_intent is {c.status} on this host: {c.reason}"
+        why = mm_intent.unavailable_reason(AREA)
+        if why:
+            unavailable["mm-intent"] = why
         elif ranges == 0:
             unavailable["mm-intent"] = (f"the {w.layout} layout needs more than the {mic.MAX_PER_MM} ranges one "
                                         "address space may hold")

@@ -86,12 +86,8 @@ def plan(cfg: LazyConfig) -> tuple[list[str], dict[str, Mapping], list[float]]:
 def _unavailable(names: list[str], mappings: dict[str, Mapping]) -> dict[str, str]:
     out = {}
     for n in names:
-        if mm_intent.uses_mm_intent(mappings[n]):
-            c = doctor.capability("mm_intent", AREA)
-            if c.is_error:
-                raise doctor.ProbeError(f"mm_intent: {c.reason}")
-            if not c.ok:
-                out[n] = f"mm_intent is {c.status} on this host: {c.reason}"
+        if mm_intent.uses_mm_intent(mappings[n]) and (why := mm_intent.unavailable_reason(AREA)):
+            out[n] = why
     return out
 
 

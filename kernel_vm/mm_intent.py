@@ -22,6 +22,17 @@ from kernel_vm.mix import CLASSES, Layout
 from qemu_validation import mm_intent_client as mic
 
 
+def unavailable_reason(area: str = "memory") -> str | None:
+    """Why this kernel cannot take registrations (the doctor's reason), None when it can. A probe in error raises:
+    a kvds bug is never 'unavailable'."""
+    from harness import doctor
+
+    c = doctor.capability("mm_intent", area)
+    if c.is_error:
+        raise doctor.ProbeError(f"mm_intent: {c.reason}")
+    return None if c.ok else f"mm_intent is {c.status} on this host: {c.reason}"
+
+
 def uses_mm_intent(mapping: Mapping) -> bool:
     return any(mapping.for_class(c).mm_intent for c in CLASSES)
 

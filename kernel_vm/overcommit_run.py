@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from harness import doctor, environment, journal, progress, stats
 from harness.errors import Unavailable, UserError
 from harness.results import Filed, ResultStore
-from kernel_vm import swap_backend
+from kernel_vm import mm_intent, swap_backend
 from kernel_vm.arena import check_fits
 from kernel_vm.bench_run import AREA, SWAP_HEADROOM
 from kernel_vm.overcommit import MECHANISMS, TIERS, Geometry
@@ -59,12 +59,8 @@ def run(cfg: OvercommitConfig) -> Filed[OvercommitSummary]:
     names = plan(cfg)
     doctor.require("memcg", "pagemap", "swap.zram", area=AREA)
     unavailable: dict[str, str] = {}
-    if "mm-intent" in names:
-        c = doctor.capability("mm_intent", AREA)
-        if c.is_error:
-            raise doctor.ProbeError(f"mm_intent: {c.reason}")
-        if not c.ok:
-            unavailable["mm-intent"] = f"mm_intent is {c.status} on this host: {c.reason}"
+    if "mm-intent" in names and (why := mm_intent.unavailable_reason(AREA)):
+        unavailable["mm-intent"] = why
     if cfg.reference in unavailable:
         raise Unavailable(f"the reference {cfg.reference}: {unavailable[cfg.reference]}")
     running = [n for n in names if n not in unavailable]
