@@ -77,3 +77,25 @@ def test_guest_lazy_madvise_pageout_writes_without_pressure_and_an_intent_does_n
     assert eager["refaults"]["per_rep"][0] > 0 and lazy["refaults"]["per_rep"] == [0.0]
     assert rows[("mm-intent", 30.0)]["written_bytes"]["per_rep"][0] > 0  # under pressure the intent's pages go
     assert rows[("mm-intent", 30.0)]["decode_critical_swapped_out"]["per_rep"] == [0.0]
+
+
+@needs_root
+@doctor.skip_unless("qemu.guest")
+@pytest.mark.slow
+@pytest.mark.timeout(1860)
+def test_guest_overcommit_mlock_ooms_memcg_takes_critical_pages_and_intents_yield_farthest_first(
+        kvds_env: dict[str, str]) -> None:
+    s = _guest(["vm", "overcommit", "--mechanisms", "memcg,mlock,mm-intent", "--arena-mb", "4", "--reps", "1"],
+               kvds_env, 1800)
+    rows = _rows(s, "mechanism")
+    assert rows["mlock"]["killed"] == [True]  # the limit cannot be met with every critical block locked
+    memcg = rows["memcg"]
+    assert memcg["killed"] == [False]
+    assert sum(t["per_rep"][0] for t in memcg["swapped_pages"][:-1]) > 0  # critical pages had to go
+    intent = rows["mm-intent"]
+    if "yielded_pages" in intent["intent_stats"] or not intent["killed"][0]:
+        # a kernel whose reclaim lets critical ranges yield: the farthest deadline first, the nearest kept
+        assert intent["killed"] == [False] and intent["intent_stats"]["yielded_pages"] > 0
+        assert intent["swapped_pages"][0]["per_rep"][0] > 0 and intent["swapped_pages"][3]["per_rep"] == [0.0]
+    else:  # critical ranges never yield: beyond the budget the memcg OOM killer, as with mlock
+        assert intent["killed"] == [True]
