@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -200,3 +203,20 @@ def test_overcommit_bad_input(cfg: dict, message: str) -> None:
 
     with pytest.raises(UserError, match=message):
         plan(OvercommitConfig(**cfg))
+
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "vm"
+
+
+def test_a_captured_guest_churn_summary_reads_back_and_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    from kernel_vm import render
+    from kernel_vm.churn_summary import ChurnSummary
+
+    s = ChurnSummary.from_json(json.loads((DATA / "churn-guest-summary.json").read_text()))
+    assert s.clock == "icount:0" and s.intent_ranges == 64 and s.unavailable == {}
+    rows = {r["mechanism"]: r for r in s.rows}
+    assert rows["mm-intent"]["calls_per_step"]["mean"]["value"] == pytest.approx(32.4975)
+    assert rows["mm-intent"]["verdicts"]["cpu_less"]["status"] == "missed"
+    render.churn(s)
+    out = capsys.readouterr().out
+    assert "mm-intent" in out and "missed (goal calls per step - madvise's < 0" in out and "icount:0" in out
