@@ -21,6 +21,10 @@ from kernel_vm.arena import Arena
 CALL_TIMEOUT_S = 600.0
 
 
+class ArenaDied(RuntimeError):
+    """The arena process is gone mid-command (the memcg OOM killer ends it when its group's limit cannot be met)."""
+
+
 def _serve(conn: Connection, n_bytes: int, block_bytes: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
     try:
@@ -75,7 +79,7 @@ class ArenaProcess:
         try:
             status, value = self._conn.recv()
         except EOFError:
-            raise RuntimeError(f"arena process died (exit code {self._proc.exitcode})") from None
+            raise ArenaDied(f"arena process died (exit code {self._proc.exitcode})") from None
         if status != "ok":
             raise RuntimeError(f"arena process: {value}")
         return value

@@ -18,6 +18,7 @@ from harness.mapping import Mapping, load_mapping
 from harness.results import Filed, ResultStore
 from kernel_vm import mglru, mm_intent, swap_backend
 from kernel_vm.arena import check_fits
+from kernel_vm.arena_process import ArenaDied
 from kernel_vm.bench_run import AREA, SWAP_HEADROOM
 from kernel_vm.lazy_summary import SCHEMA, LazyRep, LazySummary, lazy_rep, lazy_rows
 from kernel_vm.mix import CLASSES, format_mix, make_layout, parse_mix
@@ -104,7 +105,8 @@ def run(cfg: LazyConfig) -> Filed[LazySummary]:
     lay0 = make_layout(cfg.arena_mb << 20, cfg.block_kb << 10, mmap.PAGESIZE, mix, cfg.seed)
     classes = [c.value for c in CLASSES]
     cells = [f"{n}@{p:g}" for p in sweep for n in running]
-    results: dict[tuple[str, float], list[LazyRep]] = {(n, p): [] for p in sweep for n in running}
+    results: dict[tuple[str, float], list[LazyRep | None]] = {(n, p): [] for p in sweep for n in running}
+    killed: dict[str, list[str]] = {}
     config = {**asdict(cfg), "mix": format_mix(mix), "cells": cells, "unavailable": unavailable,
               "mglru_setting": setting.name, "mglru_reason": why}
     with journal.session():
@@ -116,10 +118,16 @@ def run(cfg: LazyConfig) -> Filed[LazySummary]:
                 name, _, pct = cell.rpartition("@")
                 p = float(pct)
                 bar.update(description=f"rep {r + 1}/{cfg.reps} {cell}")
-                with journal.scoped():
-                    mglru.apply(setting)
-                    lay = make_layout(cfg.arena_mb << 20, cfg.block_kb << 10, mmap.PAGESIZE, mix, cfg.seed + r)
-                    res = run_once(lay, mappings[name], p, f"l{r}-{len(results[(name, p)])}-{name}")
+                try:
+                    with journal.scoped():
+                        mglru.apply(setting)
+                        lay = make_layout(cfg.arena_mb << 20, cfg.block_kb << 10, mmap.PAGESIZE, mix, cfg.seed + r)
+                        res = run_once(lay, mappings[name], p, f"l{r}-{len(results[(name, p)])}-{name}")
+                except ArenaDied as exc:  # OOM-killed under this pressure: a result, recorded, not a crash
+                    results[(name, p)].append(None)
+                    killed.setdefault(cell, []).append(f"rep {r}: {exc}")
+                    bar.advance()
+                    continue
                 results[(name, p)].append(lazy_rep(res, classes))
                 if "decode-critical" in res.latency_ns:
                     filed.write_samples(f"reaccess_ns__{name}@{pct}__decode-critical__rep{r}",
@@ -129,6 +137,7 @@ def run(cfg: LazyConfig) -> Filed[LazySummary]:
     summary = LazySummary(schema=SCHEMA, mappings=names, reference=cfg.reference, pressures_pct=sweep,
                           reps=cfg.reps, arena_bytes=lay0.arena_bytes, page_bytes=lay0.page_bytes,
                           class_pages={c.value: n for c, n in lay0.class_pages().items()},
-                          rows=[r.as_dict() for r in rows], unavailable=unavailable, clock=environment.clock())
+                          rows=[r.as_dict() for r in rows], unavailable=unavailable, killed=killed,
+                          clock=environment.clock())
     filed.write_summary(summary.as_dict())
     return Filed(filed, summary)

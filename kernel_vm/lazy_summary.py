@@ -54,6 +54,7 @@ class LazyRow(StoredSummary):
     refaults_by_class: dict[str, float]  # mean major faults per repetition, per class
     decode_critical_swapped_out: dict[str, Any]  # pages: per_rep, mean
     decode_critical_p99_us: dict[str, Any]       # pooled p99 {value, lo, hi} over repetitions
+    killed_reps: int                     # repetitions whose arena process was OOM-killed (left out of the figures)
     verdicts: dict[str, Any]             # against the reference at this pressure: written_fewer,
     # refaults_fewer (difference per paired repetition < 0), p99_no_worse (paired p99 ratio <= MARGIN)
 
@@ -71,28 +72,32 @@ class LazySummary(StoredSummary):
     class_pages: dict[str, int]          # pages per class in every repetition
     rows: list[dict[str, Any]]           # LazyRow per mechanism and pressure, pressure-major
     unavailable: dict[str, str]          # mechanism -> the doctor's reason it did not run here
+    killed: dict[str, list[str]]         # "<mapping>@<pressure>" -> repetitions whose arena process was killed
     clock: str = "wall"                  # wall, or icount:N (QEMU guest instruction-count time)
 
 
-def _verdicts(reps: list[LazyRep], ref: list[LazyRep], p99: Any) -> dict[str, Any]:
-    """Differences are judged in pages (the row scales its figures to bytes)."""
-    written = fig.paired_difference([r.written_pages for r in reps], [r.written_pages for r in ref])
-    refaults = fig.paired_difference([r.refaults for r in reps], [r.refaults for r in ref])
+def _verdicts(reps: list[LazyRep | None], ref: list[LazyRep | None], p99: Any) -> dict[str, Any]:
+    """Differences are judged in pages (the row scales its figures to bytes), over the pairs both sides have."""
+    pairs = [(a, b) for a, b in zip(reps, ref) if a is not None and b is not None]
+    written = fig.paired_difference([a.written_pages for a, _ in pairs], [b.written_pages for _, b in pairs])
+    refaults = fig.paired_difference([a.refaults for a, _ in pairs], [b.refaults for _, b in pairs])
     return {"written_fewer": fig.judge_below(written, "pages written - reference's").as_dict(),
             "refaults_fewer": fig.judge_below(refaults, "refaults - reference's").as_dict(),
             "p99_no_worse": p99.verdict.as_dict() if p99 is not None else None}
 
 
-def lazy_rows(results: dict[tuple[str, float], list[LazyRep]], mappings: Sequence[str], pressures: Sequence[float],
+def lazy_rows(results: dict[tuple[str, float], list[LazyRep | None]], mappings: Sequence[str], pressures: Sequence[float],
               reference: str, page_bytes: int) -> list[LazyRow]:
     """Rows pressure-major; a mechanism that did not run (unavailable) has no row."""
     out = []
     for p in pressures:
         here = {m: results[(m, p)] for m in mappings if (m, p) in results}
         ref = here.get(reference)
-        p99s = (p99_vs_reference({m: [r.dc_latency_ns for r in reps] for m, reps in here.items()}, reference,
-                                 margin=MARGIN) if ref is not None else {})
-        for m, reps in here.items():
+        empty = np.empty(0, dtype=np.int64)  # a killed repetition: no samples, so it pairs with nothing
+        p99s = (p99_vs_reference({m: [empty if r is None else r.dc_latency_ns for r in reps]
+                                  for m, reps in here.items()}, reference, margin=MARGIN) if ref is not None else {})
+        for m, all_reps in here.items():
+            reps = [r for r in all_reps if r is not None]
             out.append(LazyRow(
                 mapping=m, pressure_pct=p,
                 written_bytes=fig.counts([r.written_pages * page_bytes for r in reps]),
@@ -102,5 +107,6 @@ def lazy_rows(results: dict[tuple[str, float], list[LazyRep]], mappings: Sequenc
                                    for c in (reps[0].refaults_by_class if reps else {})},
                 decode_critical_swapped_out=fig.counts([r.dc_swapped_out for r in reps]),
                 decode_critical_p99_us=fig.p99_us([r.dc_latency_ns for r in reps]),
-                verdicts={} if m == reference or ref is None else _verdicts(reps, ref, p99s.get(m))))
+                killed_reps=len(all_reps) - len(reps),
+                verdicts={} if m == reference or ref is None else _verdicts(all_reps, ref, p99s.get(m))))
     return out

@@ -59,13 +59,16 @@ def run_once(geo: Geometry, mechanism: str, pressure_pct: float, slo_ns: int, ta
         placement = create_placement(tag)
         with ArenaProcess(geo.arena_bytes, geo.block_bytes) as proc:
             split = mechanism == "memcg"
-            if split:
-                placement.protect.add_pid(proc.pid)
-                base_protect = placement.usage(placement.protect)
-                proc.populate(critical)
+            # the arena process ends up in the group that gets the budget, so what it allocates while it runs
+            # (copies on write of the parent's pages) competes for the budget under every mechanism alike
             placement.squeeze.add_pid(proc.pid)
-            base = placement.usage(placement.squeeze)
-            proc.populate(spill if split else np.arange(geo.n_blocks))
+            base_spill = placement.usage(placement.squeeze)
+            if split:
+                proc.populate(spill)
+                placement.protect.add_pid(proc.pid)
+            budget_group = placement.protect if split else placement.squeeze
+            base = placement.usage(budget_group)
+            proc.populate(critical if split else np.arange(geo.n_blocks))
 
             registered = mechanism == "mm-intent"
             if registered:
@@ -84,10 +87,8 @@ def run_once(geo: Geometry, mechanism: str, pressure_pct: float, slo_ns: int, ta
             budget = geo.budget_bytes(pressure_pct)
             try:
                 if split:
-                    placement.set_limit(placement.squeeze, base)  # the spillable blocks keep nothing
-                    placement.set_limit(placement.protect, base_protect + budget)
-                else:
-                    placement.set_limit(placement.squeeze, base + budget)
+                    placement.set_limit(placement.squeeze, base_spill)  # the spillable blocks keep nothing
+                placement.set_limit(budget_group, base + budget)
             except OSError as exc:
                 out.limit_error = errno.errorcode.get(exc.errno or 0, str(exc))
             groups = (placement.squeeze, placement.protect) if split else (placement.squeeze,)

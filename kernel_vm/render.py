@@ -185,17 +185,20 @@ def lazy(s: LazySummary) -> None:
             continue
         t = Table(title=f"{m}: per pressure (mean per repetition [95% CI])" +
                         (" (reference)" if m == s.reference else f"; verdicts against {s.reference}"))
-        for col in ("pressure %", "MiB to swap", "of which eager (apply)", "refaults", "decode-critical swapped",
+        for col in ("pressure %", "killed reps", "MiB to swap", "of which eager (apply)", "refaults",
+                    "decode-critical swapped",
                     "decode-critical p99 us", "written fewer", "refaults fewer", "p99 no worse"):
             t.add_column(col, justify="left" if col.endswith(("fewer", "worse")) else "right", overflow="fold")
         for r in rows:
             v = r.get("verdicts") or {}
-            t.add_row(f"{r['pressure_pct']:g}", est(_mib(r["written_bytes"]["mean"])),
+            t.add_row(f"{r['pressure_pct']:g}", str(r.get("killed_reps") or 0), est(_mib(r["written_bytes"]["mean"])),
                       est(_mib(r["written_in_apply_bytes"]["mean"])), est(r["refaults"]["mean"]),
                       est(r["decode_critical_swapped_out"]["mean"]), est(r["decode_critical_p99_us"]),
                       *(verdict_from_dict(v.get(k)) if v else "(reference)"
                         for k in ("written_fewer", "refaults_fewer", "p99_no_worse")))
         console.print(t)
+    for cell, why in (s.killed or {}).items():
+        console.print(f"  {cell}: arena process killed: {'; '.join(why)}")
 
 
 def churn(s: ChurnSummary) -> None:

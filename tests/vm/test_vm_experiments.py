@@ -220,3 +220,13 @@ def test_a_captured_guest_churn_summary_reads_back_and_renders(capsys: pytest.Ca
     render.churn(s)
     out = capsys.readouterr().out
     assert "mm-intent" in out and "missed (goal calls per step - madvise's < 0" in out and "icount:0" in out
+
+
+def test_a_killed_repetition_is_left_out_of_figures_and_pairs() -> None:
+    res = {("madvise-only", 50.0): [_lazy(1000, 900, 2000), None, _lazy(1010, 905, 2000), _lazy(990, 880, 2000)],
+           ("mm-intent", 50.0): [_lazy(800, 700, 2000), _lazy(790, 690, 2000), None, _lazy(805, 705, 2000)]}
+    rows = {r.mapping: r for r in lazy_rows(res, ["madvise-only", "mm-intent"], [50.0], "madvise-only", 4096)}
+    assert rows["madvise-only"].killed_reps == 1 and rows["mm-intent"].killed_reps == 1
+    assert rows["mm-intent"].written_bytes["per_rep"] == [800 * 4096, 790 * 4096, 805 * 4096]
+    v = rows["mm-intent"].verdicts["written_fewer"]  # pairs 0 and 3 only: -200 and -185 pages
+    assert v["value"] == pytest.approx(-192.5) and v["status"] == "inconclusive"  # two pairs: no interval
