@@ -85,7 +85,7 @@ def test_guest_lazy_madvise_pageout_writes_without_pressure_and_an_intent_does_n
 @pytest.mark.timeout(1860)
 def test_guest_overcommit_mlock_ooms_memcg_takes_critical_pages_and_intents_yield_farthest_first(
         kvds_env: dict[str, str]) -> None:
-    s = _guest(["vm", "overcommit", "--mechanisms", "memcg,mlock,mm-intent", "--arena-mb", "4", "--reps", "1"],
+    s = _guest(["vm", "overcommit", "--mechanisms", "memcg,mlock,mm-intent", "--arena-mb", "8", "--reps", "1"],
                kvds_env, 1800)
     rows = _rows(s, "mechanism")
     assert rows["mlock"]["killed"] == [True]  # the limit cannot be met with every critical block locked
