@@ -35,6 +35,8 @@ class OvercommitRep:
     tier_blocks: list[int] = field(default_factory=list)         # per tier: blocks
     latency_ns: list[np.ndarray] = field(default_factory=list)   # per tier: page re-access latencies
     intent_stats: dict[str, int] | None = None       # mm_intent stats delta (mm-intent only)
+    kernel_tiers: dict[str, dict[str, int]] | None = None  # mm-intent: the kernel's tier -> pages kept, yielded
+    # and demoted in its ranges (debugfs mm_intent/ranges, where the kernel has it)
     oom_kills: int = 0                               # memory.events oom_kill of the arena's group(s)
 
 
@@ -47,6 +49,32 @@ def _events(group: Any, key: str) -> int:
     except OSError:
         pass
     return 0
+
+
+def kernel_tiers(reg: mic.Registry, pid: int) -> dict[str, dict[str, int]] | None:
+    """Per tier the kernel gave the process's latency-critical ranges, the pages its reclaim look-ups kept,
+    yielded and demoted there (`ranges`: the dump's six fields, then tier, kept, yielded, demoted); None on a
+    kernel without the file."""
+    f = reg.root / "ranges"
+    if not f.exists():
+        return None
+    return parse_ranges(f.read_text(), pid)
+
+
+def parse_ranges(text: str, pid: int) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        f = line.split()
+        if len(f) != 10:
+            raise ValueError(f"mm_intent ranges line {n} does not have 10 fields: {line!r}")
+        if int(f[0]) != pid or not int(f[3], 16) & mic.LATENCY_CRITICAL:
+            continue
+        t = out.setdefault(f[6], {"ranges": 0, "bytes": 0, "kept": 0, "yielded": 0, "demoted": 0})
+        t["ranges"] += 1
+        t["bytes"] += int(f[2], 16)
+        for k, v in zip(("kept", "yielded", "demoted"), f[7:10]):
+            t[k] += int(v)
+    return out
 
 
 def run_once(geo: Geometry, mechanism: str, pressure_pct: float, slo_ns: int, tag: str) -> OvercommitRep:
@@ -111,5 +139,6 @@ def run_once(geo: Geometry, mechanism: str, pressure_pct: float, slo_ns: int, ta
                 stats1 = mm_intent.reclaim_stats(reg)
                 out.intent_stats = (measure.delta(stats1, stats0) if stats0 is not None and stats1 is not None
                                     else None)
+                out.kernel_tiers = kernel_tiers(reg, proc.pid)
                 reg.clear(proc.pid)
     return out

@@ -28,6 +28,8 @@ class OvercommitRow(StoredSummary):
     late_share: list[float]              # per tier: mean late blocks / blocks of the tier
     p99_us: list[dict[str, Any]]         # per tier: pooled re-access p99 {value, lo, hi} over repetitions
     intent_stats: dict[str, float]       # mm-intent: the consumer's counters, mean per repetition
+    kernel_tiers: list[Any]              # mm-intent: per repetition the kernel's tier -> ranges, bytes and pages
+    # kept / yielded / demoted (debugfs mm_intent/ranges; None where the kernel has no such file)
     verdicts: dict[str, Any]             # nearest tier against the reference: late_fewer (paired difference < 0),
     # p99_lower (paired p99 ratio < 1)
 
@@ -71,5 +73,6 @@ def overcommit_row(name: str, reps: Sequence[OvercommitRep], ref: Sequence[Overc
         late_blocks=[fig.counts([r.late_blocks[t] for r in reps]) for t in n_tiers],
         late_share=[float(np.mean([r.late_blocks[t] for r in reps])) / max(1, blocks[t]) for t in n_tiers],
         p99_us=[fig.p99_us([r.latency_ns[t] for r in reps]) for t in n_tiers],
+        kernel_tiers=[r.kernel_tiers for r in reps],
         intent_stats={k: float(np.mean([(r.intent_stats or {}).get(k, 0) for r in reps])) for k in stats_keys},
         verdicts={} if ref is None else _near_verdicts(reps, ref))

@@ -254,6 +254,10 @@ def overcommit(s: OvercommitSummary) -> None:
         if v:
             console.print(f"  nearest tier vs {s.reference}: late blocks {verdict_from_dict(v.get('late_fewer'))}; "
                           f"p99 {verdict_from_dict(v.get('p99_lower'))}")
+        for i, kt in enumerate(r.get("kernel_tiers") or []):
+            if kt:
+                console.print(f"  rep {i} kernel tiers (pages kept/yielded/demoted): " + "; ".join(
+                    f"tier {k}: {v['kept']}/{v['yielded']}/{v['demoted']}" for k, v in sorted(kt.items())))
         if r.get("intent_stats"):
             console.print("  mm_intent consumer (mean per rep): " +
                           ", ".join(f"{k} {val:.0f}" for k, val in r["intent_stats"].items()))

@@ -230,3 +230,17 @@ def test_a_killed_repetition_is_left_out_of_figures_and_pairs() -> None:
     assert rows["mm-intent"].written_bytes["per_rep"] == [800 * 4096, 790 * 4096, 805 * 4096]
     v = rows["mm-intent"].verdicts["written_fewer"]  # pairs 0 and 3 only: -200 and -185 pages
     assert v["value"] == pytest.approx(-192.5) and v["status"] == "inconclusive"  # two pairs: no interval
+
+
+def test_the_kernels_ranges_file_sums_pages_per_tier_of_the_process() -> None:
+    from kernel_vm.overcommit_repetition import parse_ranges
+
+    text = ("7 0x7f0000000000 0x10000 0x1 100 128 0 0 16 0\n"
+            "7 0x7f0000010000 0x20000 0x1 100 128 0 2 30 0\n"
+            "7 0x7f0000030000 0x10000 0x1 50 128 3 16 0 0\n"
+            "7 0x7f0000040000 0x10000 0x2 0 0 0 0 0 16\n"      # reclaimable: no tier of its own
+            "8 0x7f0000000000 0x10000 0x1 100 128 0 0 99 0\n")  # another process
+    assert parse_ranges(text, 7) == {"0": {"ranges": 2, "bytes": 0x30000, "kept": 2, "yielded": 46, "demoted": 0},
+                                     "3": {"ranges": 1, "bytes": 0x10000, "kept": 16, "yielded": 0, "demoted": 0}}
+    with pytest.raises(ValueError, match="10 fields"):
+        parse_ranges("7 0x0 0x1000 0x1 0 0\n", 7)
