@@ -14,6 +14,7 @@ import os
 import time
 from array import array
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,11 @@ from harness.errors import UserError
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _libc.madvise.restype = ctypes.c_int
+for _f in (_libc.mlock, _libc.munlock):
+    _f.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    _f.restype = ctypes.c_int
+MLOCK, MUNLOCK = -1, -2
+"""Call codes besides madvise advice (>= 0) in `Arena.run_calls` (kernel_vm/churn.py builds the lists)."""
 PR_SET_THP_DISABLE = 41
 
 
@@ -124,12 +130,31 @@ class Arena:
     def madvise(self, blocks: np.ndarray, advice: int) -> list[str]:
         """Apply advice to each block's range; returns error texts (empty when all succeeded)."""
         errors: list[str] = []
-        for start, length in _ranges(blocks, self.block_bytes):
+        for start, length in block_runs(blocks, self.block_bytes):
             rc = _libc.madvise(self.address + start, length, advice)
             if rc != 0:
                 e = ctypes.get_errno()
                 errors.append(f"madvise({advice}) on +{start:#x}/{length:#x}: {errno.errorcode.get(e, e)}")
         return errors
+
+    def run_calls(self, steps: list[list[tuple[int, int, int]]]) -> dict[str, Any]:
+        """Issue each step's (offset, length, code) calls: madvise advice (code >= 0), mlock or munlock. Per step
+        the calls, this thread's CPU time (user + system: the kernel's work for the calls is in it) and wall time,
+        in ns; errors as text."""
+        thread, wall = time.thread_time_ns, time.perf_counter_ns
+        calls, cpu, elapsed, errors = [], [], [], []
+        for step in steps:
+            c0, w0 = thread(), wall()
+            for off, length, code in step:
+                addr = self.address + off
+                rc = (_libc.mlock(addr, length) if code == MLOCK else _libc.munlock(addr, length) if code == MUNLOCK
+                      else _libc.madvise(addr, length, code))
+                if rc != 0:
+                    errors.append(f"call {code} on +{off:#x}/{length:#x}: {errno.errorcode.get(ctypes.get_errno())}")
+            cpu.append(thread() - c0)
+            elapsed.append(wall() - w0)
+            calls.append(len(step))
+        return {"calls": calls, "cpu_ns": cpu, "wall_ns": elapsed, "errors": errors[:20]}
 
     def touch(self, blocks: np.ndarray) -> np.ndarray:
         """Read one byte of every page of the blocks in order; per-page latency in ns (int64).
@@ -153,7 +178,7 @@ class Arena:
         return np.frombuffer(out, dtype=np.int64).copy()
 
 
-def _ranges(blocks: np.ndarray, block_bytes: int) -> list[tuple[int, int]]:
+def block_runs(blocks: np.ndarray, block_bytes: int) -> list[tuple[int, int]]:
     """Merge runs of consecutive block indices into (offset, length) ranges (fewer syscalls, same effect)."""
     out: list[tuple[int, int]] = []
     for b in sorted(blocks.tolist()):

@@ -21,6 +21,10 @@ from kernel_vm.arena import Arena
 CALL_TIMEOUT_S = 600.0
 
 
+class ArenaDied(RuntimeError):
+    """The arena process is gone mid-command (the memcg OOM killer ends it when its group's limit cannot be met)."""
+
+
 def _serve(conn: Connection, n_bytes: int, block_bytes: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
     try:
@@ -41,6 +45,8 @@ def _serve(conn: Connection, n_bytes: int, block_bytes: int) -> None:
             elif op == "madvise":
                 blocks, advice = args
                 conn.send(("ok", arena.madvise(blocks, advice)))
+            elif op == "calls":
+                conn.send(("ok", arena.run_calls(args)))
             elif op == "touch":
                 conn.send(("ok", arena.touch(args)))
             elif op == "exit":
@@ -73,7 +79,7 @@ class ArenaProcess:
         try:
             status, value = self._conn.recv()
         except EOFError:
-            raise RuntimeError(f"arena process died (exit code {self._proc.exitcode})") from None
+            raise ArenaDied(f"arena process died (exit code {self._proc.exitcode})") from None
         if status != "ok":
             raise RuntimeError(f"arena process: {value}")
         return value
@@ -90,6 +96,10 @@ class ArenaProcess:
 
     def touch(self, blocks: np.ndarray) -> np.ndarray:
         return self.call("touch", blocks)
+
+    def alive(self) -> bool:
+        """False once the child is gone (the OOM killer ends it when its group's limit cannot be met)."""
+        return self._proc.is_alive()
 
     def close(self) -> None:
         if self._proc.is_alive():

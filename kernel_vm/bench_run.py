@@ -114,12 +114,8 @@ def unavailable_mappings(p: Plan) -> dict[str, str]:
     'unavailable'). Only mm_intent is gated: the other mechanisms' failures are recorded per repetition."""
     out = {}
     for name in p.requested:
-        if mm_intent.uses_mm_intent(p.mappings[name]):
-            c = doctor.capability("mm_intent", AREA)
-            if c.is_error:
-                raise doctor.ProbeError(f"mm_intent: {c.reason}")
-            if not c.ok:
-                out[name] = f"mm_intent is {c.status} on this host: {c.reason}"
+        if mm_intent.uses_mm_intent(p.mappings[name]) and (why := mm_intent.unavailable_reason(AREA)):
+            out[name] = why
     return out
 
 

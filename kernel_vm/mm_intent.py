@@ -22,6 +22,17 @@ from kernel_vm.mix import CLASSES, Layout
 from qemu_validation import mm_intent_client as mic
 
 
+def unavailable_reason(area: str = "memory") -> str | None:
+    """Why this kernel cannot take registrations (the doctor's reason), None when it can. A probe in error raises:
+    a kvds bug is never 'unavailable'."""
+    from harness import doctor
+
+    c = doctor.capability("mm_intent", area)
+    if c.is_error:
+        raise doctor.ProbeError(f"mm_intent: {c.reason}")
+    return None if c.ok else f"mm_intent is {c.status} on this host: {c.reason}"
+
+
 def uses_mm_intent(mapping: Mapping) -> bool:
     return any(mapping.for_class(c).mm_intent for c in CLASSES)
 
@@ -50,7 +61,7 @@ def check_fits(mapping: Mapping, layout: Layout) -> int:
     return len(plan(mapping, layout, 1, 0))
 
 
-def _allow_critical_bytes(pid: int, need: int) -> None:
+def allow_critical_bytes(pid: int, need: int) -> None:
     """The series bounds an address space's latency-critical bytes by its owner's RLIMIT_MEMLOCK (EDQUOT beyond,
     shown in debugfs mm_intent/budget): the arena process's limit is raised to what the layout registers, so the
     budget is stated, not a default's accident (8 MiB for root here)."""
@@ -65,7 +76,7 @@ def register(mapping: Mapping, layout: Layout, pid: int, base: int,
     """Register the arena's blocks; the kernel's dump must then list exactly these ranges for the process."""
     reg = registry or mic.Registry()
     entries = plan(mapping, layout, pid, base)
-    _allow_critical_bytes(pid, sum(e.length for e in entries))
+    allow_critical_bytes(pid, sum(e.length for e in entries))
     reg.register_all(entries)
     dumped = [e for e in reg.dump() if e.pid == pid]
     if dumped != entries:

@@ -12,6 +12,9 @@ from rich.table import Table
 
 from harness.report.fmt import estimate as est
 from harness.stats import verdict_from_dict
+from kernel_vm.churn_summary import ChurnSummary
+from kernel_vm.lazy_summary import LazySummary
+from kernel_vm.overcommit_summary import OvercommitSummary
 from kernel_vm.summary import BenchSummary, Comparison, CompareSummary
 
 
@@ -160,3 +163,103 @@ def compare(out: CompareSummary) -> None:
           f"clock {clock_words(out.clock or 'wall')}")
     for name, row in out.variants.items():
         print(f"  {name:<32} {verdict_from_dict(row['verdict'])}  ({row['pairs']} pairs)")
+
+
+def _mib(d: Any) -> Any:
+    """A bytes figure ({value, lo, hi} or a number) in MiB, for est()."""
+    if isinstance(d, dict):
+        return {k: (v / 2**20 if k in ("value", "lo", "hi") and isinstance(v, (int, float)) else v)
+                for k, v in d.items()}
+    return d / 2**20 if isinstance(d, (int, float)) else d
+
+
+def lazy(s: LazySummary) -> None:
+    """`kvds vm lazy`: one table per mechanism, a row per pressure, verdicts against the reference by interval."""
+    console = Console(width=220)
+    console.print(f"vm lazy: arena {s.arena_bytes >> 20} MiB, {s.reps} reps per cell (alternating, layout-paired), "
+                  f"reference {s.reference}; clock {clock_words(s.clock)}")
+    for m in s.mappings:
+        rows = [r for r in s.rows if r["mapping"] == m]
+        if not rows:
+            console.print(f"{m}: unavailable: {s.unavailable.get(m, 'did not run')}")
+            continue
+        t = Table(title=f"{m}: per pressure (mean per repetition [95% CI])" +
+                        (" (reference)" if m == s.reference else f"; verdicts against {s.reference}"))
+        for col in ("pressure %", "killed reps", "MiB to swap", "of which eager (apply)", "refaults",
+                    "decode-critical swapped",
+                    "decode-critical p99 us", "written fewer", "refaults fewer", "p99 no worse"):
+            t.add_column(col, justify="left" if col.endswith(("fewer", "worse")) else "right", overflow="fold")
+        for r in rows:
+            v = r.get("verdicts") or {}
+            t.add_row(f"{r['pressure_pct']:g}", str(r.get("killed_reps") or 0), est(_mib(r["written_bytes"]["mean"])),
+                      est(_mib(r["written_in_apply_bytes"]["mean"])), est(r["refaults"]["mean"]),
+                      est(r["decode_critical_swapped_out"]["mean"]), est(r["decode_critical_p99_us"]),
+                      *(verdict_from_dict(v.get(k)) if v else "(reference)"
+                        for k in ("written_fewer", "refaults_fewer", "p99_no_worse")))
+        console.print(t)
+    for cell, why in (s.killed or {}).items():
+        console.print(f"  {cell}: arena process killed: {'; '.join(why)}")
+
+
+def churn(s: ChurnSummary) -> None:
+    """`kvds vm churn`: one row per mechanism, verdicts against madvise by interval."""
+    console = Console(width=220)
+    w = s.workload
+    console.print(f"vm churn: {w['n_blocks']} blocks of {w['block_bytes'] >> 10} KiB, {w['requests']} requests "
+                  f"({w['layout']}), batches of {w['batch']}, {w['steps']} steps, requests live {w['lifetime']} "
+                  f"steps; {s.blocks_changing_per_step:.0f} blocks change hot/cold and "
+                  f"{s.requests_changing_per_step:.2f} requests finish per step; one mm_intent registration: "
+                  f"{s.intent_ranges or 'not expressible'} ranges; {s.reps} reps; clock {clock_words(s.clock)}")
+    t = Table(title=f"keeping the kernel's view current (mean per step [95% CI over repetitions]; per second at "
+                    f"{s.step_ms:g} ms per step); verdicts against {s.reference}")
+    for col in ("mechanism", "calls/step", "calls/s", "CPU us/step", "CPU us p99 of a step", "CPU share of a step",
+                "calls fewer", "CPU less"):
+        t.add_column(col, justify="left" if col in ("mechanism", "calls fewer", "CPU less") else "right",
+                     overflow="fold")
+    for r in s.rows:
+        v = r.get("verdicts") or {}
+        t.add_row(r["mechanism"], est(r["calls_per_step"]["mean"]), est(r["calls_per_s"]["mean"]),
+                  est(r["cpu_us_per_step"]["mean"]), est(r["cpu_us_step_p99"]),
+                  est(r["cpu_share_of_step"]["mean"]),
+                  *(verdict_from_dict(v.get(k)) if v else "(reference)" for k in ("calls_fewer", "cpu_less")))
+    for name, why in s.unavailable.items():
+        t.add_row(name, f"unavailable: {why}", "", "", "", "", "", "")
+    console.print(t)
+    for r in s.rows:
+        if r.get("errors"):
+            console.print(f"  {r['mechanism']}: refused calls: {'; '.join(r['errors'])}")
+
+
+def overcommit(s: OvercommitSummary) -> None:
+    """`kvds vm overcommit`: one table per mechanism, a row per critical tier; verdicts for the nearest tier."""
+    console = Console(width=220)
+    console.print(f"vm overcommit: {s.critical_bytes >> 10} KiB latency-critical ({s.critical_pct:g}% of the arena, "
+                  f"{len(s.tier_blocks)} tiers ranked by {s.rank}) in a budget of {s.budget_bytes >> 10} KiB "
+                  f"(pressure {s.pressure_pct:g}%); late: a block's slowest page read > {s.slo_us:g} us; {s.reps} "
+                  f"reps; reference {s.reference}; clock {clock_words(s.clock)}")
+    top = len(s.tier_blocks) - 1
+    for r in s.rows:
+        killed = sum(r["killed"])
+        t = Table(title=f"{r['mechanism']}" + (f": OOM-killed in {killed} of {len(r['killed'])} reps" if killed
+                                               else "") + " (mean per repetition [95% CI])")
+        for col in ("tier", "blocks", "pages swapped", "late blocks", "late share", "p99 us"):
+            t.add_column(col, justify="right")
+        for i in reversed(range(len(s.tier_blocks))):
+            label = f"{i}" + (" (nearest)" if i == top else " (yields first)" if i == 0 else "")
+            t.add_row(label, str(s.tier_blocks[i]), est(r["swapped_pages"][i]["mean"]),
+                      est(r["late_blocks"][i]["mean"]), f"{r['late_share'][i]:.3f}", est(r["p99_us"][i]))
+        t.add_row("spillable", "", est(r["swapped_pages"][-1]["mean"]), "", "", "")
+        console.print(t)
+        v = r.get("verdicts") or {}
+        if v:
+            console.print(f"  nearest tier vs {s.reference}: late blocks {verdict_from_dict(v.get('late_fewer'))}; "
+                          f"p99 {verdict_from_dict(v.get('p99_lower'))}")
+        for i, kt in enumerate(r.get("kernel_tiers") or []):
+            if kt:
+                console.print(f"  rep {i} kernel tiers (pages kept/yielded/demoted): " + "; ".join(
+                    f"tier {k}: {v['kept']}/{v['yielded']}/{v['demoted']}" for k, v in sorted(kt.items())))
+        if r.get("intent_stats"):
+            console.print("  mm_intent consumer (mean per rep): " +
+                          ", ".join(f"{k} {val:.0f}" for k, val in r["intent_stats"].items()))
+    for name, why in s.unavailable.items():
+        console.print(f"{name}: unavailable: {why}")

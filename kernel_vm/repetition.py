@@ -9,7 +9,8 @@ does not go away because a decode step needs its pages back).
 
 Pressure mode `antagonist`: the limit is set so the squeezed share of the arena just fits (base + arena −
 protected), then a second process in the squeezed group allocates and writes PCT/100 x arena bytes and holds
-them through the re-access. The arena's budget is the same as with `limit`, but the kernel may also take the
+them through the re-access. PCT 0 in limit mode (the no-pressure point of `kvds vm lazy`) writes no limit at all.
+The arena's budget is the same as with `limit`, but the kernel may also take the
 antagonist's own (younger) pages, as it would from a co-located allocation burst.
 """
 
@@ -48,6 +49,7 @@ class RepFacts:
     mm_intent: dict[str, Any] | None = None       # what the repetition registered (mm_intent.register) and cleared
     madvise_errors: list[str] | None = None       # madvise calls that failed, with errno
     apply_s: float | None = None                  # registrations + madvise
+    vmstat_apply: dict[str, int] | None = None    # /proc/vmstat delta over the apply phase (MADV_PAGEOUT's writes)
     damon: dict[str, Any] | None = None           # the DAMOS schemes and their stats (damos variants)
     pressure_mode: str | None = None              # limit or antagonist
     squeeze_limit_bytes: int | None = None        # the limit written to `squeeze`
@@ -145,6 +147,7 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
 
             # apply: the mapping's mm_intent registrations, then its madvise per class
             errors: list[str] = []
+            vm_apply0 = measure.vmstat()
             t = measure.Stopwatch()
             registered = mm_intent.uses_mm_intent(mapping)
             if registered:
@@ -158,16 +161,17 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                         errors += proc.madvise(blocks, MADVISE_ADVICE[name])
             out.facts.madvise_errors = errors
             out.facts.apply_s = t.seconds()
+            out.facts.vmstat_apply = measure.delta(measure.vmstat(), vm_apply0)
             if damos is not None:
                 out.facts.damon = damos(proc, placement)
             out.residency["after_apply"] = _snapshot(proc, layout)
 
             # pressure
-            limit = squeeze_limit(layout, mapping, pressure_pct, base_squeeze)
             out.facts.pressure_mode = pressure_mode
-            if pressure_mode == "antagonist":
-                limit = squeeze_limit(layout, mapping, 0.0, base_squeeze)
-            out.facts.squeeze_limit_bytes = limit
+            no_pressure = pressure_pct == 0 and pressure_mode == "limit"  # no limit at all: nothing is squeezed
+            limit = squeeze_limit(layout, mapping, 0.0 if pressure_mode == "antagonist" else pressure_pct,
+                                  base_squeeze)
+            out.facts.squeeze_limit_bytes = None if no_pressure else limit
             out.facts.squeeze_usage_before_limit = placement.usage(placement.squeeze)
             started = []
             for p in probes:  # optional instruments: a failure is recorded, never fatal to the measurement
@@ -181,7 +185,8 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
             hits0 = placement.limit_hits(placement.squeeze)
             t = measure.Stopwatch()
             try:
-                placement.set_limit(placement.squeeze, limit)  # limit_error stays None
+                if not no_pressure:
+                    placement.set_limit(placement.squeeze, limit)  # limit_error stays None
             except OSError as exc:
                 out.facts.limit_error = errno.errorcode.get(exc.errno or 0, str(exc))
             if pressure_mode == "antagonist":
