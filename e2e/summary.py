@@ -18,11 +18,11 @@ class CellFigures(StoredSummary):
     over repetitions; fewer than 3 repetitions give point estimates. TPOT = replayed KV stall + modelled compute +
     modelled recompute of the step (us)."""
     STRICT = False
-    policy: str
+    policy: str                                 # the cell's policy
     intents: bool                               # the intent mapping applied (False: mapping none)
-    reps: int
-    tpot_p50_us: dict[str, Any] | None
-    tpot_p99_us: dict[str, Any] | None
+    reps: int                                   # repetitions run
+    tpot_p50_us: dict[str, Any] | None          # TPOT median (us), interval resampling repetitions
+    tpot_p99_us: dict[str, Any] | None          # TPOT p99 (us), the same
     slo_high: dict[str, Any]                    # high-priority request-steps within their TPOT deadline (share)
     slo: dict[str, Any]                         # every request-step
     goodput_tok_s: dict[str, Any]               # tokens that met their deadline per second of TPOT
@@ -35,9 +35,9 @@ class CellFigures(StoredSummary):
     madvised_blocks: float | None               # blocks given madvise advice per repetition
     seconds: dict[str, Any]                     # wall time of one repetition
     sim_tpot_p50_us: float | None               # the simulator's prediction for the cell's policy
-    sim_tpot_p99_us: float | None
-    sim_slo_high: float | None
-    sim_goodput_tok_s: float | None
+    sim_tpot_p99_us: float | None               # the simulator's TPOT p99 (us)
+    sim_slo_high: float | None                  # the simulator's high-priority SLO attainment
+    sim_goodput_tok_s: float | None             # the simulator's goodput
     measured_to_sim_p99: dict[str, Any]         # measured / simulated TPOT p99 (geometric mean over repetitions)
     per_rep: list[dict[str, float]]             # each repetition's p50_us, p99_us, slo, slo_high, goodput
     missing_cost: dict[str, Any] | None = None  # when the ratio is outside [0.5, 2]: the measured excess per
@@ -47,7 +47,7 @@ class CellFigures(StoredSummary):
 @dataclass(frozen=True)
 class E2eSummary(StoredSummary):
     """`kvds e2e`'s result."""
-    schema: str
+    schema: str                                 # "kvds.e2e/1"
     cells: dict[str, dict[str, Any]]            # cell name -> CellFigures (e2e.cells)
     effects: dict[str, dict[str, Any]]          # metric -> policy / mechanisms / interaction / whole_stack estimates
     goals: dict[str, dict[str, Any]]            # goal -> verdict (status, goal, value, lo, hi, line)
@@ -56,18 +56,18 @@ class E2eSummary(StoredSummary):
     setup: dict[str, Any]                       # device, scheduler, swap, memory limit, squeeze, mapping knobs
     tenants: dict[str, Any]                     # stated intensity and the hog's measured one
     load: dict[str, Any]                        # host load average before and after, the other kvds processes
-    seconds: float = 0.0
+    seconds: float = 0.0                        # wall time of the whole run
 
 
 @dataclass(frozen=True)
 class E2ePlan(StoredSummary):
     """`kvds e2e --dry-run`: what a run would do; nothing is set up, started or filed."""
-    schema: str
-    cells: list[str]
-    order: list[list[Any]]
-    trace: dict[str, Any]
+    schema: str                                 # "kvds.e2e-plan/1"
+    cells: list[str]                            # the four cells, reference first
+    order: list[list[Any]]                      # [[rep, cell], ...] as a run would go
+    trace: dict[str, Any]                       # the slice: path, steps, events, block sizes, priorities' origin
     sizes: dict[str, Any]                       # slot, arena, slow tier, spill region, squeeze (bytes)
     mapping: dict[str, Any]                     # the intent mapping's knobs per class
     madvise_per_rep: dict[str, dict[str, int]]  # per policy: blocks per advice in one intent repetition
-    tenants: dict[str, Any]
+    tenants: dict[str, Any]                     # the stated intensity
     commands: list[dict[str, Any]] = field(default_factory=list)  # every command underneath, in order
