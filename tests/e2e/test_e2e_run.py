@@ -67,6 +67,16 @@ def test_the_four_cells_run_and_leave_nothing(kvds_env: dict[str, str]) -> None:
     assert all(g["status"] == "inconclusive" for g in s["goals"].values())  # one repetition: no interval
     assert _host_state(proc.pid, work) == {"loops": [], "cgroups": [], "swaps": swaps, "journals": [],
                                            "scratch": []}
+    # the report leads with the factorial table: its first table
+    out_dir = work.parent / "report"
+    rep = subprocess.run([*KVDS, "report", json.loads(out)["run"], "--out", str(out_dir)], cwd=REPO, env=kvds_env,
+                         capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    md = (out_dir / "report.md").read_text()
+    first_table = next(line for line in md.splitlines() if line.startswith("|"))
+    assert first_table.startswith("| cell | TPOT p50 (ms) | TPOT p99 (ms) | high-prio SLO"), first_table
+    assert "e2e tpot_p99_ratio" in json.loads((out_dir / "report.json").read_text())["verdicts"][
+        next(iter(json.loads((out_dir / "report.json").read_text())["verdicts"]))]
 
 
 def test_sigkill_then_one_restore_leaves_the_host_as_found(kvds_env: dict[str, str]) -> None:
