@@ -28,6 +28,9 @@ def render(ctx: ReportContext) -> None:
         for name, g in s.goals.items():
             ctx.doc.para(f"Goal {name}: {g['line']}")
             ctx.verdict(suite.label, f"e2e {name}", g["line"])
+        ctx.summary.setdefault("e2e", {})[suite.label] = {
+            name: {"tpot_p99_us": (c.get("tpot_p99_us") or {}).get("value"),
+                   "slo_high": (c.get("slo_high") or {}).get("value")} for name, c in s.cells.items()}
         top = list(s.cells.values())[-1]
         ctx.headline("e2e TPOT p99 ratio, whole stack vs reference", suite.label, s.goals["tpot_p99_ratio"]["value"])
         ctx.headline("e2e high-priority SLO, whole stack", suite.label, (top.get("slo_high") or {}).get("value"))
