@@ -32,5 +32,6 @@ def render(ctx: ReportContext) -> None:
             name: {"tpot_p99_us": (c.get("tpot_p99_us") or {}).get("value"),
                    "slo_high": (c.get("slo_high") or {}).get("value")} for name, c in s.cells.items()}
         top = list(s.cells.values())[-1]
-        ctx.headline("e2e TPOT p99 ratio, whole stack vs reference", suite.label, s.goals["tpot_p99_ratio"]["value"])
+        ratio = (s.goals.get("tpot_p99_ratio") or {}).get("value")
+        ctx.headline("e2e TPOT p99 ratio, whole stack vs reference", suite.label, ratio)
         ctx.headline("e2e high-priority SLO, whole stack", suite.label, (top.get("slo_high") or {}).get("value"))
