@@ -91,10 +91,10 @@ def dry_run(cfg: E2eConfig) -> Filed[E2ePlan]:
     ]
     for rep, name in _order(grid, cfg.reps):
         cell = next(c for c in grid if c.name == name)
+        args = writer_argv("<loop device>", sizes.replay_bytes, sizes.spill_bytes, cfg.intensity,
+                           prep.mapping_of(cell), session.TENANT_SECONDS, Path("<scratch>"), Path("<shm>"), rep)
         cmds.append({"what": "spill tenant", "cell": name, "rep": rep,
-                     "argv": ioload_launch.command("writer", writer_argv("<loop device>", sizes.replay_bytes, sizes.spill_bytes, cfg.intensity,
-                                         prep.mapping_of(cell), session.TENANT_SECONDS, Path("<scratch>"),
-                                         Path("<shm>"), rep))})
+                     "argv": ioload_launch.command("writer", args)})
     plan = E2ePlan(PLAN_SCHEMA, [c.name for c in grid], _order(grid, cfg.reps), _trace_facts(cfg, prep),
                    {**asdict(sizes), "arena_bytes": sizes.arena_bytes, "replay_bytes": sizes.replay_bytes},
                    prep.mapping.as_dict(), {p: intents.count(s) for p, s in prep.schedule.items()},

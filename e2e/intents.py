@@ -3,7 +3,8 @@ advice the mapping gives that class, applied when a slot's class changes (betwee
 
 A slot takes the intent class of the trace's latest classifying event for the block it holds: an ALLOC or HINT
 carries the importer's class, a decode-critical ACCESS makes it decode-critical (other accesses and frees carry no
-class: the earlier one stands); a block being spilled is cold-spillable, a slot whose block was dropped, evicted clean or freed is done.
+class: the earlier one stands); a block being spilled is cold-spillable, a slot whose block was dropped, evicted
+clean or freed is done.
 """
 from __future__ import annotations
 
