@@ -84,6 +84,8 @@ def dry_run(cfg: E2eConfig) -> Filed[E2ePlan]:
         {"what": "memory cgroup", "argv": ["mkdir", "<memory>/kvds-<pid>-e2e"]},
         {"what": "fast tier", "argv": ["<arena>", str(sizes.arena_bytes), "pre-faulted in kvds-<pid>-e2e"]},
         {"what": "memory hog", "argv": hog_argv(cfg.intensity)},
+        {"what": "kvds leaves the squeezed group", "argv": ["mkdir", "<memory>/kvds-<pid>-e2e-main", "&&", "echo",
+                                                            "<pid>", ">", "<memory>/kvds-<pid>-e2e-main/cgroup.procs"]},
         {"what": "memory limit", "argv": ["<write>", "<memory>/kvds-<pid>-e2e/memory.limit_in_bytes",
                                           f"<charge> - {sizes.squeeze_bytes}"]},
         {"what": "spill cap", "argv": ["<write>", "<blkio>/kvds-<pid>-e2e-spill/blkio.throttle.write_bps_device",

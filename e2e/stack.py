@@ -83,6 +83,10 @@ def build(sizes: Sizes, work: Path, scheduler: str, it: Intensity, interval_ns: 
     memcg.add_pid(os.getpid())
     arena = fast_tier(sizes.arena_slots, sizes.slot_bytes)
     hog = MemoryHog(it, memcg)
+    # kvds itself leaves the squeezed group once the arena is faulted: the arena's pages stay charged there (and
+    # come back there from swap), the interpreter's own allocations go to an unlimited group, so the squeeze is
+    # exactly the arena and the hog, the same in every cell
+    knobs.create_cgroup("e2e-main", ("memory",)).add_pid(os.getpid())
     usage = charge(memcg)
     limit = max(sizes.slot_bytes, usage - sizes.squeeze_bytes)
     memcg.set("memory", limit_file, limit)

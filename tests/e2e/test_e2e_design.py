@@ -49,11 +49,13 @@ def test_each_slot_gets_the_advice_of_its_new_class_at_the_step_it_changes() -> 
     sched = intents.schedule(plan, tr, load_mapping("stack"))
     as_lists = {s: sorted((a, v.tolist()) for a, v in calls) for s, calls in sched.items()}
     # step 0: slot 1 became cold (slot 0 warm: the mapping gives warm no advice); step 1: slot 0 decode-critical;
-    # step 2: slot 1 spilled, still cold (no change, no call); step 3: slot 0 freed (done)
+    # step 2: slot 1 spilled, still cold (no change, no call); step 3: slot 0 freed (done: cold in this mapping)
     assert as_lists == {0: [(MADVISE_ADVICE["MADV_COLD"], [1])], 1: [(MADVISE_ADVICE["MADV_WILLNEED"], [0])],
-                        3: [(MADVISE_ADVICE["MADV_DONTNEED"], [0])]}
+                        3: [(MADVISE_ADVICE["MADV_COLD"], [0])]}
     assert intents.schedule(plan, tr, load_mapping("none")) == {}
-    assert intents.count(sched) == {"MADV_COLD": 1, "MADV_WILLNEED": 1, "MADV_DONTNEED": 1}
+    assert intents.count(sched) == {"MADV_COLD": 2, "MADV_WILLNEED": 1}
+    intent = intents.schedule(plan, tr, load_mapping("intent"))  # the default mapping: done is MADV_DONTNEED
+    assert [(a, v.tolist()) for a, v in intent[3]] == [(MADVISE_ADVICE["MADV_DONTNEED"], [0])]
 
 
 def _cells(values: dict[str, list[float]]) -> dict[str, dict]:

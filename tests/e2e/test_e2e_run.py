@@ -95,7 +95,7 @@ def test_sigkill_then_one_restore_leaves_the_host_as_found(kvds_env: dict[str, s
             time.sleep(0.2)
         assert len(workers) >= 2, "the run never started its tenants"
         changed = _host_state(proc.pid, work)
-        assert changed["loops"] and len(changed["cgroups"]) == 2 and changed["swaps"] != swaps, changed
+        assert changed["loops"] and len(changed["cgroups"]) == 3 and changed["swaps"] != swaps, changed
     finally:
         proc.kill()  # kvds alone: its workers must follow by themselves
         proc.wait()
