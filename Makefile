@@ -4,7 +4,7 @@ SHELL := /bin/bash
 VENV := .venv
 KVDS := $(VENV)/bin/kvds
 PYTEST := $(VENV)/bin/python -m pytest
-TRACKS := core io ebpf vm qemu policy net remote
+TRACKS := core io ebpf vm qemu policy net remote e2e
 
 .PHONY: setup demo test test-fast test-slow clean $(addprefix test-,$(TRACKS))
 

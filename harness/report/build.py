@@ -10,8 +10,10 @@ from harness.report.context import ReportContext, Suite
 from harness.report.document import Document
 from harness.report.sections import environment, summary
 
-# Track sections come from the `kvds.report_sections` entry points (harness/tracks.py), in declaration order;
-# each renders nothing when its runs are absent.
+# Track sections come from the `kvds.report_sections` entry points (harness/tracks.py), in the order of their names;
+# each renders nothing when its runs are absent. A section named "00-..." leads: it renders before the environment
+# and the Summary table, so its table is the report's first (the end-to-end factorial table).
+LEAD_PREFIX = "00-"
 
 
 def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
@@ -26,10 +28,13 @@ def build_report(suites: list[Suite], out_dir: Path) -> dict[str, Path]:
              "it is not printed (\"n too small\"); \"-\" is missing data, with the reason beside it. A goal is "
              "met only when its whole interval says so, missed when the whole interval says the opposite, and "
              "inconclusive otherwise.")
+    sections = tracks.report_sections()
+    for section in (s for s in sections if s.name.startswith(LEAD_PREFIX)):
+        section.load()(ctx)
     intro_end = len(doc.blocks)
     environment.render(ctx)
     environment.render_stages(ctx)
-    for section in tracks.report_sections():
+    for section in (s for s in sections if not s.name.startswith(LEAD_PREFIX)):
         section.load()(ctx)
     summary.render_into(ctx, intro_end)
     paths = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -23,6 +24,15 @@ class IoClasses:
     prefetch_read: IoPrio | None   # prefetch-soon read_ioprio: a prefetch
 
 
+class StepHooks(Protocol):
+    """Called between decode steps, outside the timed ops (the end-to-end experiment, e2e/, publishes the next
+    step's due time for the spill scheduler and applies the mapping's madvise advice here)."""
+
+    def step_begin(self, step: int) -> None: ...
+
+    def step_end(self, step: int, next_step: int | None) -> None: ...
+
+
 @dataclass
 class ReplayRun:
     """Measured per-step latencies (us) and per-operation durations (us) of one replayed plan."""
@@ -34,7 +44,7 @@ class ReplayRun:
 
 
 def execute(plan: Plan, arena: Arena, dev: SlotIO, bg: Background, io: IoClasses,
-            compute_us: float = 0.0) -> ReplayRun:
+            compute_us: float = 0.0, hooks: StepHooks | None = None) -> ReplayRun:
     """Run every op in order; charged ops' wall time (including waits on pending I/O) forms the step latency.
 
     Between steps the replay idles `compute_us` per elapsed step: the modelled compute, during which the
@@ -66,15 +76,21 @@ def execute(plan: Plan, arena: Arena, dev: SlotIO, bg: Background, io: IoClasses
         dev.read(arena.slot(a, n), s, io.prefetch_read)
 
     idle = 0.0
+    if hooks is not None and steps:
+        hooks.step_begin(cur)
     for i in range(len(codes_)):
         if steps[i] != cur:
             if step_dc:
                 lat.append(step_us)
+            if hooks is not None:
+                hooks.step_end(cur, steps[i])
             if compute_us > 0.0:
                 t0 = time.perf_counter()
                 time.sleep(compute_us * (steps[i] - cur) / 1e6)
                 idle += (time.perf_counter() - t0) * 1e6
             cur, step_us, step_dc = steps[i], 0.0, False
+            if hooks is not None:
+                hooks.step_begin(cur)
         c, a, s, n, charge = codes_[i], arenas[i], slows[i], sizes[i], charges[i]
         t0 = time.perf_counter()
         if c == sim.OP_HIT:
@@ -111,6 +127,8 @@ def execute(plan: Plan, arena: Arena, dev: SlotIO, bg: Background, io: IoClasses
                 step_dc = True
     if step_dc:
         lat.append(step_us)
+    if hooks is not None and steps:
+        hooks.step_end(cur, None)
     for f in list(pend_arena.values()) + list(pend_slow.values()):
         f.result()
     return ReplayRun(np.asarray(lat, dtype=np.float64), op_us, waits, idle)

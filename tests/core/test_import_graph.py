@@ -2,7 +2,7 @@
 itself back through others. Read statically from the source (every import statement, including the ones inside
 functions), so a cycle hidden in a lazy import counts too.
 
-Tracks: io_priority, kernel_vm, ebpf, qemu_validation, kv_policy and net_priority, each a top-level folder; the
+Tracks: io_priority, kernel_vm, ebpf, qemu_validation, kv_policy, net_priority and e2e, each a top-level folder; the
 core reaches all of them through the entry points in pyproject.toml (harness/tracks.py), by name, never by import.
 
 A cycle is one among modules (a package's __init__ is a module); a module importing a submodule of its own
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-TRACK_PACKAGES = ("io_priority", "kernel_vm", "ebpf", "qemu_validation", "kv_policy", "net_priority")
+TRACK_PACKAGES = ("io_priority", "kernel_vm", "ebpf", "qemu_validation", "kv_policy", "net_priority", "e2e")
 PACKAGES = ("harness",) + TRACK_PACKAGES
 
 

@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "net": (["net", "bench", "--variants", "unloaded,baseline", "--reps", "1", "--duration-s", "0.5",
              "--bulk-streams", "1", "--no-anchor", "--json"], ("root", "net.netns", "net.veth", "net.qdisc.htb"), True),
     "net-dry-run": (["net", "bench", "--dry-run", "--json"], (), False),
+    "e2e-dry-run": (["e2e", "--dry-run", "--steps", "40", "--reps", "1", "--json"], (), False),
     "policy": (["policy", "compare", "--profile", "balanced", "--set", "n_requests=6", "--set", "gen_tokens=16:64",
                 "--seeds", "5", "--policies", "LRU,MIN", "--json"], (), True),
 }

@@ -24,6 +24,7 @@ from tests.conftest import needs_root, run_kvds
 
 # The report heading each stage's figures appear under.
 SECTION = {
+    "e2e": "End to end: a real trace through the whole stack, policy x mechanism",
     "io": "Decode-critical reads under spill pressure",
     "io-model": "Decode-critical reads under spill pressure",
     "vm": "KV arena under memory pressure",
@@ -149,8 +150,17 @@ def _check_io_model(rj: dict, label: str, results: Path, st: dict) -> None:
     assert s["goal"]["verdicts"]["separated"]["load"]["verdict"]  # judged with the guest's load, worded
 
 
-CHECKS = {"io": _check_io, "io-sweep": _check_io_sweep, "io-model": _check_io_model, "vm": _check_vm,
-          "qemu": _check_qemu, "policy": _check_policy, "policy-sweep": _check_policy_sweep, "replay": _check_replay}
+def _check_e2e(rj: dict, label: str, results: Path, st: dict) -> None:
+    """The four cells, each with a TPOT p99 and a high-priority SLO attainment."""
+    cells = rj["e2e"][label]
+    assert len(cells) == 4, cells
+    for name in cells:
+        _positive(cells, name, "tpot_p99_us")
+        _fraction(cells, name, "slo_high")
+
+
+CHECKS = {"e2e": _check_e2e, "io": _check_io, "io-sweep": _check_io_sweep, "io-model": _check_io_model,
+          "vm": _check_vm, "qemu": _check_qemu, "policy": _check_policy, "policy-sweep": _check_policy_sweep, "replay": _check_replay}
 
 
 def test_every_stage_with_figures_has_a_check() -> None:
@@ -220,6 +230,9 @@ def test_kvds_run_quick_stages_match_the_doctor_and_report_their_figures(kvds_en
             CHECKS[name](rj, label, results, got[name])
         if name in SECTION:
             assert f"## {SECTION[name]}" in md, f"report lacks the {SECTION[name]!r} section"
+    if expect["e2e"][0] == "ok":  # the report leads with the factorial table
+        first_table = next(line for line in md.splitlines() if line.startswith("|"))
+        assert first_table.startswith("| cell | TPOT p50 (ms) |"), first_table
     if expect["io"][0] == "ok":
         ebpf = _section(md, EBPF_SECTION)
         assert "figures/ebpf-blk-" in ebpf, "eBPF section without its block-layer histograms"

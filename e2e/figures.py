@@ -1,0 +1,168 @@
+"""From the repetitions to the factorial table: per cell TPOT p50/p99 (intervals by resampling repetitions),
+high-priority SLO attainment, goodput, prefill tokens recomputed, slow-tier bytes, the simulator's prediction beside
+the measurement; then the two main effects and the interaction (paired by repetition) and the goals' verdicts.
+
+A decode step's TPOT is the replayed KV stall plus the modelled compute and the modelled recompute of its step
+(replay cannot run the accelerator), the same terms the simulator adds, so the ratio compares like with like.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from harness.stats import Estimate, bootstrap_percentiles, judge_at_least, judge_at_most, mean_ci
+from kv_policy import simulator as sim
+from kv_policy.metrics import run_metrics
+from kv_policy.replay.session import PolicyReplay
+from kv_policy.tiers import TierModel
+from e2e.cells import Cell, Prepared
+from e2e.session import RepRecord
+
+HIGH_BAND = 0
+GOALS = {"tpot_p99_ratio": 0.6, "slo_high_gain_points": 10.0, "goodput_ratio": 1.2}
+RATIO_BAND = (0.5, 2.0)   # simulated vs measured TPOT p99 agree within this
+MODELLED_OPS = ("hit", "miss", "spill-sync")
+
+
+def tpot(pr: PolicyReplay, stall_us: np.ndarray) -> np.ndarray:
+    extra = pr.recompute_us if pr.recompute_us is not None and pr.recompute_us.size == stall_us.size else 0.0
+    return stall_us + extra + pr.step_us
+
+
+def rep_figures(pr: PolicyReplay, t: np.ndarray) -> dict[str, float]:
+    """One repetition's figures from its per-step TPOT (us)."""
+    res = pr.sim
+    out = {"p50_us": float(np.percentile(t, 50)) if t.size else math.nan,
+           "p99_us": float(np.percentile(t, 99)) if t.size else math.nan,
+           "slo": math.nan, "slo_high": math.nan, "goodput": math.nan}
+    if t.size == res.step_latency_us.size and res.rs_step.size:
+        met = t[res.rs_step] <= res.rs_deadline_us
+        hi = met[res.rs_band == HIGH_BAND]
+        out.update(slo=float(met.mean()), slo_high=float(hi.mean()) if hi.size else math.nan,
+                   goodput=float(met.sum()) / (float(t.sum()) / 1e6))
+    return out
+
+
+def planned_bytes(pr: PolicyReplay) -> dict[str, int]:
+    p = pr.plan
+    reads = np.isin(p.op, (sim.OP_MISS, sim.OP_PREFETCH))
+    writes = np.isin(p.op, (sim.OP_SPILL_SYNC, sim.OP_SPILL_BG))
+    return {"read": int(p.nbytes[reads].sum()), "write": int(p.nbytes[writes].sum())}
+
+
+def modelled_op_us(tiers: TierModel, nbytes: int) -> dict[str, float]:
+    return {"hit": tiers.fast.read_us(nbytes), "miss": tiers.slow.read_us(nbytes),
+            "spill-sync": tiers.slow.write_us(nbytes)}
+
+
+def missing_cost(recs: list[RepRecord], tiers: TierModel, nbytes: int, steps: int) -> dict[str, Any]:
+    """The cost the simulator lacks, measured: per modelled operation, (measured median - modelled) x count per
+    decode step; plus the waits on background I/O and the swap-ins the model has no term for. The largest names it."""
+    model = modelled_op_us(tiers, nbytes)
+    parts: dict[str, float] = {}
+    detail: dict[str, Any] = {}
+    for op in MODELLED_OPS:
+        meds = [r.op_median_us[op] for r in recs if op in r.op_median_us]
+        if not meds:
+            continue
+        count = float(np.mean([r.op_count.get(op, 0) for r in recs]))
+        med = float(np.mean(meds))
+        parts[op] = (med - model[op]) * count / max(steps, 1)
+        detail[op] = {"measured_median_us": med, "modelled_us": model[op], "per_rep": count,
+                      "measured_p99_us": float(np.mean([r.op_p99_us.get(op, math.nan) for r in recs]))}
+    swapins = float(np.mean([r.counters["majfaults"] for r in recs]))
+    detail["swap_ins_per_rep"] = swapins
+    detail["waits_on_background_per_rep"] = float(np.mean([r.waits for r in recs]))
+    name = max(parts, key=lambda k: abs(parts[k])) if parts else None
+    return {"largest": name, "excess_us_per_step": parts, "detail": detail}
+
+
+def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord]) -> dict[str, Any]:
+    pr = prep.work[cell.policy]
+    tpots = [tpot(pr, r.stall_us) for r in recs if r.stall_us.size]
+    per_rep = [rep_figures(pr, t) for t in tpots]
+    pct = bootstrap_percentiles(tpots, (50.0, 99.0), n_boot=500) if tpots else {}
+    m = run_metrics(pr.sim, prep.trace)
+    sim_t = pr.sim.step_latency_us
+    sim_p99 = float(np.percentile(sim_t, 99)) if sim_t.size else math.nan
+    ratio = _geo([f["p99_us"] / sim_p99 for f in per_rep if sim_p99 > 0])
+    tokens = (prep.trace.meta.get("profile") or {}).get("block_tokens")
+    planned = planned_bytes(pr)
+    io = [r.counters["read_bytes"] + r.counters["write_bytes"] for r in recs]
+    tenant = [max(0, r.counters["write_bytes"] - planned["write"]) for r in recs]
+    out: dict[str, Any] = {
+        "policy": cell.policy, "intents": cell.intents, "reps": len(recs),
+        "tpot_p50_us": _d(pct.get(50.0)), "tpot_p99_us": _d(pct.get(99.0)),
+        "slo_high": mean_ci([f["slo_high"] for f in per_rep]).as_dict(),
+        "slo": mean_ci([f["slo"] for f in per_rep]).as_dict(),
+        "goodput_tok_s": mean_ci([f["goodput"] for f in per_rep], floor=0.0).as_dict(),
+        "prefill_tokens_recomputed": float(pr.sim.recomputes * tokens) if tokens else None,
+        "slow_tier_bytes": mean_ci(io, floor=0.0).as_dict(),
+        "replay_slow_bytes": planned["read"] + planned["write"],
+        "tenant_write_bytes": mean_ci(tenant, floor=0.0).as_dict(),
+        "swap_ins": mean_ci([r.counters["majfaults"] for r in recs], floor=0.0).as_dict(),
+        "memcg_failcnt": mean_ci([r.counters["failcnt"] for r in recs], floor=0.0).as_dict(),
+        "madvised_blocks": float(np.mean([r.madvised_blocks for r in recs])) if recs else None,
+        "seconds": mean_ci([r.seconds for r in recs]).as_dict(),
+        "sim_tpot_p50_us": float(np.percentile(sim_t, 50)) if sim_t.size else None,
+        "sim_tpot_p99_us": sim_p99, "sim_slo_high": m.get("slo_high"), "sim_goodput_tok_s": m.get("goodput_tok_s"),
+        "measured_to_sim_p99": ratio.as_dict(),
+        "per_rep": per_rep,
+    }
+    lo, hi = RATIO_BAND
+    if math.isfinite(ratio.value) and not lo <= ratio.value <= hi:
+        out["missing_cost"] = missing_cost(recs, prep.tiers, int(pr.plan.nbytes.max(initial=0)), len(sim_t))
+    return out
+
+
+def _d(e: Estimate | None) -> dict[str, Any] | None:
+    return e.as_dict() if e is not None else None
+
+
+def _geo(ratios: list[float]) -> Estimate:
+    """Geometric mean with a t interval on the logs (a ratio of tails is a scale)."""
+    logs = [math.log(r) for r in ratios if r > 0 and math.isfinite(r)]
+    e = mean_ci(logs)
+    f = lambda x: math.exp(x) if math.isfinite(x) else math.nan  # noqa: E731
+    return Estimate(f(e.value), f(e.lo), f(e.hi), e.conf, e.reason, e.n)
+
+
+def _by_rep(cells: dict[str, dict[str, Any]], name: str, key: str) -> dict[int, float]:
+    return {i: f[key] for i, f in enumerate(cells[name]["per_rep"])}
+
+
+def effects(cells: dict[str, dict[str, Any]], grid: list[Cell]) -> dict[str, dict[str, Any]]:
+    """Per metric, paired by repetition: the policy's main effect (kvds - baseline, averaged over the mechanism
+    levels), the mechanisms' main effect (intents - none, averaged over policies), the interaction (the difference
+    of differences) and the whole stack against the reference cell."""
+    ln, li, kn, ki = (c.name for c in grid)
+    out: dict[str, dict[str, Any]] = {}
+    for key, scale, label in (("p99_us", 1e-3, "tpot_p99_ms"), ("slo_high", 100.0, "slo_high_points"),
+                              ("goodput", 1.0, "goodput_tok_s")):
+        v = {n: _by_rep(cells, n, key) for n in (ln, li, kn, ki)}
+        reps = sorted(set.intersection(*(set(d) for d in v.values())))
+        a = {n: np.array([v[n][r] for r in reps]) * scale for n in v}
+        out[label] = {
+            "policy": mean_ci(((a[kn] + a[ki]) - (a[ln] + a[li])) / 2).as_dict(),
+            "mechanisms": mean_ci(((a[li] + a[ki]) - (a[ln] + a[kn])) / 2).as_dict(),
+            "interaction": mean_ci((a[ki] - a[kn]) - (a[li] - a[ln])).as_dict(),
+            "whole_stack": mean_ci(a[ki] - a[ln]).as_dict(),
+        }
+    return out
+
+
+def goals(cells: dict[str, dict[str, Any]], grid: list[Cell]) -> dict[str, dict[str, Any]]:
+    """The whole stack (kvds's policy with intents) against the baseline policy without intents, paired by
+    repetition: TPOT p99 <= 0.6x, high-priority SLO attainment >= +10 points, goodput >= 1.2x."""
+    ref, top = grid[0].name, grid[3].name
+    r, t = cells[ref]["per_rep"], cells[top]["per_rep"]
+    pairs = list(zip(t, r))
+    p99 = _geo([a["p99_us"] / b["p99_us"] for a, b in pairs if b["p99_us"] > 0])
+    slo = mean_ci([100.0 * (a["slo_high"] - b["slo_high"]) for a, b in pairs])
+    good = _geo([a["goodput"] / b["goodput"] for a, b in pairs if b["goodput"] > 0])
+    verdicts = {"tpot_p99_ratio": judge_at_most(p99, GOALS["tpot_p99_ratio"], "TPOT p99 ratio "),
+                "slo_high_gain_points": judge_at_least(slo, GOALS["slo_high_gain_points"], "high-priority SLO gain "),
+                "goodput_ratio": judge_at_least(good, GOALS["goodput_ratio"], "goodput ratio ")}
+    return {k: {**v.as_dict(), "line": str(v)} for k, v in verdicts.items()}

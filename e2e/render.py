@@ -1,0 +1,45 @@
+"""`kvds e2e`'s text output, from the typed summary (harness/verbs.py)."""
+from __future__ import annotations
+
+from e2e import table
+from e2e.summary import E2ePlan, E2eSummary
+
+
+def e2e(s: E2eSummary) -> None:
+    t = s.trace
+    print(f"{t.get('path')}: {t.get('steps')} decode steps, {t.get('requests')} requests, blocks "
+          f"{t.get('source_block_bytes')} B scaled to {t.get('block_bytes')} B; {t.get('priorities') or ''}")
+    st = s.setup
+    print(f"fast tier {st['arena_bytes'] >> 20} MiB arena in a memory cgroup limited to "
+          f"{st['memcg_limit_bytes'] >> 20} MiB (zram swap {st['swap']}); slow tier {st['device']['path']} "
+          f"({st['scheduler']}); tenants: {s.tenants['stated']}, hog measured {s.tenants.get('hog_measured')}")
+    print("TPOT = replayed KV stall + modelled compute and recompute; TPOT percentiles resample repetitions, the "
+          "rest are t intervals over repetitions (95%)")
+    print(table.text(table.HEADERS, table.factorial_rows(s.cells)))
+    print()
+    print("effects, paired by repetition (mean [95% t interval])")
+    print(table.text(table.EFFECT_HEADERS, table.effect_rows(s.effects)))
+    print()
+    print("goals (kvds's policy with intents vs the reference cell, paired by repetition)")
+    for line in table.goal_lines(s.goals):
+        print(f"  {line}")
+    print(f"load: start {s.load['start']}, end {s.load['end']}; {s.seconds:.0f} s")
+
+
+def e2e_dry_run(p: E2ePlan) -> None:
+    t = p.trace
+    print(f"kvds e2e would run {len(p.order)} cell repetitions of {t['steps']} decode steps ({t['path']}, blocks "
+          f"scaled {t['source_block_bytes']} -> {t['block_bytes']} B)")
+    print("order: " + ", ".join(f"{n} #{r + 1}" for r, n in p.order))
+    print("sizes: " + ", ".join(f"{k} {v}" for k, v in p.sizes.items()))
+    print(f"intent mapping {p.mapping['name']}:")
+    for cls, knobs_ in p.mapping["classes"].items():
+        if knobs_:
+            print(f"  {cls}: " + ", ".join(f"{k}={v}" for k, v in knobs_.items()))
+    print("madvise per intent repetition (blocks): " + "; ".join(f"{k} {v}" for k, v in p.madvise_per_rep.items()))
+    print(f"tenants: {p.tenants}")
+    print("commands:")
+    for c in p.commands:
+        tag = f" [{c['cell']} #{c['rep'] + 1}]" if "cell" in c else ""
+        print(f"  {c['what']}{tag}: " + " ".join(c["argv"]))
+    print("nothing was set up or started (--dry-run)")

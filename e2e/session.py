@@ -1,0 +1,132 @@
+"""Run the cells: each repetition of each cell in alternating order on the one set-up, with its spill tenant
+started for it, the mapping's madvise advice applied between steps, and progress (steps done, current cell, ETA)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.progress import progress, say
+from harness.stats import alternating_order
+from kv_policy.replay.execute import execute
+from kv_policy.replay.slot_io import Background
+from e2e.cells import Cell, Prepared
+from e2e.stack import Stack, counters
+from e2e.tenants import Intensity, SpillTenant, writer_argv
+
+PROGRESS_EVERY = 50       # steps between progress updates
+TENANT_SECONDS = 3600.0   # the writer's own end; it is ended when its cell repetition ends
+
+
+@dataclass
+class RepRecord:
+    """One repetition of one cell, reduced to what the figures need (the per-op lists are not kept)."""
+    cell: str
+    rep: int
+    stall_us: np.ndarray                 # per decode-critical step, the replayed KV stall (us)
+    op_median_us: dict[str, float]
+    op_p99_us: dict[str, float]
+    op_count: dict[str, int]
+    waits: int
+    counters: dict[str, int]
+    seconds: float
+    madvised_blocks: int
+    writer: list[str] = field(default_factory=list)
+
+
+class Driver:
+    """The replay's step hooks: the mapping's madvise advice for the slots whose class changed, the due time of the
+    next step published for spill scheduler v2, and the progress line."""
+
+    def __init__(self, st: Stack, sched: dict[int, list[tuple[int, np.ndarray]]], step_us: float, tick) -> None:
+        self.st, self.sched, self.step_us, self.tick = st, sched, step_us, tick
+        self.done = 0
+        self.madvised = 0
+        self.errors: list[str] = []
+
+    def step_begin(self, step: int) -> None:
+        self.st.slack.step_begin()
+
+    def step_end(self, step: int, next_step: int | None) -> None:
+        for advice, slots in self.sched.get(step, ()):
+            errs = self.st.arena.madvise(slots, advice)
+            self.madvised += int(slots.size)
+            if errs and len(self.errors) < 5:
+                self.errors += errs[:5 - len(self.errors)]
+        gap = (next_step - step) if next_step is not None else 1
+        self.st.slack.step_end(time.monotonic_ns() + int(self.step_us * 1e3 * gap))
+        self.done += 1
+        if self.done % PROGRESS_EVERY == 0:
+            self.tick(PROGRESS_EVERY)
+
+
+def _ops(op_us: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+    med, p99, n = {}, {}, {}
+    for name, vals in op_us.items():
+        if vals:
+            a = np.asarray(vals)
+            med[name], p99[name], n[name] = float(np.median(a)), float(np.percentile(a, 99)), int(a.size)
+    return med, p99, n
+
+
+def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Intensity, scratch: Path) -> \
+        tuple[list[RepRecord], list[dict[str, Any]]]:
+    """Every (repetition, cell) in ABBA order; returns the records and the commands started, in run order."""
+    by_name = {c.name: c for c in cells}
+    order = alternating_order([c.name for c in cells], reps)
+    steps = prep.steps()
+    total = steps * len(order)
+    records: list[RepRecord] = []
+    commands: list[dict[str, Any]] = []
+    bg = Background()
+    t_start = time.monotonic()
+    done_steps = 0
+    try:
+        with progress("e2e", total=total) as bar:
+            for k, (rep, name) in enumerate(order):
+                cell = by_name[name]
+                pr = prep.work[cell.policy]
+                label = f"[{k + 1}/{len(order)}] {name} rep {rep + 1}/{reps}"
+
+                def tick(n: int, label: str = label) -> None:
+                    bar.advance(n)
+                    bar.update(description=f"{label}: {_eta(t_start, done_steps + tick.steps, total)}")
+                    tick.steps += n
+                tick.steps = 0  # type: ignore[attr-defined]
+                bar.update(description=f"{label}: {_eta(t_start, done_steps, total)}")
+                argv = writer_argv(st.device.path, st.sizes.replay_bytes, st.sizes.spill_bytes, it,
+                                   prep.mapping_of(cell), TENANT_SECONDS, scratch, st.shm, rep)
+                driver = Driver(st, prep.schedule[cell.policy] if cell.intents else {}, pr.step_us, tick)
+                before = counters(st)
+                t0 = time.monotonic()
+                tenant = SpillTenant(argv, st.cap)
+                try:
+                    run = execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver)
+                finally:
+                    tenant.stop()
+                secs = time.monotonic() - t0
+                delta = counters(st).minus(before)
+                med, p99, n = _ops(run.op_us)
+                records.append(RepRecord(name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs,
+                                         driver.madvised, tenant.argv))
+                commands.append({"cell": name, "rep": rep, "writer": tenant.argv,
+                                 **({"madvise_errors": driver.errors} if driver.errors else {})})
+                bar.advance(steps - tick.steps)  # type: ignore[attr-defined]
+                done_steps += steps
+                p99_ms = float(np.percentile(run.step_latency_us + pr.step_us, 99)) / 1e3 \
+                    if run.step_latency_us.size else float("nan")
+                say(f"e2e {label}: {secs:.1f} s, TPOT p99 (no recompute) {p99_ms:.2f} ms, "
+                    f"swap-ins {delta['majfaults']}, {_eta(t_start, done_steps, total)}")
+    finally:
+        bg.close()
+    return records, commands
+
+
+def _eta(t0: float, done: int, total: int) -> str:
+    if done <= 0:
+        return f"0/{total} steps"
+    left = (time.monotonic() - t0) / done * (total - done)
+    return f"{done}/{total} steps, ETA {int(left // 60)}:{int(left % 60):02d}"

@@ -1,0 +1,73 @@
+"""`kvds e2e`'s typed results (summary.json and `--json`), registered as `kvds.summaries` e2e, e2e.cells,
+e2e-dry-run and documented key by key in docs/results.md."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.results import StoredSummary
+
+SCHEMA = "kvds.e2e/1"
+PLAN_SCHEMA = "kvds.e2e-plan/1"
+
+
+@dataclass(frozen=True)
+class CellFigures(StoredSummary):
+    """One cell of the factorial table (summary.json `cells.<cell>`). Estimates are {value, lo, hi, conf, n,
+    reason}: TPOT percentiles resample repetitions (harness.stats.bootstrap_percentiles), the rest are t intervals
+    over repetitions; fewer than 3 repetitions give point estimates. TPOT = replayed KV stall + modelled compute +
+    modelled recompute of the step (us)."""
+    STRICT = False
+    policy: str                                 # the cell's policy
+    intents: bool                               # the intent mapping applied (False: mapping none)
+    reps: int                                   # repetitions run
+    tpot_p50_us: dict[str, Any] | None          # TPOT median (us), interval resampling repetitions
+    tpot_p99_us: dict[str, Any] | None          # TPOT p99 (us), the same
+    slo_high: dict[str, Any]                    # high-priority request-steps within their TPOT deadline (share)
+    slo: dict[str, Any]                         # every request-step
+    goodput_tok_s: dict[str, Any]               # tokens that met their deadline per second of TPOT
+    prefill_tokens_recomputed: float | None     # the plan's recomputes x the block's tokens
+    slow_tier_bytes: dict[str, Any]             # bytes read + written on the slow tier's device (all tenants)
+    replay_slow_bytes: int                      # of which the plan's misses, prefetches and spills
+    tenant_write_bytes: dict[str, Any]          # the spill tenant's bytes (device writes minus the plan's spills)
+    swap_ins: dict[str, Any]                    # major faults in the memory cgroup (reclaimed pages read back)
+    memcg_failcnt: dict[str, Any]               # times the cgroup hit its limit
+    madvised_blocks: float | None               # blocks given madvise advice per repetition
+    seconds: dict[str, Any]                     # wall time of one repetition
+    sim_tpot_p50_us: float | None               # the simulator's prediction for the cell's policy
+    sim_tpot_p99_us: float | None               # the simulator's TPOT p99 (us)
+    sim_slo_high: float | None                  # the simulator's high-priority SLO attainment
+    sim_goodput_tok_s: float | None             # the simulator's goodput
+    measured_to_sim_p99: dict[str, Any]         # measured / simulated TPOT p99 (geometric mean over repetitions)
+    per_rep: list[dict[str, float]]             # each repetition's p50_us, p99_us, slo, slo_high, goodput
+    missing_cost: dict[str, Any] | None = None  # when the ratio is outside [0.5, 2]: the measured excess per
+    # modelled op (us per step), swap-ins and waits on background I/O; `largest` names it
+
+
+@dataclass(frozen=True)
+class E2eSummary(StoredSummary):
+    """`kvds e2e`'s result."""
+    schema: str                                 # "kvds.e2e/1"
+    cells: dict[str, dict[str, Any]]            # cell name -> CellFigures (e2e.cells)
+    effects: dict[str, dict[str, Any]]          # metric -> policy / mechanisms / interaction / whole_stack estimates
+    goals: dict[str, dict[str, Any]]            # goal -> verdict (status, goal, value, lo, hi, line)
+    order: list[list[Any]]                      # [[rep, cell], ...] as run
+    trace: dict[str, Any]                       # the slice: path, steps, events, block sizes, priorities' origin
+    setup: dict[str, Any]                       # device, scheduler, swap, memory limit, squeeze, mapping knobs
+    tenants: dict[str, Any]                     # stated intensity and the hog's measured one
+    load: dict[str, Any]                        # host load average before and after, the other kvds processes
+    seconds: float = 0.0                        # wall time of the whole run
+
+
+@dataclass(frozen=True)
+class E2ePlan(StoredSummary):
+    """`kvds e2e --dry-run`: what a run would do; nothing is set up, started or filed."""
+    schema: str                                 # "kvds.e2e-plan/1"
+    cells: list[str]                            # the four cells, reference first
+    order: list[list[Any]]                      # [[rep, cell], ...] as a run would go
+    trace: dict[str, Any]                       # the slice: path, steps, events, block sizes, priorities' origin
+    sizes: dict[str, Any]                       # slot, arena, slow tier, spill region, squeeze (bytes)
+    mapping: dict[str, Any]                     # the intent mapping's knobs per class
+    madvise_per_rep: dict[str, dict[str, int]]  # per policy: blocks per advice in one intent repetition
+    tenants: dict[str, Any]                     # the stated intensity
+    commands: list[dict[str, Any]] = field(default_factory=list)  # every command underneath, in order

@@ -1,0 +1,53 @@
+"""The factorial table and the effects table as rows of text cells: what `kvds e2e` prints and what the report's
+first table shows (one builder, so the two never disagree). Every estimate through harness/report/fmt."""
+from __future__ import annotations
+
+from typing import Any
+
+from harness.report import fmt
+
+HEADERS = ["cell", "TPOT p50 (ms)", "TPOT p99 (ms)", "high-prio SLO", "goodput (tok/s)", "prefill tok recomputed",
+           "slow-tier MiB", "swap-ins", "sim TPOT p99 (ms)", "measured / sim p99", "missing cost (>2x apart)"]
+EFFECT_HEADERS = ["metric", "policy alone", "mechanisms alone", "interaction", "whole stack vs reference"]
+EFFECT_LABELS = {"tpot_p99_ms": "TPOT p99 (ms)", "slo_high_points": "high-prio SLO (points)",
+                 "goodput_tok_s": "goodput (tok/s)"}
+
+
+def missing_text(mc: dict[str, Any] | None) -> str:
+    if not mc:
+        return ""
+    op = mc.get("largest")
+    d = (mc.get("detail") or {}).get(op) or {}
+    if not op:
+        return "no modelled op measured"
+    return (f"{op}: {d.get('measured_median_us', float('nan')):.0f} us measured vs {d.get('modelled_us', 0):.0f} "
+            f"modelled, {mc['excess_us_per_step'][op] / 1e3:+.2f} ms/step; swap-ins "
+            f"{mc['detail'].get('swap_ins_per_rep', 0):.0f}/rep")
+
+
+def factorial_rows(cells: dict[str, dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for name, c in cells.items():
+        rows.append([name, fmt.estimate(c.get("tpot_p50_us"), 1e-3), fmt.estimate(c.get("tpot_p99_us"), 1e-3),
+                     fmt.estimate(c.get("slo_high")), fmt.estimate(c.get("goodput_tok_s")),
+                     fmt.number(c.get("prefill_tokens_recomputed"), ".0f", why="no block tokens"),
+                     fmt.estimate(c.get("slow_tier_bytes"), 1 / 2**20), fmt.estimate(c.get("swap_ins")),
+                     fmt.number((c.get("sim_tpot_p99_us") or float("nan")) / 1e3, ".3g"),
+                     fmt.estimate(c.get("measured_to_sim_p99")), missing_text(c.get("missing_cost"))])
+    return rows
+
+
+def effect_rows(effects: dict[str, dict[str, Any]]) -> list[list[str]]:
+    return [[EFFECT_LABELS.get(k, k), *(fmt.estimate(v.get(e)) for e in ("policy", "mechanisms", "interaction",
+                                                                          "whole_stack"))]
+            for k, v in effects.items()]
+
+
+def goal_lines(goals: dict[str, dict[str, Any]]) -> list[str]:
+    return [f"{k}: {g['line']}" for k, g in goals.items()]
+
+
+def text(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])

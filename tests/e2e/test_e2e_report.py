@@ -1,0 +1,40 @@
+"""The report leads with the factorial table: an e2e run's section renders before the environment and the Summary
+table, so the report's first table is the factorial one, and its goals' verdict lines reach report.json."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.report.build import build_report
+from harness.report.context import load_suites
+from harness.results import ResultStore
+from e2e.cells import cells
+from e2e.summary import SCHEMA, E2eSummary
+
+
+def _cell(policy: str, intents: bool, p99_ms: float) -> dict:
+    est = lambda v: {"value": v, "lo": v * 0.9, "hi": v * 1.1, "conf": 0.95}  # noqa: E731
+    return {"policy": policy, "intents": intents, "reps": 3, "tpot_p50_us": est(4e3), "tpot_p99_us": est(p99_ms * 1e3),
+            "slo_high": est(0.9), "goodput_tok_s": est(1000.0), "sim_tpot_p99_us": 20e3,
+            "measured_to_sim_p99": est(p99_ms / 20)}
+
+
+def test_the_first_table_of_the_report_is_the_factorial_table(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "results")
+    grid = cells("LRU", "ExpectedNextUse")
+    line = "missed (goal TPOT p99 ratio <= 0.6: 0.9 [0.8, 1])"
+    summary = E2eSummary(SCHEMA, {c.name: _cell(c.policy, c.intents, 30.0 - 5 * i) for i, c in enumerate(grid)},
+                         {"tpot_p99_ms": {"policy": {"value": -1.0, "lo": -2.0, "hi": 0.0}}},
+                         {"tpot_p99_ratio": {"status": "missed", "line": line}}, [[0, c.name] for c in grid],
+                         {"path": "mooncake", "steps": 2000, "block_bytes": 16384}, {}, {"stated": {}}, {})
+    run = store.new_run("e2e", {})
+    run.write_summary(summary.as_dict())
+    paths = build_report(load_suites([run.run_id], store), tmp_path / "report")
+    md = paths["markdown"].read_text()
+    first = next(x for x in md.splitlines() if x.startswith("|"))
+    assert first.startswith("| cell | TPOT p50 (ms) | TPOT p99 (ms) |"), first
+    assert md.index("End to end") < md.index("| cell |")
+    rows = [x for x in md.splitlines() if x.startswith("| LRU / no intents")]
+    assert rows and "30 [27, 33]" in rows[0]  # TPOT p99 in ms with its interval
+    verdicts = json.loads(paths["json"].read_text())["verdicts"]
+    assert [v["e2e tpot_p99_ratio"] for v in verdicts.values()] == [line]

@@ -1,0 +1,107 @@
+"""`kvds e2e` on the real kernel at its smallest: the four cells run, the intent cells madvise and pace the spill
+tenant while the others do not, the tenants really load the memory cgroup and the device, and the journal puts
+everything back; and a SIGKILL mid-run followed by one `kvds restore` leaves the host as found (the pattern of
+tests/io/test_io_restore.py). Run under /tmp/kvds-kernel.lock (loop device, zram swap, cgroups)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from harness import doctor
+from harness.knobs.cgroups import hierarchy_for
+from harness.knobs.swap import active_swaps
+from tests.conftest import KVDS, REPO, journals_of
+
+pytestmark = [doctor.skip_unless("root"), doctor.skip_unless("loop", "memcg", "swap.zram", "io.ioload")]
+
+SMALL = ["--steps", "40", "--block-kib", "8", "--spill-region", "32M", "--hog-mib", "16"]
+
+
+def _loops_over(path: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line.split(":")[0] for line in out.splitlines() if str(path) in line]
+
+
+def _host_state(pid: int, work: Path) -> dict:
+    """What a run changes and must give back: its loop devices, its cgroups, swap devices, journals, scratch files."""
+    groups = []
+    for ctrl in ("memory", "blkio"):
+        _, root = hierarchy_for(ctrl)
+        groups += sorted(p.name for p in root.glob(f"kvds-{pid}-*"))
+    return {"loops": _loops_over(work), "cgroups": groups, "swaps": sorted(active_swaps()),
+            "journals": journals_of(pid), "scratch": sorted(str(p) for p in work.glob("*e2e*"))}
+
+
+def test_the_four_cells_run_and_leave_nothing(kvds_env: dict[str, str]) -> None:
+    work = Path(kvds_env["KVDS_WORK_DIR"])
+    work.mkdir(parents=True, exist_ok=True)
+    swaps = sorted(active_swaps())
+    proc = subprocess.Popen([*KVDS, "e2e", *SMALL, "--reps", "1", "--json"], cwd=REPO, env=kvds_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    s = json.loads(out)["summary"]
+    cells = s["cells"]
+    assert list(cells) == ["LRU / no intents", "LRU / intents", "ExpectedNextUse / no intents",
+                           "ExpectedNextUse / intents"]
+    for name, c in cells.items():
+        assert c["reps"] == 1 and c["tpot_p99_us"]["value"] > 0, name
+        assert (c["madvised_blocks"] > 0) == c["intents"], (name, c["madvised_blocks"])
+        assert c["slow_tier_bytes"]["value"] >= c["replay_slow_bytes"] > 0, name
+        assert c["sim_tpot_p99_us"] > 0 and c["measured_to_sim_p99"]["value"] > 0, name
+    # the intent cells' ioprio classes came from the mapping, the others' from none
+    assert s["setup"]["io_classes"]["LRU / intents"]["critical_read"] == "rt/0"
+    assert s["setup"]["io_classes"]["LRU / no intents"]["critical_read"] == "None"
+    # the memory limit sat below what the arena and the hog held: the cgroup hit it
+    assert 0 < s["setup"]["memcg_limit_bytes"] and sum(c["memcg_failcnt"]["value"] for c in cells.values()) > 0
+    assert s["tenants"]["hog_measured"]["passes"] > 0
+    cmds = json.loads((Path(json.loads(out)["run"]) / "commands.json").read_text())["commands"]
+    for c in cmds:
+        paced = "--pace" in c["writer"]
+        assert paced == c["cell"].endswith("/ intents"), c
+    assert set(s["goals"]) == {"tpot_p99_ratio", "slo_high_gain_points", "goodput_ratio"}
+    assert all(g["status"] == "inconclusive" for g in s["goals"].values())  # one repetition: no interval
+    assert _host_state(proc.pid, work) == {"loops": [], "cgroups": [], "swaps": swaps, "journals": [],
+                                           "scratch": []}
+    # the report leads with the factorial table: its first table
+    out_dir = work.parent / "report"
+    rep = subprocess.run([*KVDS, "report", json.loads(out)["run"], "--out", str(out_dir)], cwd=REPO, env=kvds_env,
+                         capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    md = (out_dir / "report.md").read_text()
+    first_table = next(line for line in md.splitlines() if line.startswith("|"))
+    assert first_table.startswith("| cell | TPOT p50 (ms) | TPOT p99 (ms) | high-prio SLO"), first_table
+    assert "e2e tpot_p99_ratio" in json.loads((out_dir / "report.json").read_text())["verdicts"][
+        next(iter(json.loads((out_dir / "report.json").read_text())["verdicts"]))]
+
+
+def test_sigkill_then_one_restore_leaves_the_host_as_found(kvds_env: dict[str, str]) -> None:
+    work = Path(kvds_env["KVDS_WORK_DIR"])
+    work.mkdir(parents=True, exist_ok=True)
+    swaps = sorted(active_swaps())
+    proc = subprocess.Popen([*KVDS, "e2e", *SMALL, "--reps", "20"], cwd=REPO, env=kvds_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    workers: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the hog and a spill tenant: the cells are running
+            workers = psutil.Process(proc.pid).children()
+            if len(workers) >= 2:
+                break
+            time.sleep(0.2)
+        assert len(workers) >= 2, "the run never started its tenants"
+        changed = _host_state(proc.pid, work)
+        assert changed["loops"] and len(changed["cgroups"]) == 3 and changed["swaps"] != swaps, changed
+    finally:
+        proc.kill()  # kvds alone: its workers must follow by themselves
+        proc.wait()
+    _, alive = psutil.wait_procs(workers, timeout=10)
+    assert alive == [], f"tenants outlived their kvds process: {alive}"
+    res = subprocess.run([*KVDS, "restore"], cwd=REPO, env=kvds_env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert _host_state(proc.pid, work) == {"loops": [], "cgroups": [], "swaps": swaps, "journals": [],
+                                           "scratch": []}
