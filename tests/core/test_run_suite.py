@@ -160,7 +160,8 @@ def _check_e2e(rj: dict, label: str, results: Path, st: dict) -> None:
 
 
 CHECKS = {"e2e": _check_e2e, "io": _check_io, "io-sweep": _check_io_sweep, "io-model": _check_io_model,
-          "vm": _check_vm, "qemu": _check_qemu, "policy": _check_policy, "policy-sweep": _check_policy_sweep, "replay": _check_replay}
+          "vm": _check_vm, "qemu": _check_qemu, "policy": _check_policy, "policy-sweep": _check_policy_sweep,
+          "replay": _check_replay}
 
 
 def test_every_stage_with_figures_has_a_check() -> None:
