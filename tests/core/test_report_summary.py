@@ -39,7 +39,10 @@ def test_summary_rows_come_from_the_sections_headlines(tmp_path: Path) -> None:
 
 
 class _Section:
-    """A stand-in for a track's registered section (an entry point's load() gives its render function)."""
+    """A stand-in for a track's registered section (an entry point's name orders it; load() gives its render
+    function)."""
+
+    name = "io"
 
     @staticmethod
     def load():
