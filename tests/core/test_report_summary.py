@@ -41,6 +41,8 @@ def test_summary_rows_come_from_the_sections_headlines(tmp_path: Path) -> None:
 class _Section:
     """A stand-in for a track's registered section (an entry point's load() gives its render function)."""
 
+    name = "10-stand-in"  # an entry point's name: its place in the report ("00-..." would lead)
+
     @staticmethod
     def load():
         def render(ctx: ReportContext) -> None:
