@@ -28,8 +28,8 @@ def stages(suite_dir: Path) -> list[Stage]:
         # The thesis first: a real trace through the whole stack, {LRU, kvds policy} x {no intents, intents}; the
         # report's first table is its factorial table (the e2e section leads the report).
         Stage("e2e", "a serving-trace slice through the whole stack: policy x mechanism, with other tenants",
-              ("e2e", "--quick", "--json"), ("e2e", "--json"), needs=("root", "loop", "memcg", "swap.zram", "io.ioload"),
-              timeout_s=3600),
+              ("e2e", "--quick", "--json"), ("e2e", "--json"),
+              needs=("root", "loop", "memcg", "swap.zram", "io.ioload"), timeout_s=3600),
         Stage("io", "decode-critical reads under spill pressure, with eBPF block-layer histograms",
               ("io", "bench", "--duration", "3", "--reps", "2", "--ebpf", "--json"),
               ("io", "bench", "--duration", "8", "--reps", "5", "--ebpf", "--json"),
