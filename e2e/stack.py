@@ -56,6 +56,7 @@ class Stack:
     arena: Arena
     io: SlotIO
     hog: MemoryHog
+    main: knobs.Cgroup      # kvds's own group: its faults on the arena (swap-ins) count there
     cap: knobs.Cgroup
     shm: Path
     slack: SlackPage
@@ -86,13 +87,14 @@ def build(sizes: Sizes, work: Path, scheduler: str, it: Intensity, interval_ns: 
     # kvds itself leaves the squeezed group once the arena is faulted: the arena's pages stay charged there (and
     # come back there from swap), the interpreter's own allocations go to an unlimited group, so the squeeze is
     # exactly the arena and the hog, the same in every cell
-    knobs.create_cgroup("e2e-main", ("memory",)).add_pid(os.getpid())
+    main = knobs.create_cgroup("e2e-main", ("memory",))
+    main.add_pid(os.getpid())
     usage = charge(memcg)
     limit = max(sizes.slot_bytes, usage - sizes.squeeze_bytes)
     memcg.set("memory", limit_file, limit)
     shm = knobs.create_file(Path("/dev/shm") / f"kvds-e2e-slack-{os.getpid()}", 4096)
     return Stack(sizes, device, sched, swap.device, memcg, limit_file, limit, arena, SlotIO(dev, sizes.slot_bytes),
-                 hog, spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns))
+                 hog, main, spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns))
 
 
 def charge(memcg: knobs.Cgroup) -> int:
@@ -111,7 +113,7 @@ class Counters:
     """Cumulative counters read before and after each cell repetition."""
     read_bytes: int       # the slow tier's device, all readers
     write_bytes: int      # the slow tier's device, all writers (the replay's spills and the spill tenant)
-    majfaults: int        # major faults charged to the memory cgroup (swap-ins of reclaimed arena/hog pages)
+    majfaults: int        # major faults of kvds (its arena reads) and the hog: swap-ins of reclaimed pages
     failcnt: int          # times the cgroup hit its limit (v1)
 
     def minus(self, before: "Counters") -> dict[str, int]:
@@ -120,9 +122,11 @@ class Counters:
 
 def counters(st: Stack) -> Counters:
     f = (Path("/sys/block") / Path(st.device.path).name / "stat").read_text().split()
-    stat = dict(line.split() for line in st.memcg.get("memory", "memory.stat").splitlines() if line.strip())
+    def majfaults(cg: knobs.Cgroup) -> int:  # a fault counts in the faulting task's group, not the page's
+        stat = dict(line.split() for line in cg.get("memory", "memory.stat").splitlines() if line.strip())
+        return int(stat.get("pgmajfault", 0))
     try:
         failcnt = int(st.memcg.get("memory", "memory.failcnt").strip())
     except (OSError, ValueError):
         failcnt = 0
-    return Counters(int(f[2]) * 512, int(f[6]) * 512, int(stat.get("pgmajfault", 0)), failcnt)
+    return Counters(int(f[2]) * 512, int(f[6]) * 512, majfaults(st.memcg) + majfaults(st.main), failcnt)

@@ -30,7 +30,7 @@ class CellFigures(StoredSummary):
     slow_tier_bytes: dict[str, Any]             # bytes read + written on the slow tier's device (all tenants)
     replay_slow_bytes: int                      # of which the plan's misses, prefetches and spills
     tenant_write_bytes: dict[str, Any]          # the spill tenant's bytes (device writes minus the plan's spills)
-    swap_ins: dict[str, Any]                    # major faults in the memory cgroup (reclaimed pages read back)
+    swap_ins: dict[str, Any]                    # major faults of kvds and the hog (reclaimed pages read back)
     memcg_failcnt: dict[str, Any]               # times the cgroup hit its limit
     madvised_blocks: float | None               # blocks given madvise advice per repetition
     seconds: dict[str, Any]                     # wall time of one repetition
