@@ -110,7 +110,7 @@ def run(cfg: LazyConfig) -> Filed[LazySummary]:
     config = {**asdict(cfg), "mix": format_mix(mix), "cells": cells, "unavailable": unavailable,
               "mglru_setting": setting.name, "mglru_reason": why}
     with journal.session():
-        swap_backend.set_up("zram", int(lay0.arena_bytes * SWAP_HEADROOM))
+        device = swap_backend.set_up("zram", int(lay0.arena_bytes * SWAP_HEADROOM)).device
         filed = ResultStore().new_run("vm-lazy", config)
         order = stats.alternating_order(cells, cfg.reps)
         with progress.progress("vm lazy", total=len(order)) as bar:
@@ -118,6 +118,7 @@ def run(cfg: LazyConfig) -> Filed[LazySummary]:
                 name, _, pct = cell.rpartition("@")
                 p = float(pct)
                 bar.update(description=f"rep {r + 1}/{cfg.reps} {cell}")
+                written0 = swap_backend.written_bytes(device)
                 try:
                     with journal.scoped():
                         mglru.apply(setting)
@@ -128,7 +129,8 @@ def run(cfg: LazyConfig) -> Filed[LazySummary]:
                     killed.setdefault(cell, []).append(f"rep {r}: {exc}")
                     bar.advance()
                     continue
-                results[(name, p)].append(lazy_rep(res, classes))
+                written = swap_backend.written_bytes(device) - written0
+                results[(name, p)].append(lazy_rep(res, classes, written, lay0.page_bytes))
                 if "decode-critical" in res.latency_ns:
                     filed.write_samples(f"reaccess_ns__{name}@{pct}__decode-critical__rep{r}",
                                         res.latency_ns["decode-critical"])

@@ -18,27 +18,29 @@ from kernel_vm import experiment_figures as fig
 from kernel_vm.paired_p99 import MARGIN, p99_vs_reference
 from kernel_vm.repetition import RepResult
 
-SCHEMA = "kvds.vm-lazy/1"
+SCHEMA = "kvds.vm-lazy/2"
+"""/2: written bytes from the swap device's block write sectors (/1 read pswpout, absent from the guest's /proc/vmstat:
+its written figures are 0 and not a measurement)."""
 DC = "decode-critical"
 
 
 @dataclass(frozen=True)
 class LazyRep:
     """What one repetition contributes (not stored as such: the rows keep the per-repetition lists)."""
-    written_pages: int          # pswpout over apply + squeeze + re-access (global vmstat; the guest runs only this)
-    written_in_apply_pages: int  # pswpout during the apply phase alone: the mapping's own eager writes
+    written_pages: int          # pages written to the swap device over the repetition (its block write sectors)
+    written_in_apply_pages: int  # arena pages swapped out right after the apply phase: the mapping's own writes
     refaults: int               # major faults of the arena process during the re-access of every page
     refaults_by_class: dict[str, int]
     dc_swapped_out: int         # decode-critical pages with a swap PTE after the squeeze
     dc_latency_ns: np.ndarray   # decode-critical first-touch re-access latencies
 
 
-def lazy_rep(res: RepResult, classes: Sequence[str]) -> LazyRep:
-    apply_out = int((res.facts.vmstat_apply or {}).get("pswpout", 0))
-    later_out = int((res.facts.vmstat or {}).get("pswpout", 0))
+def lazy_rep(res: RepResult, classes: Sequence[str], written_bytes: int, page_bytes: int) -> LazyRep:
+    """written_bytes: what the swap device took during the repetition (swap_backend.written_bytes delta)."""
+    apply_out = int(sum(res.residency["after_apply"]["swapped"]))
     by_class = {c: int(res.faults.get(c, {}).get("major", 0)) for c in classes}
     dc_swapped = int(res.residency["after_pressure"]["swapped"][list(classes).index(DC)])
-    return LazyRep(apply_out + later_out, apply_out, sum(by_class.values()), by_class, dc_swapped,
+    return LazyRep(written_bytes // page_bytes, apply_out, sum(by_class.values()), by_class, dc_swapped,
                    res.latency_ns.get(DC, np.empty(0, dtype=np.int64)))
 
 
@@ -48,8 +50,9 @@ class LazyRow(StoredSummary):
     STRICT = False
     mapping: str                         # the mechanism (a harness/mappings name)
     pressure_pct: float                  # share of the arena that may not stay resident (0: no limit at all)
-    written_bytes: dict[str, Any]        # pages written to swap x page size: per_rep, mean{value, lo, hi}
-    written_in_apply_bytes: dict[str, Any]  # of which before any pressure (MADV_PAGEOUT's eager writes)
+    written_bytes: dict[str, Any]        # bytes the swap device took over the repetition: per_rep, mean{value, lo, hi}
+    written_in_apply_bytes: dict[str, Any]  # arena bytes swapped out right after the apply phase (MADV_PAGEOUT's
+    # eager writes, before any pressure)
     refaults: dict[str, Any]             # major faults re-reading the arena: per_rep, mean
     refaults_by_class: dict[str, float]  # mean major faults per repetition, per class
     decode_critical_swapped_out: dict[str, Any]  # pages: per_rep, mean
@@ -62,7 +65,7 @@ class LazyRow(StoredSummary):
 @dataclass(frozen=True)
 class LazySummary(StoredSummary):
     """`kvds vm lazy`: lazy vs eager reclaim hints over a pressure sweep."""
-    schema: str                          # kvds.vm-lazy/1
+    schema: str                          # kvds.vm-lazy/2
     mappings: list[str]                  # the mechanisms, in --mapping order
     reference: str                       # the mechanism the others are judged against
     pressures_pct: list[float]           # the sweep

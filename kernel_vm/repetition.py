@@ -49,7 +49,6 @@ class RepFacts:
     mm_intent: dict[str, Any] | None = None       # what the repetition registered (mm_intent.register) and cleared
     madvise_errors: list[str] | None = None       # madvise calls that failed, with errno
     apply_s: float | None = None                  # registrations + madvise
-    vmstat_apply: dict[str, int] | None = None    # /proc/vmstat delta over the apply phase (MADV_PAGEOUT's writes)
     damon: dict[str, Any] | None = None           # the DAMOS schemes and their stats (damos variants)
     pressure_mode: str | None = None              # limit or antagonist
     squeeze_limit_bytes: int | None = None        # the limit written to `squeeze`
@@ -147,7 +146,6 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
 
             # apply: the mapping's mm_intent registrations, then its madvise per class
             errors: list[str] = []
-            vm_apply0 = measure.vmstat()
             t = measure.Stopwatch()
             registered = mm_intent.uses_mm_intent(mapping)
             if registered:
@@ -161,7 +159,6 @@ def run_once(layout: Layout, mapping: Mapping, pressure_pct: float, tag: str,
                         errors += proc.madvise(blocks, MADVISE_ADVICE[name])
             out.facts.madvise_errors = errors
             out.facts.apply_s = t.seconds()
-            out.facts.vmstat_apply = measure.delta(measure.vmstat(), vm_apply0)
             if damos is not None:
                 out.facts.damon = damos(proc, placement)
             out.residency["after_apply"] = _snapshot(proc, layout)

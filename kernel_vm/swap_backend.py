@@ -86,3 +86,11 @@ def zram_stats(device: str) -> dict[str, int]:
     if not f.exists():
         return {}
     return dict(zip(names, (int(x) for x in f.read_text().split())))
+
+
+def written_bytes(device: str) -> int:
+    """Bytes written to a swap block device since it was set up: the block layer's write sectors
+    (/sys/block/<dev>/stat field 7, 512-byte units). Counts every swap-out, also where the kernel has no VM event
+    counters (the guest lab's allnoconfig-style kernel has no pswpout in /proc/vmstat)."""
+    fields = Path(f"/sys/block/{Path(device).name}/stat").read_text().split()
+    return int(fields[6]) * 512

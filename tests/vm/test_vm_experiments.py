@@ -244,3 +244,13 @@ def test_the_kernels_ranges_file_sums_pages_per_tier_of_the_process() -> None:
                                      "3": {"ranges": 1, "bytes": 0x10000, "kept": 16, "yielded": 0, "demoted": 0}}
     with pytest.raises(ValueError, match="10 fields"):
         parse_ranges("7 0x0 0x1000 0x1 0 0\n", 7)
+
+
+def test_swap_device_writes_come_from_the_block_layers_counters() -> None:
+    from kernel_vm import swap_backend
+
+    devices = sorted(p.name for p in Path("/sys/block").iterdir() if (p / "stat").exists())
+    if not devices:
+        pytest.skip("no block device with a stat file")
+    fields = (Path("/sys/block") / devices[0] / "stat").read_text().split()
+    assert swap_backend.written_bytes(f"/dev/{devices[0]}") >= int(fields[6]) * 512  # a counter: it only grows
