@@ -5,11 +5,12 @@ as one JSON line."""
 from __future__ import annotations
 
 import argparse
-import json
 import mmap
 import signal
 import sys
 import time
+
+from harness import results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
             print("ready", flush=True)
         time.sleep(a.pause_ms / 1e3)
     secs = time.monotonic() - t0
-    print(json.dumps({"passes": passes, "seconds": secs, "mib_per_s": passes * a.mib / secs if secs else 0.0}),
-          flush=True)
+    print(results.dumps({"passes": passes, "seconds": secs, "mib_per_s": passes * a.mib / secs if secs else 0.0},
+                        indent=None), flush=True)
     return 0
 
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 from typing import Any
 
+from harness import results
 from harness.errors import UserError
 
 PROG = "python -m net_priority.link_agent"
@@ -79,7 +80,7 @@ def serve(link: dict[str, str]) -> None:
             answer = runq_wait_pid(int(words[1]))
         else:
             answer = {"error": f"unknown request {line.strip()!r} (stats, runq PID)"}
-        print(json.dumps(answer), flush=True)
+        print(results.dumps(answer, indent=None), flush=True)
 
 
 def _leave(signum: int, frame: Any) -> None:
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             raise UserError(f"--setup is not JSON: {exc}") from None
         link = install(args.peer, setup)
-        print("ready " + json.dumps(link), flush=True)
+        print("ready " + results.dumps(link, indent=None), flush=True)
         serve(link)
     except UserError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
