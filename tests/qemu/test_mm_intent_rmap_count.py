@@ -19,8 +19,9 @@ SERIES = sorted(build.series_dir("mm_intent").glob("*.patch"))
 VARIANT = sorted(build.series_dir("broken-rmap-count").glob("*.patch"))
 RMAP_TESTS = ("fork_child_keeps_critical_pages_its_parent_copied",
               "shared_file_pages_stay_when_another_mapper_never_touched_them")
-GUARDED = re.compile(r"if \(pra->mapcount != mapcount\)\n\t\tmm_intent_folio_mapping\(")
-UNGUARDED = re.compile(r"\n\tmm_intent_folio_mapping\(&pra->intent, vma, start, folio\);")
+# The walk notes intents only for folio_referenced_intent() (pra->intent set), and only where it found the folio.
+GUARDED = re.compile(r"if \(pra->intent && pra->mapcount != mapcount\)\n\t\tmm_intent_folio_mapping\(")
+UNGUARDED = re.compile(r"if \(pra->intent\)\n\t\tmm_intent_folio_mapping\(pra->intent, vma, start, folio\);")
 
 
 def _folio_referenced_one(tree: Path) -> str:
