@@ -112,7 +112,7 @@ def _kvds_bulk(cfg: NetSetup, lab: Lab, work: Path, cmds: Commands) -> float | N
         t1 = time.monotonic_ns()
     finally:
         stop(receiver, "net bulk-receiver")
-    return bulk_mbit(out, t0, t1)
+    return bulk_mbit(out.read_bytes() if out.exists() else None, t0, t1)
 
 
 def run(cfg: NetSetup, lab: Lab, cmds: Commands) -> dict[str, Any]:
