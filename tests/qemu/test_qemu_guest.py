@@ -29,7 +29,8 @@ def test_exit_status_and_share(kernel: build.KernelBuild, tmp_path: Path) -> Non
                                      timeout=300)
     assert res.status == 3 and not res.findings and not res.timed_out, res.failure
     assert (tmp_path / "lru").read_text().strip().startswith("0x")
-    assert (tmp_path / "files").read_text().split() == ["budget", "clear", "dump", "lookup", "register", "stats"]
+    assert (tmp_path / "files").read_text().split() == ["budget", "clear", "dump", "lookup", "ranges", "register",
+                                                        "stats"]      # "ranges": 0008's per-range tiers and counters
     # beyond debug-exit's 7 bits
     assert guest_command.run_for_status(kernel.id, ["sh", "-c", "exit 200"], timeout=300) == 200
 
