@@ -60,7 +60,8 @@ def endpoint_command(python: str, role: str, args: list[str], rt: bool) -> str:
 
 
 def planned_lab(hosts: TwoHosts, tag: str) -> Lab:
-    """What `--dry-run` can name before connecting: the hosts (placeholders for --netns-hosts), the decode address."""
+    """What `--dry-run` can name before connecting: the hosts and the decode address. What exists only once the
+    run builds it (the --netns-hosts pair, the sender's interface) is named in angle brackets, as the plan prints it."""
     if hosts.netns_lab:
         return Lab(tag, "ssh://root@<netns host 0>", "ssh://root@<netns host 1>", "kvw<tag>p", "kvw<tag>d",
                    "10.253.<n>.1/30", "10.253.<n>.2/30")
