@@ -31,6 +31,7 @@ FAST_LOC, SLOW_LOC, NONE_LOC = codes.LOC_FAST, codes.LOC_SLOW, codes.LOC_NONE
 ACCESS, HINT, ALLOC = codes.ACCESS, codes.HINT, codes.ALLOC
 OP_HIT, OP_MISS, OP_ALLOC, OP_SPILL_SYNC, OP_SPILL_BG, OP_FREE, OP_EVICT_CLEAN = 0, 1, 2, 3, 4, 6, 9
 CHARGED, DC_ACCESS = 1, 2
+START_CAP = 1 << 16  # first size of the heap and of the per-step columns; they grow (and the heap sheds stale entries)
 
 
 def eligible(policy: Policy) -> bool:
@@ -80,6 +81,58 @@ def _heap_pop(hk, hk2, hp, hb, n):
     if n > 0:
         hk[i], hk2[i], hp[i], hb[i] = key, key2, pid, b
     return n
+
+
+@njit
+def _grown_f(a, need):
+    """`a` copied into an array of at least `need` (twice its size): the columns grow with what is filed."""
+    out = np.zeros(max(need, 2 * a.shape[0]), dtype=np.float64)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit
+def _grown_i(a, need):
+    out = np.zeros(max(need, 2 * a.shape[0]), dtype=np.int64)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit
+def _sift_down(hk, hk2, hp, hb, n, i):
+    key, key2, pid, b = hk[i], hk2[i], hp[i], hb[i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _before(hk[c + 1], hk2[c + 1], hp[c + 1], hk[c], hk2[c], hp[c]):
+            c += 1
+        if _before(hk[c], hk2[c], hp[c], key, key2, pid):
+            hk[i], hk2[i], hp[i], hb[i] = hk[c], hk2[c], hp[c], hb[c]
+            i = c
+        else:
+            break
+    hk[i], hk2[i], hp[i], hb[i] = key, key2, pid, b
+
+
+@njit
+def _compacted(hk, hk2, hp, hb, st, loc, cur_seq):
+    """A full heap without its superseded entries (simulator.compact: (key, push id) is a total order and an entry
+    never revives, so every later pop is the same), in arrays twice as large when it is still over half full. Keeps
+    the heap at a few times the resident blocks instead of one entry per push (a whole serving trace: ~70M)."""
+    n = 0
+    for j in range(st[HEAP_N]):
+        v = hb[j]
+        if loc[v] == FAST_LOC and cur_seq[v] == hp[j]:
+            hk[n], hk2[n], hp[n], hb[n] = hk[j], hk2[j], hp[j], hb[j]
+            n += 1
+    for j in range(n // 2 - 1, -1, -1):
+        _sift_down(hk, hk2, hp, hb, n, j)
+    st[HEAP_N] = n
+    if 2 * n < hk.shape[0]:
+        return hk, hk2, hp, hb
+    size = 2 * hk.shape[0]
+    return _grown_f(hk, size), _grown_f(hk2, size), _grown_i(hp, size), _grown_i(hb, size)
 
 
 @njit
@@ -156,7 +209,7 @@ def _end_step(lat, n_lat, latency, req_order, req_block, n_step_reqs, rs_step, r
 
 @njit
 def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, n_req, deadline, cap, slow_cap,
-         fast_rl, fast_rg, slow_rl, slow_rg, slow_wl, slow_wg, step_us, record):
+         fast_rl, fast_rg, slow_rl, slow_rg, slow_wl, slow_wg, step_us, record, start_cap):
     n = steps.shape[0]
     nb = size.shape[0]
     st = np.zeros(N_STATE, dtype=np.int64)
@@ -164,20 +217,20 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
     copy = np.zeros(nb, dtype=np.uint8)
     cur_seq = np.full(nb, -1, dtype=np.int64)
     tail = np.full(n_req, -1, dtype=np.int64)
-    kept = np.zeros(n + 1, dtype=np.int64)
-    hk = np.zeros(n + 1, dtype=np.float64)
-    hk2 = np.zeros(n + 1, dtype=np.float64)
-    hp = np.zeros(n + 1, dtype=np.int64)
-    hb = np.zeros(n + 1, dtype=np.int64)
+    kept = np.zeros(start_cap, dtype=np.int64)
+    hk = np.zeros(start_cap, dtype=np.float64)
+    hk2 = np.zeros(start_cap, dtype=np.float64)
+    hp = np.zeros(start_cap, dtype=np.int64)
+    hb = np.zeros(start_cap, dtype=np.int64)
     n_ops = 2 * n + 1 if record else 1
     ops_step = np.zeros(n_ops, dtype=np.int64)
     ops_op = np.zeros(n_ops, dtype=np.uint8)
     ops_block = np.zeros(n_ops, dtype=np.int32)
     ops_charge = np.zeros(n_ops, dtype=np.uint8)
-    lat = np.zeros(n + 1, dtype=np.float64)
-    rs_step = np.zeros(n + 1, dtype=np.int64)
-    rs_deadline = np.zeros(n + 1, dtype=np.float64)
-    rs_band = np.zeros(n + 1, dtype=np.int64)
+    lat = np.zeros(start_cap, dtype=np.float64)
+    rs_step = np.zeros(start_cap, dtype=np.int64)
+    rs_deadline = np.zeros(start_cap, dtype=np.float64)
+    rs_band = np.zeros(start_cap, dtype=np.int64)
     req_order = np.zeros(n_req, dtype=np.int64)   # requests with a decode-critical access this step, first-seen
     req_block = np.zeros(n_req, dtype=np.int64)   # ... and the last such block of each
     req_mark = np.full(n_req, -1, dtype=np.int64)
@@ -197,6 +250,12 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
         s = steps[i]
         if s != cur_step:
             if n_step_reqs:
+                if n_lat == lat.shape[0]:
+                    lat = _grown_f(lat, n_lat + 1)
+                if n_rs + n_step_reqs > rs_step.shape[0]:
+                    rs_step, rs_deadline, rs_band = (_grown_i(rs_step, n_rs + n_step_reqs),
+                                                     _grown_f(rs_deadline, n_rs + n_step_reqs),
+                                                     _grown_i(rs_band, n_rs + n_step_reqs))
                 n_lat, n_rs = _end_step(lat, n_lat, step_us + step_cost, req_order, req_block, n_step_reqs,
                                         rs_step, rs_deadline, rs_band, n_rs, deadline, band)
                 n_step_reqs = 0
@@ -223,6 +282,8 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
                     loc[b] = FAST_LOC
                     if copy[b]:
                         if slow_cap:
+                            if st[KEPT_N] == kept.shape[0]:
+                                kept = _grown_i(kept, st[KEPT_N] + 1)
                             kept[st[KEPT_N]] = b
                             st[KEPT_N] += 1
                     else:
@@ -264,11 +325,15 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
                 req_block[r] = b
             st[PUSH_ID] += 1
             cur_seq[b] = st[PUSH_ID]
+            if st[HEAP_N] == hk.shape[0]:
+                hk, hk2, hp, hb = _compacted(hk, hk2, hp, hb, st, loc, cur_seq)
             st[HEAP_N] = _heap_push(hk, hk2, hp, hb, st[HEAP_N], keys[i], keys2[i], st[PUSH_ID], b)
         elif k == HINT:
             if hint_push and loc[b] == FAST_LOC:   # uses_hints: a resident block is re-filed under the hint's key
                 st[PUSH_ID] += 1
                 cur_seq[b] = st[PUSH_ID]
+                if st[HEAP_N] == hk.shape[0]:
+                    hk, hk2, hp, hb = _compacted(hk, hk2, hp, hb, st, loc, cur_seq)
                 st[HEAP_N] = _heap_push(hk, hk2, hp, hb, st[HEAP_N], keys[i], keys2[i], st[PUSH_ID], b)
         elif k == ALLOC:
             tail[reqi[b]] = b
@@ -299,6 +364,8 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
                 _op(ops_step, ops_op, ops_block, ops_charge, st, cur_step, OP_ALLOC, b, 0)
             st[PUSH_ID] += 1
             cur_seq[b] = st[PUSH_ID]
+            if st[HEAP_N] == hk.shape[0]:
+                hk, hk2, hp, hb = _compacted(hk, hk2, hp, hb, st, loc, cur_seq)
             st[HEAP_N] = _heap_push(hk, hk2, hp, hb, st[HEAP_N], keys[i], keys2[i], st[PUSH_ID], b)
         else:
             if loc[b] == FAST_LOC:
@@ -313,10 +380,21 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
             loc[b] = NONE_LOC
             cur_seq[b] = -1
     if st[ERR] == 0 and n_step_reqs:
+        if n_lat == lat.shape[0]:
+            lat = _grown_f(lat, n_lat + 1)
+        if n_rs + n_step_reqs > rs_step.shape[0]:
+            rs_step, rs_deadline, rs_band = (_grown_i(rs_step, n_rs + n_step_reqs),
+                                             _grown_f(rs_deadline, n_rs + n_step_reqs),
+                                             _grown_i(rs_band, n_rs + n_step_reqs))
         n_lat, n_rs = _end_step(lat, n_lat, step_us + step_cost, req_order, req_block, n_step_reqs,
                                 rs_step, rs_deadline, rs_band, n_rs, deadline, band)
     return (st, counts, band_acc, band_miss, bg_wait, lat[:n_lat], rs_step[:n_rs], rs_deadline[:n_rs],
             rs_band[:n_rs], ops_step[:st[NOPS]], ops_op[:st[NOPS]], ops_block[:st[NOPS]], ops_charge[:st[NOPS]])
+
+
+def _as(column: np.ndarray, dtype) -> np.ndarray:
+    """The column itself when it already has `dtype` (a whole trace's copy is hundreds of MB per column)."""
+    return np.ascontiguousarray(column, dtype=dtype)
 
 
 def simulate_into(res, trace: Trace, policy: Policy, tiers: TierModel, band: np.ndarray, record: bool) -> None:
@@ -330,13 +408,13 @@ def simulate_into(res, trace: Trace, policy: Policy, tiers: TierModel, band: np.
     reqi = req - lo
     n_req = int(reqi.max()) + 1 if req.size else 1
     fast, slow = tiers.fast, tiers.slow
-    out = _run(trace.step.astype(np.int64), trace.kind.astype(np.uint8), trace.block.astype(np.int64),
-               trace.critical.astype(np.bool_), np.ascontiguousarray(keys), np.ascontiguousarray(keys2),
-               bool(policy.uses_hints), trace.block_size.astype(np.int64), band, reqi, n_req,
+    out = _run(_as(trace.step, np.int64), _as(trace.kind, np.uint8), _as(trace.block, np.int32),
+               _as(trace.critical, np.bool_), np.ascontiguousarray(keys), np.ascontiguousarray(keys2),
+               bool(policy.uses_hints), _as(trace.block_size, np.int64), band, reqi, n_req,
                trace.block_deadline_us.astype(np.float64), int(tiers.fast_capacity), int(tiers.slow_capacity),
                float(fast.read_latency_us), float(fast.read_gbps), float(slow.read_latency_us),
                float(slow.read_gbps), float(slow.write_latency_us), float(slow.write_gbps), float(tiers.step_us),
-               bool(record))
+               bool(record), START_CAP)
     st, counts, band_acc, band_miss, bg_wait, lat, rs_step, rs_deadline, rs_band = out[:9]
     if st[ERR] == ERR_FAST_FULL:
         raise UserError(f"fast tier ({tiers.fast_capacity} bytes) cannot hold a {int(st[ERR_ARG])}-byte block")

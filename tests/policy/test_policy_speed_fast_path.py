@@ -48,6 +48,21 @@ def test_fast_path_decides_as_the_reference_loop(profile: str, policy: str) -> N
         same(fast, ref)
 
 
+@pytest.mark.parametrize("policy", ["LRU", "MIN", "SGLang-priority"])
+def test_fast_path_sheds_stale_heap_entries_and_grows_as_the_reference_loop(policy: str, monkeypatch) -> None:
+    """Columns that start at 8 entries: the heap is compacted and every array regrown thousands of times, and the
+    decisions are still the reference loop's (and those of the large starting size)."""
+    t = generate(get_profile("balanced"), 1, 30_000)
+    tm = tiers(t, 0.5, 0.6)
+    ref = simulate(t, make_policy(policy), tm, record=True, fast=False)
+    big = simulate(t, make_policy(policy), tm, record=True)
+    monkeypatch.setattr(simulator_fast, "START_CAP", 8)
+    small = simulate(t, make_policy(policy), tm, record=True)
+    assert len(t) > 1000 * 8 and small.step_latency_us.size > 8
+    same(small, ref)
+    same(big, ref)
+
+
 def test_only_event_keyed_policies_take_the_fast_path() -> None:
     fast = {p for p in parse_policies("all,engines") if simulator_fast.eligible(make_policy(p))}
     assert fast == {"LRU", "MIN", "PrioMIN", "vLLM-prefix", "SGLang-radix", "SGLang-priority", "TRTLLM-retention"}
