@@ -68,12 +68,18 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
                    help="comma list or 'all'; a policy may carry parameters, e.g. ExpectedNextUse:priority_weight=1.5")
     _trace_args(p)
     p.add_argument("--requests", help="request trace (CSV/JSONL) to batch with each seed (same as --trace)")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="worker processes running a seed's policies side by side (default 0: one per available "
+                        "CPU on a trace of a million events or more, else 1)")
 
 
 def compare_config(args: argparse.Namespace) -> compare_run.CompareConfig:
     fast, slow, cap, slow_bytes = options.tiers_from_args(args)
+    if args.jobs < 0:
+        raise UserError(f"--jobs {args.jobs}: a count of worker processes (0 = one per available CPU)")
     return compare_run.CompareConfig(options.profile_from_args(args), options.seeds_from_args(args.seeds),
-                                     parse_policies(args.policies), fast, slow, cap, slow_bytes, trace_options(args))
+                                     parse_policies(args.policies), fast, slow, cap, slow_bytes, trace_options(args),
+                                     args.jobs)
 
 
 def _sweep_args(p: argparse.ArgumentParser) -> None:

@@ -7,10 +7,10 @@ from typing import Callable
 from harness.errors import UserError
 from kv_policy.generator import generate
 from harness.report import fmt
-from kv_policy.metrics import aggregate, gap_closed, paired, run_metrics
+from kv_policy.metrics import aggregate, gap_closed, paired
+from kv_policy.parallel import jobs_for, metrics_per_policy
 from kv_policy.registry import is_reference, make_policy
 from kv_policy.profiles import Profile
-from kv_policy.simulator import simulate
 from kv_policy.tiers import Tier, for_trace
 from kv_policy.trace import Trace
 from harness.progress import progress
@@ -87,11 +87,12 @@ def label(spec: str) -> str:
 
 def run_matrix(profile: Profile, seeds: list[int], policies: list[str], cap: Capacity, fast: Tier,
                slow: Tier, slow_bytes: int = 0,
-               trace_for_seed: Callable[[int], Trace] | None = None) -> dict[str, list[dict]]:
+               trace_for_seed: Callable[[int], Trace] | None = None, jobs: int = 0) -> dict[str, list[dict]]:
     """Per policy spec, the metrics of each seed's trace (the same trace for every policy).
 
     By default each seed generates `profile`; `trace_for_seed` replaces that (a request trace batched with
-    each seed, or one trace file for every seed).
+    each seed, or one trace file for every seed). The policies of a seed run in `jobs` worker processes
+    (0: one per available CPU on a long trace; kv_policy/parallel.py).
     """
     make = trace_for_seed or (lambda seed: generate(profile, seed))
     out: dict[str, list[dict]] = {p: [] for p in policies}
@@ -99,9 +100,10 @@ def run_matrix(profile: Profile, seeds: list[int], policies: list[str], cap: Cap
         for seed in seeds:
             trace = make(seed)
             tiers = for_trace(trace, fast, slow, cap.for_trace(trace), slow_bytes)
+            per = metrics_per_policy(trace, tiers, policies, jobs_for(trace, jobs, len(policies)), build,
+                                     lambda: bar.advance(1))
             for spec in policies:
-                out[spec].append(run_metrics(simulate(trace, build(spec), tiers), trace))
-                bar.advance(1)
+                out[spec].append(per[spec])
     return out
 
 

@@ -65,6 +65,7 @@ class CompareConfig:
     cap: Capacity
     slow_bytes: int
     trace: TraceOptions | None = None   # a trace file instead of the generated profile
+    jobs: int = 0                       # worker processes per seed (0: one per available CPU on a long trace)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def run(cfg: CompareConfig) -> Filed[CompareSummary]:
         build(spec)
     src = trace_source(cfg.trace, cfg.profile, cfg.seeds)
     per_policy = run_matrix(cfg.profile, src.seeds, cfg.policies, cfg.cap, cfg.fast, cfg.slow, cfg.slow_bytes,
-                            src.trace_for_seed)
+                            src.trace_for_seed, cfg.jobs)
     config = {"profile": cfg.profile.as_dict(), "trace": src.config, "seeds": src.seeds, "policies": cfg.policies,
               "capacity": cfg.cap.label(), "fast": cfg.fast.__dict__, "slow": cfg.slow.__dict__}
     filed = ResultStore().new_run("policy-compare", config)

@@ -50,7 +50,7 @@ def run(cfg: SweepConfig) -> Filed[SweepSummary]:
         raise UserError("--fractions must be positive numbers")
     src = trace_source(w.trace, w.profile, w.seeds)
     per_fraction = {f: run_matrix(w.profile, src.seeds, w.policies, Capacity(fraction=f), w.fast, w.slow,
-                                  w.slow_bytes, src.trace_for_seed) for f in cfg.fractions}
+                                  w.slow_bytes, src.trace_for_seed, w.jobs) for f in cfg.fractions}
     est = {f: {p: m[cfg.metric] for p, m in summarize(per).items()} for f, per in per_fraction.items()}
     verdicts = {str(f): [v.as_dict() for v in versus_best_row(per)] for f, per in per_fraction.items()}
     filed = ResultStore().new_run("policy-sweep", {"profile": w.profile.as_dict(), "trace": src.config,
