@@ -65,21 +65,9 @@ def _heap_push(hk, hk2, hp, hb, n, key, key2, pid, b):
 @njit
 def _heap_pop(hk, hk2, hp, hb, n):
     n -= 1
-    key, key2, pid, b = hk[n], hk2[n], hp[n], hb[n]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and _before(hk[c + 1], hk2[c + 1], hp[c + 1], hk[c], hk2[c], hp[c]):
-            c += 1
-        if _before(hk[c], hk2[c], hp[c], key, key2, pid):
-            hk[i], hk2[i], hp[i], hb[i] = hk[c], hk2[c], hp[c], hb[c]
-            i = c
-        else:
-            break
     if n > 0:
-        hk[i], hk2[i], hp[i], hb[i] = key, key2, pid, b
+        hk[0], hk2[0], hp[0], hb[0] = hk[n], hk2[n], hp[n], hb[n]
+        _sift_down(hk, hk2, hp, hb, n, 0)
     return n
 
 
@@ -194,6 +182,16 @@ def _evict_for(need, sync, st, cap, slow_cap, hk, hk2, hp, hb, loc, cur_seq, siz
 
 
 @njit
+def _step_room(lat, rs_step, rs_deadline, rs_band, n_lat, n_rs):
+    """The step columns with room for one more step and `n_rs` request-steps (grown when full)."""
+    if n_lat == lat.shape[0]:
+        lat = _grown_f(lat, n_lat + 1)
+    if n_rs > rs_step.shape[0]:
+        rs_step, rs_deadline, rs_band = _grown_i(rs_step, n_rs), _grown_f(rs_deadline, n_rs), _grown_i(rs_band, n_rs)
+    return lat, rs_step, rs_deadline, rs_band
+
+
+@njit
 def _end_step(lat, n_lat, latency, req_order, req_block, n_step_reqs, rs_step, rs_deadline, rs_band, n_rs,
               deadline, band):
     """simulator.end_step: the step's latency, and one SLO record per request with a decode-critical access."""
@@ -250,12 +248,8 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
         s = steps[i]
         if s != cur_step:
             if n_step_reqs:
-                if n_lat == lat.shape[0]:
-                    lat = _grown_f(lat, n_lat + 1)
-                if n_rs + n_step_reqs > rs_step.shape[0]:
-                    rs_step, rs_deadline, rs_band = (_grown_i(rs_step, n_rs + n_step_reqs),
-                                                     _grown_f(rs_deadline, n_rs + n_step_reqs),
-                                                     _grown_i(rs_band, n_rs + n_step_reqs))
+                lat, rs_step, rs_deadline, rs_band = _step_room(lat, rs_step, rs_deadline, rs_band, n_lat,
+                                                                   n_rs + n_step_reqs)
                 n_lat, n_rs = _end_step(lat, n_lat, step_us + step_cost, req_order, req_block, n_step_reqs,
                                         rs_step, rs_deadline, rs_band, n_rs, deadline, band)
                 n_step_reqs = 0
@@ -380,12 +374,8 @@ def _run(steps, kinds, blocks, crits, keys, keys2, hint_push, size, band, reqi, 
             loc[b] = NONE_LOC
             cur_seq[b] = -1
     if st[ERR] == 0 and n_step_reqs:
-        if n_lat == lat.shape[0]:
-            lat = _grown_f(lat, n_lat + 1)
-        if n_rs + n_step_reqs > rs_step.shape[0]:
-            rs_step, rs_deadline, rs_band = (_grown_i(rs_step, n_rs + n_step_reqs),
-                                             _grown_f(rs_deadline, n_rs + n_step_reqs),
-                                             _grown_i(rs_band, n_rs + n_step_reqs))
+        lat, rs_step, rs_deadline, rs_band = _step_room(lat, rs_step, rs_deadline, rs_band, n_lat,
+                                                           n_rs + n_step_reqs)
         n_lat, n_rs = _end_step(lat, n_lat, step_us + step_cost, req_order, req_block, n_step_reqs,
                                 rs_step, rs_deadline, rs_band, n_rs, deadline, band)
     return (st, counts, band_acc, band_miss, bg_wait, lat[:n_lat], rs_step[:n_rs], rs_deadline[:n_rs],
