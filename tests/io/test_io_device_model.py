@@ -139,3 +139,19 @@ def test_model_device_reads_take_its_service_time_and_a_host_stall_is_not_in_the
         assert during.max() < stall_s * 1e9 / 4  # the 4 s stall is in no read (guest time is instructions)
     else:
         assert during.max() >= stall_s * 1e9 / 4  # sleep=on: the idle reader's guest time ran on through the stall
+
+
+def test_io_model_patch_applies_to_the_lab_source_and_is_checkpatch_clean(tmp_path: Path) -> None:
+    """kernel_patches/io_model (null_blk's service_mbps) as a kernel developer checks it: `git am` after mm_intent
+    onto the files they touch from Debian's 6.12 (the io lab's source), checkpatch --strict clean."""
+    from qemu_validation.kernel import build, series_check
+
+    tarball = series_check.SOURCES["debian-6.12"]
+    if not tarball.is_file():
+        pytest.skip(f"debian-6.12 source tarball {tarball} is not on this machine")
+    series = sorted(build.series_dir("mm_intent").glob("*.patch")) + sorted(build.series_dir("io_model").glob("*.patch"))
+    tree, subjects = series_check.git_am(tarball, series, tmp_path)
+    assert subjects[-1].startswith("null_blk: add service_mbps")
+    main = (tree / "drivers/block/null_blk/main.c").read_text()
+    assert "NULLB_DEVICE_ATTR(service_mbps, uint, NULL);" in main and "null_transfer_wait" in main
+    assert series_check.checkpatch(tree, sorted(build.series_dir("io_model").glob("*.patch"))) == ""
