@@ -1,14 +1,20 @@
 """Named device models: a null_blk device whose service time kvds sets, so a verdict does not depend on the
 shared virtual disk under this machine (`kvds io bench|sweep|fio-check --device-model NAME`).
 
-null_blk completes every request `completion_nsec` after it reaches the driver (irqmode=2: an hrtimer), admits
-at most `hw_queue_depth` requests per submit queue, and holds the device to `mbps` MB/s (a 1 ms token bucket,
-reads and writes together). Under the guest lab's instruction-count clock (KVDS_GUEST_CLOCK=icount) those timers
-run in guest time, so a stall of the host's CPU is in no latency the guest measures.
+The device (null_blk with kernel_patches/io_model, irqmode=2) admits at most `hw_queue_depth` requests per submit
+queue and serves their bytes one request at a time, in the order the driver receives them, at `service_mbps` MB/s
+(reads and writes together); a request completes `completion_nsec` after its own transfer ends (an hrtimer). So a
+request's service time is its wait behind the bytes queued ahead of it, its own bytes at the model's bandwidth, and
+the model's latency: a 16 KiB read on an idle sata-ssd takes 77 + 31 us, and behind 8 MiB of writes about 16 ms
+more. null_blk's own bandwidth cap (`mbps`, a token bucket refilled every millisecond that stops the queue and
+requeues a request when it is empty) is not used: how long a request waited under it depended on where in the tick
+it arrived, not on the bytes ahead of it (docs/measurements/io.md, 2026-12-02). Under the guest lab's
+instruction-count clock (KVDS_GUEST_CLOCK=icount-warp) those timers run in guest time, so a stall of the host's CPU
+is in no latency the guest measures.
 
-Each model states where its numbers come from. A model reproduces a device's QD1 latency, its bandwidth and its
-queue depth; it does not reproduce size-dependent service time (a 1 MiB write completes in the same
-completion_nsec as a 4 KiB read once the bandwidth budget admits it), garbage collection or write caching.
+Each model states where its numbers come from. A model reproduces a device's QD1 latency, its bandwidth (as a
+per-byte transfer time) and its queue depth; it does not reproduce parallel service inside the device (one
+transfer at a time), garbage collection or write caching.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ MiB = 1 << 20
 @dataclass(frozen=True)
 class DeviceModel:
     name: str
-    completion_us: float   # service time of one request once admitted (QD1 4 KiB random read latency)
-    mbps: int              # bandwidth cap, MB/s, reads and writes together
+    completion_us: float   # latency added after a request's transfer (QD1 4 KiB random read latency)
+    mbps: int              # bandwidth, MB/s (10^6 bytes/s), reads and writes together, one transfer at a time
     queue_depth: int       # requests in flight per submit queue (hw_queue_depth)
     submit_queues: int     # hardware queues (NVMe: one per CPU; AHCI: one)
     source: str            # where the numbers come from
@@ -33,7 +39,7 @@ class DeviceModel:
         """configfs attributes for harness.knobs.nullblk.create_nullb."""
         return {"size": -(-size_bytes // MiB), "blocksize": 4096, "queue_mode": 2, "irqmode": 2,
                 "completion_nsec": int(round(self.completion_us * 1000)), "hw_queue_depth": self.queue_depth,
-                "submit_queues": self.submit_queues, "mbps": self.mbps, "memory_backed": 0}
+                "submit_queues": self.submit_queues, "service_mbps": self.mbps, "memory_backed": 0}
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -48,7 +54,7 @@ MODELS: dict[str, DeviceModel] = {m.name: m for m in (
                 "SATA NCQ holds 32 commands, AHCI has one queue"),
     DeviceModel("cloud-disk", 1000.0, 125, 32, 1,
                 "AWS EBS gp3 documentation: baseline 125 MiB/s and 'single-digit millisecond' latency (1 ms taken); "
-                "its 3,000 IOPS cap is not modelled (null_blk caps bytes, not operations)"),
+                "its 3,000 IOPS cap is not modelled (the model times bytes, not operations)"),
 )}
 
 

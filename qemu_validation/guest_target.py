@@ -31,9 +31,11 @@ LABS = {
     # two vCPUs: the endpoints of a bench (fetcher, server, bulk sender and receiver) run at once
     "net": LabKernel(build.BuildSpec(fragments=(build.NET_FRAGMENT,)), 2,
                      "kvds qemu build --fragment qemu_validation/kernel/configs/net.config", 6),
-    # two vCPUs: the reader and the spill writers run at once, as on the host
-    "io": LabKernel(build.BuildSpec(fragments=(build.IO_FRAGMENT,)), 2,
-                    "kvds qemu build --fragment qemu_validation/kernel/configs/io.config", 6),
+    # two vCPUs: the reader and the spill writers run at once, as on the host; kernel_patches/io_model gives
+    # null_blk the serial transfer time (service_mbps) the device models use
+    "io": LabKernel(build.BuildSpec(patches=(*build.DEFAULT_PATCHES, "io_model"), fragments=(build.IO_FRAGMENT,)), 2,
+                    "kvds qemu build --patches mm_intent,io_model --fragment qemu_validation/kernel/configs/io.config",
+                    6),
 }
 
 

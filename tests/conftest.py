@@ -154,9 +154,12 @@ def foreground_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def stall_qemu_when_told(log_dir: Path, share: Path, stall_s: float) -> tuple[threading.Thread, list[int]]:
+def stall_qemu_when_told(log_dir: Path, share: Path, stall_s: float,
+                         seen: list[str] | None = None) -> tuple[threading.Thread, list[int]]:
     """A host thread that, once the guest writes /share/go, stops this test's QEMU (found by its console log
-    path) for stall_s seconds: a host stall of the vCPU, made on purpose. The list gets the stopped QEMU's pid."""
+    path) for stall_s seconds: a host stall of the vCPU, made on purpose. The list gets the stopped QEMU's pid;
+    `seen`, when given, the names in the share at the moment QEMU stopped (a guest that writes a file when its
+    measured phase ends can show that the stall fell inside the phase)."""
     import psutil
 
     stalled: list[int] = []
@@ -170,6 +173,8 @@ def stall_qemu_when_told(log_dir: Path, share: Path, stall_s: float) -> tuple[th
         if len(qemu) != 1:
             return  # the test fails on the empty list
         qemu[0].suspend()
+        if seen is not None:
+            seen.extend(sorted(p.name for p in share.iterdir()))
         time.sleep(stall_s)
         qemu[0].resume()
         stalled.append(qemu[0].pid)

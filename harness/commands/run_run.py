@@ -39,12 +39,12 @@ def stages(suite_dir: Path) -> list[Stage]:
               ("io", "sweep", "--quick", "--json"), ("io", "sweep", "--json"), needs=IO_NEEDS),
         # The same reads on a device whose service time kvds sets (a sata-ssd null_blk model in the io guest lab, on
         # the instruction-count clock): a verdict this host's load stays out of, beside this host's disk's above.
-        Stage("io-model", "decode-critical reads on a model device (sata-ssd) in the io guest lab, icount clock",
+        Stage("io-model", "decode-critical reads on a model device (sata-ssd) in the io guest lab, icount-warp clock",
               ("io", "bench", "--target", "guest", "--device-model", "sata-ssd", "--mapping", "spill-v2",
                *IO_MODEL_QUICK, "--json"),
               ("io", "bench", "--target", "guest", "--device-model", "sata-ssd", "--mapping", "spill-v2",
                "--reps", "6", "--duration", "6", "--json"),
-              needs=("io.model-lab",), env=(("KVDS_GUEST_CLOCK", "icount"),), timeout_s=3600),
+              needs=("io.model-lab",), env=(("KVDS_GUEST_CLOCK", "icount-warp"),), timeout_s=3600),
         Stage("vm", "KV arena under memory pressure, baseline vs intent",
               ("vm", "bench", "--arena-mb", "128", "--reps", "2", "--json"),
               ("vm", "bench", "--arena-mb", "512", "--reps", "5", "--json"),

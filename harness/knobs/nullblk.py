@@ -1,5 +1,7 @@
 """null_blk devices kvds creates through configfs: a block device whose service time kvds sets (timer
-completions after `completion_nsec`, a bandwidth cap in `mbps`, a queue depth and number of submit queues).
+completions after `completion_nsec`, a bandwidth in `service_mbps` (kernel_patches/io_model: each request's bytes
+move one request at a time, in arrival order) or null_blk's own token-bucket cap `mbps`, a queue depth and number of
+submit queues).
 
 The device is created under /sys/kernel/config/nullb/<name> (configfs mounted through the journal when it is not)
 and powered on; restore powers it off and removes the directory, so a killed run leaves no device behind. Writes
@@ -21,7 +23,7 @@ from harness.knobs.mounts import mount
 CONFIGFS = "/sys/kernel/config"
 NULLB_ROOT = Path(CONFIGFS) / "nullb"
 SETTINGS = ("size", "blocksize", "queue_mode", "irqmode", "completion_nsec", "hw_queue_depth", "submit_queues",
-            "mbps", "memory_backed")
+            "mbps", "service_mbps", "memory_backed")
 """The configfs attributes kvds sets, in this order (each must be written before `power`)."""
 
 
@@ -73,6 +75,10 @@ def create_nullb(name: str, settings: Mapping[str, int]) -> str:
         item.mkdir()
     except FileExistsError:
         raise UserError(f"null_blk: {item} already exists (another run's device?)") from None
+    missing = [key for key in settings if not (item / key).exists()]
+    if missing:  # the item is journaled: restore removes it
+        raise Unavailable(f"null_blk in this kernel has no {', '.join(missing)} setting (service_mbps comes from "
+                          "kernel_patches/io_model)")
     for key in SETTINGS:
         if key in settings:
             _write(item / key, settings[key])

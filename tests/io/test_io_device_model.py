@@ -2,9 +2,10 @@
 
 Host side (make test): the models' null_blk settings, bad input refused with one line, the dry run naming the
 device it would create, and on this host (no CONFIG_BLK_DEV_NULL_BLK) the doctor-style refusal with exit 3.
-Guest side (the io lab kernel, configs/io.config): the knob creates a real null_blk device whose reads take at
-least the model's completion time and restore removes it; under the instruction-count clock a 4 s host stall of
-QEMU is in no read latency the guest measures (the I/O twin of tests/qemu/test_qemu_guest.py's icount test).
+Guest side (the io lab kernel, configs/io.config + kernel_patches/io_model): the knob creates a real null_blk
+device whose reads take at least the model's latency plus their transfer and restore removes it; under
+icount-warp a 4 s host stall of QEMU is in no read latency the guest measures, closed or open loop, while under
+icount with sleep=on the open-loop reader sees it (the I/O twin of tests/qemu/test_qemu_guest.py's icount test).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def test_every_model_states_its_source_and_maps_onto_null_blk_settings() -> None
     for m in device_model.MODELS.values():
         s = m.nullb_settings(768 * MiB)
         assert s["size"] == 768 and s["irqmode"] == 2 and s["queue_mode"] == 2 and s["memory_backed"] == 0
-        assert s["completion_nsec"] == int(round(m.completion_us * 1000)) and s["mbps"] == m.mbps
+        assert s["completion_nsec"] == int(round(m.completion_us * 1000)) and s["service_mbps"] == m.mbps
+        assert "mbps" not in s  # null_blk's token bucket is not the model's bandwidth
         assert s["hw_queue_depth"] == m.queue_depth and s["submit_queues"] == m.submit_queues
         assert len(m.source) > 40  # where the numbers come from, in words
     assert device_model.MODELS["sata-ssd"].nullb_settings(MiB + 1)["size"] == 2  # whole MiB, rounded up
@@ -48,7 +50,7 @@ def test_dry_run_names_the_null_blk_device_it_would_create(kvds_env: dict[str, s
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)["summary"]
     text = json.dumps(plan)
-    assert "completion_nsec=77000" in text and "hw_queue_depth=32" in text and "mbps=530" in text
+    assert "completion_nsec=77000" in text and "hw_queue_depth=32" in text and "service_mbps=530" in text
 
 
 def test_host_without_null_blk_refuses_with_the_reason(kvds_env: dict[str, str]) -> None:
@@ -62,7 +64,7 @@ def test_host_without_null_blk_refuses_with_the_reason(kvds_env: dict[str, str])
 
 # ---- guest lab: the io lab kernel (null_blk built in) -------------------------------------------------------
 
-GUEST_SCRIPT = r'''
+GUEST_SCRIPT = r"""
 import json, os, subprocess, sys, time
 os.environ["KVDS_STATE_DIR"] = "/tmp/kvds-state"  # the host's root is read-only in the guest
 from pathlib import Path
@@ -70,24 +72,24 @@ from harness import journal
 from harness.knobs.nullblk import create_nullb
 from io_priority import device_model
 
-share, ioload, stall = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "stall"
+share, ioload, rate = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 m = device_model.model("sata-ssd")
 with journal.scoped() as j:
     dev = create_nullb("kvds-test", m.nullb_settings(64 << 20))
     (share / "dev").write_text(dev)
     def phase(name):
         subprocess.run([ioload, "reader", "--dev", dev, "--bs", "4096", "--off", "0", "--len", str(64 << 20),
-                        "--rate", "0", "--duration-ms", "1500", "--out", str(share / f"{name}.bin")], check=True,
+                        "--rate", rate, "--duration-ms", "1500" if rate == "0" else "3000",
+                        "--out", str(share / f"{name}.bin")], check=True,
                        input=f"go {time.monotonic_ns()}\n", text=True, stdout=subprocess.DEVNULL)  # ioload's start protocol
     t0 = time.monotonic(); phase("before"); t1 = time.monotonic()
-    if stall:
-        (share / "go").write_text("go")
-        time.sleep(0.2)  # the host stops QEMU now, for 4 s, while the second phase reads
+    (share / "go").write_text("go")  # the host stops QEMU for 4 s as soon as it sees this, while the phase reads
     phase("during"); t2 = time.monotonic()
+    (share / "done").write_text("done")
 (share / "after.json").write_text(json.dumps({"exists": Path(dev).exists(), "items":
     [p.name for p in Path("/sys/kernel/config/nullb").iterdir()] if Path("/sys/kernel/config/nullb").exists() else [],
     "t": [t0, t1, t2]}))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -99,10 +101,14 @@ def io_lab():
     return built if built is not None else build.ensure_built(spec.spec)
 
 
-@pytest.mark.slow  # a boot of the io lab kernel, which make test does not build (make test-slow)
-@pytest.mark.parametrize("icount_shift", [0])
+@pytest.mark.slow  # boots of the io lab kernel, which make test does not build (make test-slow)
+@pytest.mark.parametrize("clock, loop", [("icount-warp", "closed"), ("icount-warp", "open"), ("icount", "open")])
 def test_model_device_reads_take_its_service_time_and_a_host_stall_is_not_in_them(io_lab, tmp_path: Path,
-                                                                                  icount_shift: int) -> None:
+                                                                                  clock: str, loop: str) -> None:
+    """Under icount-warp a 4 s SIGSTOP of QEMU in the middle of a read phase is in no read, closed loop (the vCPU
+    busy) or open loop at 200 reads/s (the vCPU idle between reads, its wake-ups on guest timers). Under icount
+    with sleep=on, idle guest time passes in real time, so the open-loop reader does see the stall: the reason
+    the device-model runs use icount-warp, and proof that this test can fail."""
     from qemu_validation.boot import guest_command
 
     share, log_dir = tmp_path / "share", tmp_path / "log"
@@ -110,18 +116,42 @@ def test_model_device_reads_take_its_service_time_and_a_host_stall_is_not_in_the
     script = share / "guest.py"  # under host_root the share is at its own path in the guest
     script.write_text(GUEST_SCRIPT)
     stall_s = 4.0
-    thread, stalled = stall_qemu_when_told(log_dir, share, stall_s)
-    res = guest_command.boot_and_run(io_lab.id, [sys.executable, str(script), str(share), str(ioload_launch.build()), "stall"],
-                              share, timeout=900, log_dir=log_dir, icount_shift=icount_shift, host_root=True,
-                              cpus=2, cwd=str(REPO))
+    seen: list[str] = []
+    thread, stalled = stall_qemu_when_told(log_dir, share, stall_s, seen)
+    rate = "0" if loop == "closed" else "200"
+    res = guest_command.boot_and_run(io_lab.id, [sys.executable, str(script), str(share),
+                                                 str(ioload_launch.build()), rate],
+                                     share, timeout=900, log_dir=log_dir, icount_shift=0,
+                                     icount_warp=clock == "icount-warp", host_root=True, cpus=2, cwd=str(REPO))
     thread.join(timeout=60)
     assert res.ok, res.failure
-    assert len(stalled) == 1  # the host really stopped this guest's QEMU during the second phase
+    assert len(stalled) == 1  # the host really stopped this guest's QEMU
+    assert "go" in seen and "done" not in seen  # ... while the second phase was reading
     after = json.loads((share / "after.json").read_text())
     assert not after["exists"] and after["items"] == []  # restore powered the device off and removed it
     before = np.fromfile(share / "before.bin", dtype=np.int64)
     during = np.fromfile(share / "during.bin", dtype=np.int64)
     assert before.size > 100 and during.size > 100
-    service_ns = device_model.model("sata-ssd").completion_us * 1000
+    m = device_model.model("sata-ssd")
+    service_ns = m.completion_us * 1000 + 4096 * 1000 / m.mbps  # the latency after a 4 KiB transfer
     assert before.min() >= service_ns and during.min() >= service_ns  # the model's service time is in every read
-    assert during.max() < stall_s * 1e9 / 4  # the 4 s stall is in no read (guest time is instructions)
+    if clock == "icount-warp":
+        assert during.max() < stall_s * 1e9 / 4  # the 4 s stall is in no read (guest time is instructions)
+    else:
+        assert during.max() >= stall_s * 1e9 / 4  # sleep=on: the idle reader's guest time ran on through the stall
+
+
+def test_io_model_patch_applies_to_the_lab_source_and_is_checkpatch_clean(tmp_path: Path) -> None:
+    """kernel_patches/io_model (null_blk's service_mbps) as a kernel developer checks it: `git am` after mm_intent
+    onto the files they touch from Debian's 6.12 (the io lab's source), checkpatch --strict clean."""
+    from qemu_validation.kernel import build, series_check
+
+    tarball = series_check.SOURCES["debian-6.12"]
+    if not tarball.is_file():
+        pytest.skip(f"debian-6.12 source tarball {tarball} is not on this machine")
+    series = sorted(build.series_dir("mm_intent").glob("*.patch")) + sorted(build.series_dir("io_model").glob("*.patch"))
+    tree, subjects = series_check.git_am(tarball, series, tmp_path)
+    assert subjects[-1].startswith("null_blk: add service_mbps")
+    main = (tree / "drivers/block/null_blk/main.c").read_text()
+    assert "NULLB_DEVICE_ATTR(service_mbps, uint, NULL);" in main and "null_transfer_wait" in main
+    assert series_check.checkpatch(tree, sorted(build.series_dir("io_model").glob("*.patch"))) == ""
