@@ -8,8 +8,9 @@ must give up some critical memory; the question is which.
 Mechanisms (what each tells the kernel; all but `memcg` keep the arena in one memory cgroup):
 - none: nothing (the plain LRU).
 - mlock: mlock(2) on every critical block (binary: all of it stays, or the group's limit cannot be met).
-- memcg: critical blocks charged to their own group, which gets the whole budget; the spillable ones to a group
-  that keeps none. memory.low / memory.min protect a group as a whole: inside it reclaim goes by LRU age.
+- memcg: critical and spillable blocks charged to two children of a group limited to the budget, the critical
+  child protected by memory.low = the budget (cgroup v2). memory.low / memory.min protect a group as a whole:
+  inside it reclaim goes by LRU age.
 - madvise-cold: MADV_COLD on the lower half of the tiers (the application ranks the ranges itself, once).
 - mm-intent: every critical block registered LATENCY_CRITICAL with its tier's deadline or priority, spillable ones
   RECLAIMABLE; what reclaim does with the rank is the kernel's (kernel_patches/mm_intent).

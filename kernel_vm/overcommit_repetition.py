@@ -21,7 +21,7 @@ from kernel_vm import measure, mm_intent
 from kernel_vm.arena import MLOCK, block_runs
 from kernel_vm.arena_process import ArenaProcess
 from kernel_vm.overcommit import SPILL, TIERS, Geometry, block_worst
-from kernel_vm.placement import create_placement
+from kernel_vm.placement import create_budget_split, create_placement
 from qemu_validation import mm_intent_client as mic
 
 
@@ -84,18 +84,20 @@ def run_once(geo: Geometry, mechanism: str, pressure_pct: float, slo_ns: int, ta
     spill = np.flatnonzero(tier == SPILL)
     out.tier_blocks = [int((tier == t).sum()) for t in range(TIERS)]
     with journal.scoped():
-        placement = create_placement(tag)
+        split = mechanism == "memcg"
+        if split:  # one limited parent, the critical child protected by memory.low (kernel_vm/placement.py)
+            budget_group, placement = create_budget_split(tag)
+        else:
+            placement = create_placement(tag)
+            budget_group = placement.squeeze
         with ArenaProcess(geo.arena_bytes, geo.block_bytes) as proc:
-            split = mechanism == "memcg"
-            # the arena process ends up in the group that gets the budget, so what it allocates while it runs
-            # (copies on write of the parent's pages) competes for the budget under every mechanism alike
+            # the arena process sits in the group the budget covers, so what it allocates while it runs (copies
+            # on write of the parent's pages) competes for the budget under every mechanism alike
             placement.squeeze.add_pid(proc.pid)
-            base_spill = placement.usage(placement.squeeze)
+            base = placement.usage(budget_group)
             if split:
                 proc.populate(spill)
                 placement.protect.add_pid(proc.pid)
-            budget_group = placement.protect if split else placement.squeeze
-            base = placement.usage(budget_group)
             proc.populate(critical if split else np.arange(geo.n_blocks))
 
             registered = mechanism == "mm-intent"
@@ -114,14 +116,13 @@ def run_once(geo: Geometry, mechanism: str, pressure_pct: float, slo_ns: int, ta
 
             budget = geo.budget_bytes(pressure_pct)
             try:
-                if split:
-                    placement.set_limit(placement.squeeze, base_spill)  # the spillable blocks keep nothing
+                if split:  # the critical group keeps the whole budget while the spillable one has pages to give
+                    placement.protect_low(budget)
                 placement.set_limit(budget_group, base + budget)
             except OSError as exc:
                 out.limit_error = errno.errorcode.get(exc.errno or 0, str(exc))
-            groups = (placement.squeeze, placement.protect) if split else (placement.squeeze,)
-            if placement.version == 2:
-                out.oom_kills = sum(_events(g, "oom_kill") for g in groups)
+            if placement.version == 2:  # a parent's memory.events counts its children's
+                out.oom_kills = _events(budget_group, "oom_kill")
             out.killed = out.oom_kills > 0 or not proc.alive()  # the arena is its group's only task
             if out.killed:
                 out.late_blocks = list(out.tier_blocks)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import mmap
 from dataclasses import asdict, dataclass, replace
 
-from harness import doctor, environment, journal, progress, stats
+from harness import doctor, environment, journal, knobs, progress, stats
 from harness.errors import Unavailable, UserError
 from harness.results import Filed, ResultStore
 from kernel_vm import mm_intent, swap_backend
@@ -61,6 +61,8 @@ def run(cfg: OvercommitConfig) -> Filed[OvercommitSummary]:
     unavailable: dict[str, str] = {}
     if "mm-intent" in names and (why := mm_intent.unavailable_reason(AREA)):
         unavailable["mm-intent"] = why
+    if "memcg" in names and knobs.hierarchy_for("memory")[0] != 2:
+        unavailable["memcg"] = "memory.low needs the cgroup v2 memory controller (this host has memory on v1)"
     if cfg.reference in unavailable:
         raise Unavailable(f"the reference {cfg.reference}: {unavailable[cfg.reference]}")
     running = [n for n in names if n not in unavailable]

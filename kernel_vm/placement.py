@@ -49,6 +49,14 @@ class Placement:
         self.protect.set("memory", "memory.min", str(n_bytes))
         return True
 
+    def protect_low(self, n_bytes: int) -> bool:
+        """v2 only: memory.low on the protect group (best effort: reclaimed only when nothing unprotected is
+        left, never the OOM killer's cause). Returns whether it was set."""
+        if self.version != 2:
+            return False
+        self.protect.set("memory", "memory.low", str(n_bytes))
+        return True
+
     def limit_hits(self, group: Cgroup) -> int:
         """How often the limit was hit (v1 failcnt, v2 memory.events max)."""
         if self.version == 1:
@@ -71,6 +79,16 @@ class Placement:
         if self.version != 1:
             return None
         return self.squeeze.get("memory", "memory.move_charge_at_immigrate").strip()
+
+
+def create_budget_split(tag: str) -> tuple[Cgroup, Placement]:
+    """A budget group (kvds-<pid>-vm-<tag>-budget) with two children, protect ("critical") and squeeze ("spill").
+    The limit goes on the parent, so a page charged to either child, faulted back while the process sits in the
+    other, is charged under a limit whose subtree holds the process: reclaim or the OOM killer can always act.
+    (Two flat groups cannot: a limited group left without a task can neither shrink below its unreclaimable
+    charge nor kill anything, and a swap-in charged to it retries its fault for ever.)"""
+    budget = knobs.create_cgroup(f"vm-{tag}-budget", ("memory",))
+    return budget, Placement(knobs.create_child(budget, "critical"), knobs.create_child(budget, "spill"))
 
 
 def create_placement(tag: str) -> Placement:

@@ -10,7 +10,7 @@ from harness.knobs.files import create_dir, create_file, read_knob, sysctl, writ
 from harness.knobs.block import set_scheduler, scheduler_of
 from harness.knobs.loop import loop_attach, loop_detach
 from harness.knobs.swap import swapfile, swapon, zram_device, zram_swap
-from harness.knobs.cgroups import Cgroup, create_cgroup, hierarchy_for
+from harness.knobs.cgroups import Cgroup, create_cgroup, create_child, hierarchy_for
 from harness.knobs.mounts import ensure_debugfs, ensure_tracefs, is_mounted, mount
 from harness.knobs.netns import create_netns, create_veth, create_veth_between  # harness/remote, net_priority
 from harness.knobs.qdisc import HtbClass, htb_priority, install_htb, install_tbf, qdisc_stats  # net_priority
@@ -19,6 +19,7 @@ from harness.knobs import workers  # worker processes: die with kvds, ended firs
 __all__ = [
     "create_dir", "create_file", "read_knob", "sysctl", "write_knob", "set_scheduler", "scheduler_of",
     "loop_attach", "loop_detach", "swapfile", "swapon", "zram_device", "zram_swap", "Cgroup", "create_cgroup",
-    "hierarchy_for", "ensure_debugfs", "ensure_tracefs", "is_mounted", "mount", "create_netns", "create_veth",
-    "create_veth_between", "HtbClass", "htb_priority", "install_htb", "install_tbf", "qdisc_stats", "workers",
+    "create_child", "hierarchy_for", "ensure_debugfs", "ensure_tracefs", "is_mounted", "mount", "create_netns",
+    "create_veth", "create_veth_between", "HtbClass", "htb_priority", "install_htb", "install_tbf", "qdisc_stats",
+    "workers",
 ]

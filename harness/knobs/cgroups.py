@@ -182,4 +182,28 @@ def _undo_cg_mkdir(a: dict[str, Any]) -> None:
             time.sleep(0.05)  # memcg offlining or a dying task still attached
 
 
-__all__ = ["Cgroup", "create_cgroup", "hierarchy_for", "mounts"]
+def create_child(parent: Cgroup, name: str) -> Cgroup:
+    """Create `name` inside a kvds-created group (on v2 with the parent's controllers enabled for it), so that a
+    limit on the parent covers both children and protection (memory.low/min) divides it between them. Restore
+    removes the child before its parent (the journal undoes in reverse) and moves what is left in it to the
+    root: a v2 parent with children may hold no process."""
+    j = get_journal()
+    cg = Cgroup(f"{parent.name}/{name}")
+    for ctrl, pdir in parent.dirs.items():
+        version = parent.versions[ctrl]
+        if version == 2:  # inside our own group: removing the group removes the setting
+            ctl = pdir / "cgroup.subtree_control"
+            wanted = V2_CONTROLLERS_ALIASES.get(ctrl, ctrl)
+            if wanted not in ctl.read_text().split():
+                ctl.write_text(f"+{wanted}")
+        d = pdir / name
+        if not d.exists():
+            seq = j.record("cg_mkdir", {"path": str(d), "parent": str(pdir.parent)}, f"cgroup {d}")
+            d.mkdir()
+            j.done(seq)
+        cg.dirs[ctrl] = d
+        cg.versions[ctrl] = version
+    return cg
+
+
+__all__ = ["Cgroup", "create_child", "create_cgroup", "hierarchy_for", "mounts"]

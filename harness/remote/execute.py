@@ -252,7 +252,8 @@ class Executor:
         finally:
             result.cleanup()
         out.status = "ok" if result.exit_status == 0 else "failed"
-        out.reason = "" if result.exit_status == 0 else f"kvds exited {result.exit_status} in the guest"
+        out.reason = ("" if result.exit_status == 0
+                      else f"kvds exited {result.exit_status} in the guest: {_last_line(result.stderr)}")
         self.lines.stage(out.tag, "done", out.reason or "ok")
 
     def _keep_output(self, out: HostOutcome, stdout: str, stderr: str) -> None:

@@ -16,7 +16,7 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from harness import deferred_figures, tracks
 from harness.environment import icount_shift
@@ -25,6 +25,7 @@ from harness.paths import work_dir
 
 GUEST_TIMEOUT_S = 1800.0
 GUEST_MEMORY_MB = 2048
+CONSOLE_TAIL_LINES = 30
 GUEST_KERNEL_ENV = "KVDS_GUEST_KERNEL"
 """A build id, unique id prefix or label (as `kvds qemu run --kernel` takes) to boot instead of the default debug
 kernel: a kernel under test, e.g. with a new patch of the series, while the series' files are being edited."""
@@ -123,6 +124,22 @@ def _seed_matplotlib_cache(dest: Path) -> None:
         pass
 
 
+def console_tail(res: Any, n_lines: int = CONSOLE_TAIL_LINES) -> str:
+    """What a failed guest leaves for its stderr: the first kernel finding's report and the console's last lines
+    (the guest's own log; the whole console stays at its path)."""
+    out = ""
+    if res.findings:
+        out += f"\nkvds: guest: {res.findings[0].kind} report:\n{res.findings[0].context}\n"
+    try:
+        with Path(res.console_log).open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * n_lines * 2))
+            tail = f.read().decode(errors="replace").splitlines()[-n_lines:]
+    except OSError:
+        return out
+    return out + f"kvds: guest: console tail ({res.console_log}):\n" + "\n".join(tail) + "\n"
+
+
 def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResult]:
     """A function running `kvds argv` in the guest on lab kernel `lab_name` (KVDS_GUEST_KERNEL overrides it);
     raises Unavailable (with the reason) when it cannot."""
@@ -158,7 +175,7 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
             stdout = (share / "stdout").read_text(errors="replace") if (share / "stdout").exists() else ""
             stderr = (share / "stderr").read_text(errors="replace") if (share / "stderr").exists() else ""
             if res.failure:
-                stderr += f"\nkvds: guest: {res.failure}\n"
+                stderr += console_tail(res) + f"\nkvds: guest: {res.failure}\n"
         except BaseException:
             shutil.rmtree(share, ignore_errors=True)
             raise

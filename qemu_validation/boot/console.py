@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 # A printk timestamp ("[    1.234567] ") and an optional caller id ("[T1] ") in front of each line.
 _PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\]\s*)?(?:\[\s*[TC]\d+\]\s*)?")
@@ -37,6 +38,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# The OOM killer found no task to kill. Once, in a write that lowers a limit, it is harmless (the write gives up).
+# Repeated, it is a fault that retries for ever: a memory cgroup over a limit it cannot reclaim down to, whose
+# subtree holds no killable task, fails every charge (mm/memory.c "VM_FAULT_OOM leaked out ... Retrying PF"), and
+# the guest never gets further. The runner ends such a guest instead of waiting out its timeout.
+OOM_NO_VICTIM = "Out of memory and no killable processes"
+LIVELOCK_REPEATS = 50
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -64,7 +72,45 @@ def scan(text: str, context_lines: int = 12) -> list[Finding]:
             continue
         findings.append(Finding(kind, i + 1, line, "\n".join(lines[i : i + context_lines])))
         last_end = _report_end(lines, i)
-    return findings
+    livelock = oom_livelock(lines)
+    return findings if livelock is None else sorted([*findings, livelock], key=lambda f: f.line_no)
+
+
+def oom_livelock(lines: list[str]) -> Finding | None:
+    """An "oom-livelock" finding when the OOM killer found nothing to kill LIVELOCK_REPEATS times or more; its
+    context is the last such report (the one that repeats: who asked, the call trace) up to its verdict line."""
+    hits = [i for i, line in enumerate(lines) if line.startswith(OOM_NO_VICTIM)]
+    if len(hits) < LIVELOCK_REPEATS:
+        return None
+    last = hits[-1]
+    start = next((j for j in range(last, max(-1, last - 80), -1) if "invoked oom-killer" in lines[j]), last)
+    return Finding("oom-livelock", last + 1, f"{lines[last]} ({len(hits)} times)",
+                   "\n".join(lines[start : last + 1]))
+
+
+class LivelockWatch:
+    """Follows a growing console log and counts OOM_NO_VICTIM: the runner polls it while QEMU runs."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.count = 0
+        self._offset = 0
+        self._carry = b""
+
+    def poll(self) -> bool:
+        """Whether the count has reached LIVELOCK_REPEATS (reads only what was appended since the last poll)."""
+        marker = OOM_NO_VICTIM.encode()
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except OSError:
+            return False
+        self._offset += len(chunk)
+        data = self._carry + chunk  # the carry is shorter than the marker: nothing is counted twice
+        self.count += data.count(marker)
+        self._carry = data[-(len(marker) - 1):]
+        return self.count >= LIVELOCK_REPEATS
 
 
 def classify(line: str) -> str | None:

@@ -18,6 +18,7 @@ from harness.results import StoredSummary
 from qemu_validation.boot import console, initramfs, qemu_cmd
 
 _STATUS = re.compile(rf"{initramfs.STATUS_MARKER} (\d+)")
+POLL_S = 2.0  # how often a running guest's console is checked for an OOM livelock
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ def failure_of(status: int | None, qemu_status: int | None, timed_out: bool, con
     """Why a boot failed, in one line (None if it passed)."""
     if timed_out:
         return f"the guest did not finish within the timeout (console: {console_log})"
+    livelock = next((f for f in findings if f.kind == "oom-livelock"), None)
+    if livelock is not None:
+        return (f"the guest kernel looped in the OOM killer with nothing to kill ({livelock.line}; a memory cgroup "
+                f"over its limit whose subtree holds no killable task): ended (console: {console_log})")
     if findings:
         f = findings[0]
         return f"kernel {f.kind} on the console: {f.line} ({len(findings)} finding(s); {console_log})"
@@ -70,13 +75,7 @@ def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=workers.dies_with_me())  # a killed kvds must not leave QEMU running
-    timed_out = False
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        timed_out = True
+    out, timed_out = _wait(proc, console.LivelockWatch(machine.console_log), started + timeout)
     seconds = time.monotonic() - started
     text = machine.console_log.read_text(errors="replace")
     if out.strip():
@@ -85,6 +84,21 @@ def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
     qemu_status = None if timed_out else proc.returncode
     status = reported_status(text, qemu_status)
     return BootResult.of(status, qemu_status, timed_out, seconds, machine.console_log, console.scan(text), argv)
+
+
+def _wait(proc: subprocess.Popen[bytes], watch: console.LivelockWatch, deadline: float) -> tuple[bytes, bool]:
+    """QEMU's output and whether it ran into the deadline; a guest whose kernel loops in the OOM killer is ended
+    at once (its console then carries the "oom-livelock" finding): it would never finish."""
+    while True:
+        try:
+            out, _ = proc.communicate(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+            return out, False
+        except subprocess.TimeoutExpired:
+            livelocked = watch.poll()
+            if livelocked or time.monotonic() >= deadline:
+                proc.kill()
+                out, _ = proc.communicate()
+                return out, not livelocked
 
 
 def command_output(text: str) -> str:

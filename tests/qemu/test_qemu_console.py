@@ -1,8 +1,13 @@
 """The splat detector on consoles captured from this harness's own guests (tests/data/qemu/*.log):
-a clean validate run, an LKDTM WARNING, an LKDTM BUG (oops), and an RCU stall from the old i440fx machine."""
+a clean validate run, an LKDTM WARNING, an LKDTM BUG (oops), an RCU stall from the old i440fx machine, and the
+first 2,120 lines of a guest whose memory cgroup livelocked a fault in the OOM killer (oom-livelock.log.gz: `kvds vm
+overcommit` before its memcg mechanism put the limit on a parent group)."""
 
 from __future__ import annotations
 
+import gzip
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -103,3 +108,37 @@ def test_uninitialized_lock_report_from_its_variant() -> None:
     assert [f.kind for f in found] == ["lockdep"]
     assert found[0].line == "INFO: trying to register non-static key."
     assert "mm_intent_register_write" in (DATA / "broken-lockkey.log").read_text()
+
+
+def test_a_fault_looping_in_the_oom_killer_is_one_livelock_finding() -> None:
+    text = gzip.decompress((DATA / "oom-livelock.log.gz").read_bytes()).decode()
+    (f,) = console.scan(text)
+    assert f.kind == "oom-livelock" and f.line.endswith(f"({console.LIVELOCK_REPEATS} times)")
+    assert "invoked oom-killer" in f.context and "do_swap_page" in f.context  # the report that repeats: a fault's
+    # one report less: a limit write that gave up, not a livelock
+    cut = text[: text.rindex(console.OOM_NO_VICTIM)]
+    assert console.scan(cut) == []
+    assert "looped in the OOM killer" in (runner.failure_of(None, None, False, Path("c.log"), [f]) or "")
+
+
+def test_the_runner_ends_a_guest_whose_console_livelocks(tmp_path: Path) -> None:
+    log = tmp_path / "console.log"
+    line = console.OOM_NO_VICTIM + "..."
+    # a stand-in for QEMU that writes the livelock and would then run for ten minutes
+    proc = subprocess.Popen(["sh", "-c", f"for i in $(seq {console.LIVELOCK_REPEATS}); do echo '{line}' >> {log}; "
+                             "done; exec sleep 600"], stdout=subprocess.PIPE)
+    started = time.monotonic()
+    out, timed_out = runner._wait(proc, console.LivelockWatch(log), started + 600)
+    assert not timed_out and proc.returncode is not None and proc.returncode < 0  # killed, not finished
+
+
+def test_the_watch_counts_a_marker_split_across_two_polls(tmp_path: Path) -> None:
+    log = tmp_path / "console.log"
+    marker = console.OOM_NO_VICTIM.encode()
+    log.write_bytes(b"noise " + marker[:10])
+    watch = console.LivelockWatch(log)
+    assert not watch.poll() and watch.count == 0
+    with log.open("ab") as f:
+        f.write(marker[10:] + b"\n" + marker + b"\n")
+    watch.poll()
+    assert watch.count == 2
