@@ -6,7 +6,7 @@ KVDS := $(VENV)/bin/kvds
 PYTEST := $(VENV)/bin/python -m pytest
 TRACKS := core io ebpf vm qemu policy net remote e2e
 
-.PHONY: setup demo test test-fast test-slow clean $(addprefix test-,$(TRACKS))
+.PHONY: setup demo test test-fast test-slow screenshot clean $(addprefix test-,$(TRACKS))
 
 setup:
 	bash harness/setup/setup.sh
@@ -28,6 +28,16 @@ $(addprefix test-,$(TRACKS)): test-%:
 # Guest-lab experiments and benchmarks under TCG + KASAN (each a minute or more).
 test-slow: setup
 	$(PYTEST) -q -rs -m slow tests
+
+# The HTML report's top (its first table: the e2e factorial table) as a PNG from headless chromium, which this target
+# installs when missing (Debian's package): make screenshot RUN=<run or suite id> PNG=<file>. Not part of `make test`.
+RUN ?= latest
+PNG ?= report-first-table.png
+screenshot:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	out=$$(mktemp -d) && $(KVDS) report $(RUN) --out $$out >/dev/null && \
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,1100 \
+		--screenshot=$(abspath $(PNG)) file://$$out/report.html; status=$$?; rm -rf $$out; exit $$status
 
 clean:
 	rm -rf $(VENV) build *.egg-info

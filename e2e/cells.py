@@ -47,6 +47,7 @@ class Prepared:
     schedule: dict[str, dict[int, list[tuple[int, np.ndarray]]]]
     source_block_bytes: int
     tiers: TierModel      # what the plans were simulated with
+    classes: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]  # per policy: step -> (slots, new class codes)
 
     def io(self, cell: Cell) -> IoClasses:
         return rp.io_classes(self.mapping.source if cell.intents else NO_INTENTS)
@@ -78,4 +79,5 @@ def prepare(opts: TraceOptions, steps: int, block_bytes: int, policies: list[str
     work = rp.plan_all(trace, policies, cap, fast, slow)
     m = load_mapping(mapping)
     return Prepared(trace, work, m, {p: intents.schedule(w.plan, trace, m) for p, w in work.items()}, src,
-                    for_trace(trace, fast, slow, cap.for_trace(trace)))
+                    for_trace(trace, fast, slow, cap.for_trace(trace)),
+                    {p: intents.by_step(w.plan, trace) for p, w in work.items()})

@@ -9,6 +9,7 @@ from harness import doctor, verbs
 from harness.cli_args import positive_float, positive_int, require_root
 from harness.errors import UserError
 from harness.mapping import load_mapping
+from harness.remote import add_target_args
 from harness.paths import work_dir
 from harness.units import parse_size
 from kv_policy import options
@@ -57,6 +58,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="the priority assignment's seed (a serving trace)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, the mapping's knobs and every command; "
                                                           "change nothing")
+    add_target_args(p)  # --target guest / ssh://...: harness/remote runs this same command there
 
 
 def config(args: argparse.Namespace) -> e2e_run.E2eConfig:

@@ -21,7 +21,7 @@ from kv_policy.importers import TraceOptions
 from kv_policy.tiers import Tier
 from io_priority import ioload_launch
 from e2e import cells as cl
-from e2e import figures, intents, session, stack
+from e2e import figures, intents, mm_register, session, stack
 from e2e.summary import PLAN_SCHEMA, SCHEMA, E2ePlan, E2eSummary
 from e2e.tenants import Intensity, hog_argv, writer_argv
 
@@ -91,6 +91,11 @@ def dry_run(cfg: E2eConfig) -> Filed[E2ePlan]:
         {"what": "spill cap", "argv": ["<write>", "<blkio>/kvds-<pid>-e2e-spill/blkio.throttle.write_bps_device",
                                        f"<loop dev_t> {int(cfg.intensity.spill_mbps * 1e6)}"]},
     ]
+    if mm_register.intents_by_code(prep.mapping):
+        cmds.append({"what": "mm_intent (intent cells, where the kernel has the registry)",
+                     "argv": ["<write>", "/sys/kernel/debug/mm_intent/clear", "<pid>", "&&", "<write>",
+                              "/sys/kernel/debug/mm_intent/register", "<pid> <slot range> <class flags> 0 <priority>",
+                              "per range, at the end of each step whose slots changed class"]})
     for rep, name in _order(grid, cfg.reps):
         cell = next(c for c in grid if c.name == name)
         args = writer_argv("<loop device>", sizes.replay_bytes, sizes.spill_bytes, cfg.intensity,
@@ -112,6 +117,14 @@ def _trace_facts(cfg: E2eConfig, prep: cl.Prepared) -> dict[str, Any]:
             "requests": f["meta"].get("requests"), "step_us": next(iter(prep.work.values())).step_us}
 
 
+def mm_intent_reason(prep: cl.Prepared) -> str | None:
+    """None when the intent cells register their classes with mm_intent; else why not (the mapping names no
+    mm_intent flags, or this kernel has no registry: madvise and ioprio still apply)."""
+    if not mm_register.intents_by_code(prep.mapping):
+        return f"the mapping {prep.mapping.name} gives no class mm_intent flags"
+    return mm_register.unavailable_reason()
+
+
 def host_load() -> dict[str, Any]:
     """The load average and the other kvds / pytest processes on the host (it is shared)."""
     others = 0
@@ -129,11 +142,12 @@ def run(cfg: E2eConfig) -> Filed[E2eSummary]:
     load_start = host_load()
     work = cfg.work_dir or work_dir()
     interval_ns = int(next(iter(prep.work.values())).step_us * 1e3)
+    mm_why = mm_intent_reason(prep)
     st = stack.build(sizes, work, cfg.scheduler, cfg.intensity, interval_ns)
     scratch = work / f"e2e-{os.getpid()}"
     knobs.create_dir(scratch)
     try:
-        records, commands = session.run_cells(prep, grid, cfg.reps, st, cfg.intensity, scratch)
+        records, commands = session.run_cells(prep, grid, cfg.reps, st, cfg.intensity, scratch, mm_why is None)
         stack.lift_limit(st)
     finally:
         hog = st.close()
@@ -142,7 +156,8 @@ def run(cfg: E2eConfig) -> Filed[E2eSummary]:
     setup = {"device": st.device.as_dict(), "scheduler": st.scheduler, "swap": st.swap,
              "memcg_limit_bytes": st.limit_bytes, "squeeze_bytes": sizes.squeeze_bytes,
              "arena_bytes": sizes.arena_bytes, "slot_bytes": sizes.slot_bytes, "mapping": prep.mapping.as_dict(),
-             "io_classes": {c.name: {k: str(v) for k, v in prep.io(c).__dict__.items()} for c in grid}}
+             "io_classes": {c.name: {k: str(v) for k, v in prep.io(c).__dict__.items()} for c in grid},
+             "mm_intent": "registered in the intent cells" if mm_why is None else f"not registered: {mm_why}"}
     summary = E2eSummary(SCHEMA, cells, figures.effects(cells, grid), figures.goals(cells, grid),
                          _order(grid, cfg.reps), _trace_facts(cfg, prep), setup,
                          {"stated": asdict(cfg.intensity), "hog_measured": hog},

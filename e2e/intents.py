@@ -47,12 +47,9 @@ def advice_of(mapping: Mapping) -> dict[int, tuple[int, ...]]:
             for c in IntentClass if mapping.for_class(c).madvise}
 
 
-def schedule(plan: Plan, trace: Trace, mapping: Mapping) -> dict[int, list[tuple[int, np.ndarray]]]:
-    """Step -> [(advice, arena slots)] to apply at the end of that step: each slot whose class changed during the
-    step (its last op's class differs from the class it held before), grouped by the advice of the new class."""
-    advice = advice_of(mapping)
-    if not advice:
-        return {}
+def changes(plan: Plan, trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(step, slot, class code) for each slot whose class changed during a step (its last op's class that step
+    differs from the class it held before), in step order."""
     sel = plan.arena >= 0
     step, slot, cls = plan.step[sel], plan.arena[sel], op_classes(plan, trace)[sel]
     order = np.lexsort((np.arange(slot.size), step, slot))  # by slot, then step, then op order
@@ -62,10 +59,28 @@ def schedule(plan: Plan, trace: Trace, mapping: Mapping) -> dict[int, list[tuple
     step, slot, cls = step[last], slot[last], cls[last]
     changed = np.ones(slot.size, dtype=bool)
     changed[1:] = (slot[1:] != slot[:-1]) | (cls[1:] != cls[:-1])
+    step, slot, cls = step[changed], slot[changed], cls[changed]
+    by_step = np.argsort(step, kind="stable")
+    return step[by_step], slot[by_step], cls[by_step]
+
+
+def by_step(plan: Plan, trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Step -> (slots, their new class codes) to apply at the end of that step (e2e/mm_register.py)."""
+    step, slot, cls = changes(plan, trace)
+    steps, starts = np.unique(step, return_index=True)
+    return {int(s): (a, c) for s, a, c in zip(steps.tolist(), np.split(slot, starts[1:]), np.split(cls, starts[1:]))}
+
+
+def schedule(plan: Plan, trace: Trace, mapping: Mapping) -> dict[int, list[tuple[int, np.ndarray]]]:
+    """Step -> [(advice, arena slots)] to apply at the end of that step: each slot whose class changed during the
+    step, grouped by the advice of the new class."""
+    advice = advice_of(mapping)
+    if not advice:
+        return {}
+    step, slot, cls = changes(plan, trace)
     out: dict[int, list[tuple[int, np.ndarray]]] = {}
     for code, advs in advice.items():
-        pick = np.nonzero(changed & (cls == code))[0]
-        pick = pick[np.argsort(step[pick], kind="stable")]
+        pick = np.nonzero(cls == code)[0]
         steps, starts = np.unique(step[pick], return_index=True)
         for s, slots in zip(steps.tolist(), np.split(slot[pick], starts[1:])):
             out.setdefault(int(s), []).extend((a, slots) for a in advs)

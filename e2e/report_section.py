@@ -22,7 +22,9 @@ def render(ctx: ReportContext) -> None:
                      f"(blocks scaled to {t.get('block_bytes')} B), {reps} repetition(s) per cell in alternating "
                      f"order; other tenants: {s.tenants.get('stated')}. TPOT is the replayed KV stall plus the "
                      "modelled compute and recompute; the simulator's prediction for the cell's policy stands beside "
-                     "it.")
+                     "it, and its prediction rerun on the op costs the cell measured (calibrated). mm_intent: "
+                     f"{s.setup.get('mm_intent', 'not recorded')}; load average at the start "
+                     f"{s.load.get('start', {}).get('loadavg')}.")
         ctx.doc.table(table.HEADERS, table.factorial_rows(s.cells))
         ctx.doc.table(table.EFFECT_HEADERS, table.effect_rows(s.effects))
         for name, g in s.goals.items():

@@ -14,6 +14,7 @@ from harness.stats import alternating_order
 from kv_policy.replay.execute import execute
 from kv_policy.replay.slot_io import Background
 from e2e.cells import Cell, Prepared
+from e2e.mm_register import Registration
 from e2e.stack import Stack, counters
 from e2e.tenants import Intensity, SpillTenant, writer_argv
 
@@ -35,14 +36,18 @@ class RepRecord:
     seconds: float
     madvised_blocks: int
     writer: list[str] = field(default_factory=list)
+    mm_intent: dict[str, Any] | None = None   # what the repetition registered (e2e/mm_register.py), intents only
 
 
 class Driver:
     """The replay's step hooks: the mapping's madvise advice for the slots whose class changed, the due time of the
     next step published for spill scheduler v2, and the progress line."""
 
-    def __init__(self, st: Stack, sched: dict[int, list[tuple[int, np.ndarray]]], step_us: float, tick) -> None:
+    def __init__(self, st: Stack, sched: dict[int, list[tuple[int, np.ndarray]]], step_us: float, tick,
+                 reg: Registration | None = None, classes: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+                 ) -> None:
         self.st, self.sched, self.step_us, self.tick = st, sched, step_us, tick
+        self.reg, self.classes = reg, classes or {}
         self.done = 0
         self.madvised = 0
         self.errors: list[str] = []
@@ -56,6 +61,8 @@ class Driver:
             self.madvised += int(slots.size)
             if errs and len(self.errors) < 5:
                 self.errors += errs[:5 - len(self.errors)]
+        if self.reg is not None and step in self.classes:
+            self.reg.apply(*self.classes[step])
         gap = (next_step - step) if next_step is not None else 1
         self.st.slack.step_end(time.monotonic_ns() + int(self.step_us * 1e3 * gap))
         self.done += 1
@@ -72,9 +79,10 @@ def _ops(op_us: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, flo
     return med, p99, n
 
 
-def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Intensity, scratch: Path) -> \
-        tuple[list[RepRecord], list[dict[str, Any]]]:
-    """Every (repetition, cell) in ABBA order; returns the records and the commands started, in run order."""
+def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Intensity, scratch: Path,
+              mm_intent: bool = False) -> tuple[list[RepRecord], list[dict[str, Any]]]:
+    """Every (repetition, cell) in ABBA order; returns the records and the commands started, in run order.
+    `mm_intent`: the intent cells also register their slots' classes (the kernel has the registry)."""
     by_name = {c.name: c for c in cells}
     order = alternating_order([c.name for c in cells], reps)
     steps = prep.steps()
@@ -99,7 +107,10 @@ def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Inten
                 bar.update(description=f"{label}: {_eta(t_start, done_steps, total)}")
                 argv = writer_argv(st.device.path, st.sizes.replay_bytes, st.sizes.spill_bytes, it,
                                    prep.mapping_of(cell), TENANT_SECONDS, scratch, st.shm, rep)
-                driver = Driver(st, prep.schedule[cell.policy] if cell.intents else {}, pr.step_us, tick)
+                reg = Registration(prep.mapping, st.arena.address, st.sizes.slot_bytes, st.sizes.arena_slots) \
+                    if mm_intent and cell.intents else None
+                driver = Driver(st, prep.schedule[cell.policy] if cell.intents else {}, pr.step_us, tick, reg,
+                                prep.classes[cell.policy])
                 before = counters(st)
                 t0 = time.monotonic()
                 tenant = SpillTenant(argv, st.cap)
@@ -107,11 +118,12 @@ def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Inten
                     run = execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver)
                 finally:
                     tenant.stop()
+                    registered = reg.close() if reg is not None else None
                 secs = time.monotonic() - t0
                 delta = counters(st).minus(before)
                 med, p99, n = _ops(run.op_us)
                 records.append(RepRecord(name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs,
-                                         driver.madvised, tenant.argv))
+                                         driver.madvised, tenant.argv, registered))
                 commands.append({"cell": name, "rep": rep, "writer": tenant.argv,
                                  **({"madvise_errors": driver.errors} if driver.errors else {})})
                 bar.advance(steps - tick.steps)  # type: ignore[attr-defined]

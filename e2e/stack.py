@@ -65,7 +65,10 @@ class Stack:
         """Close what this process holds and stop the hog (its measured intensity); the journal undoes the rest."""
         self.slack.close()
         self.io.close()
-        self.arena.close()
+        try:
+            self.arena.close()
+        except BufferError:  # a signal unwound a replay still viewing the arena: the mapping goes with the process
+            pass
         return self.hog.stop()
 
 
@@ -114,7 +117,7 @@ class Counters:
     read_bytes: int       # the slow tier's device, all readers
     write_bytes: int      # the slow tier's device, all writers (the replay's spills and the spill tenant)
     majfaults: int        # major faults of kvds (its arena reads) and the hog: swap-ins of reclaimed pages
-    failcnt: int          # times the cgroup hit its limit (v1)
+    failcnt: int          # times the cgroup hit its limit (v1 memory.failcnt, v2 memory.events max)
 
     def minus(self, before: "Counters") -> dict[str, int]:
         return {k: getattr(self, k) - getattr(before, k) for k in self.__dataclass_fields__}
@@ -126,7 +129,11 @@ def counters(st: Stack) -> Counters:
         stat = dict(line.split() for line in cg.get("memory", "memory.stat").splitlines() if line.strip())
         return int(stat.get("pgmajfault", 0))
     try:
-        failcnt = int(st.memcg.get("memory", "memory.failcnt").strip())
+        if st.memcg.version("memory") == 1:
+            failcnt = int(st.memcg.get("memory", "memory.failcnt").strip())
+        else:  # v2: the times the group hit memory.max
+            events = dict(line.split() for line in st.memcg.get("memory", "memory.events").splitlines() if line)
+            failcnt = int(events.get("max", 0))
     except (OSError, ValueError):
         failcnt = 0
     return Counters(int(f[2]) * 512, int(f[6]) * 512, majfaults(st.memcg) + majfaults(st.main), failcnt)

@@ -33,6 +33,8 @@ class CellFigures(StoredSummary):
     swap_ins: dict[str, Any]                    # major faults of kvds and the hog (reclaimed pages read back)
     memcg_failcnt: dict[str, Any]               # times the cgroup hit its limit
     madvised_blocks: float | None               # blocks given madvise advice per repetition
+    mm_intent: dict[str, Any] | None            # mm_intent registrations (intent cells on a kernel with the
+    # registry): re-registrations per repetition, most ranges held, ranges dropped, left after clear, reclaim stats
     seconds: dict[str, Any]                     # wall time of one repetition
     sim_tpot_p50_us: float | None               # the simulator's prediction for the cell's policy
     sim_tpot_p99_us: float | None               # the simulator's TPOT p99 (us)
@@ -42,6 +44,10 @@ class CellFigures(StoredSummary):
     per_rep: list[dict[str, float]]             # each repetition's p50_us, p99_us, slo, slo_high, goodput
     missing_cost: dict[str, Any] | None = None  # when the ratio is outside [0.5, 2]: the measured excess per
     # modelled op (us per step), swap-ins and waits on background I/O; `largest` names it
+    calibrated_sim_tpot_p99_us: float | None = None  # the simulator rerun with each modelled op's cost set to the
+    # median this cell measured (e2e.figures.calibrated_tiers): the model's prediction on the device as it was
+    calibrated_op_us: dict[str, float] | None = None  # the op costs (us per block) that rerun used
+    measured_to_calibrated_sim_p99: dict[str, Any] | None = None  # measured / calibrated TPOT p99 (geometric mean)
 
 
 @dataclass(frozen=True)

@@ -101,11 +101,12 @@ def parse_dump(text: str) -> list[Entry]:
     return out
 
 
-def block_entries(pid: int, base: int, block_bytes: int,
-                  intents: Iterable[tuple[int, int, int] | None]) -> list[Entry]:
+def block_entries(pid: int, base: int, block_bytes: int, intents: Iterable[tuple[int, int, int] | None],
+                  limit: int | None = MAX_PER_MM) -> list[Entry]:
     """Entries for blocks laid out back to back from `base` (block i at base + i * block_bytes), one
     (flags, deadline_ns, priority) per block or None for a block left unregistered; neighbours with the same
-    intent are coalesced into one range (the registry holds MAX_PER_MM intents per address space)."""
+    intent are coalesced into one range (the registry holds MAX_PER_MM intents per address space: more than
+    `limit` is a UserError; None leaves choosing which to register to the caller)."""
     if block_bytes <= 0 or block_bytes % PAGE_SIZE:
         raise UserError(f"block size {block_bytes} must be a positive multiple of the page size")
     out: list[Entry] = []
@@ -122,7 +123,7 @@ def block_entries(pid: int, base: int, block_bytes: int,
         else:
             out.append(e)
         last_block = i
-    if len(out) > MAX_PER_MM:
+    if limit is not None and len(out) > limit:
         raise UserError(f"{len(out)} ranges exceed the {MAX_PER_MM} intents one address space may hold "
                         "(use larger blocks or a smaller arena)")
     return out

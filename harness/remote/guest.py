@@ -21,7 +21,7 @@ from typing import Any, Callable
 from harness import deferred_figures, tracks
 from harness.environment import icount_shift
 from harness.errors import Unavailable, UserError
-from harness.paths import work_dir
+from harness.paths import cache_dir, work_dir
 
 GUEST_TIMEOUT_S = 1800.0
 GUEST_MEMORY_MB = 2048
@@ -140,6 +140,28 @@ def console_tail(res: Any, n_lines: int = CONSOLE_TAIL_LINES) -> str:
     return out + f"kvds: guest: console tail ({res.console_log}):\n" + "\n".join(tail) + "\n"
 
 
+GUEST_NUMBA = "guest-numba"
+"""cache_dir()/guest-numba: numba's compiled kvds functions for the guest, kept between guest runs (compiling them
+under TCG + KASAN took longer than the measurement). The guest compiles for numba's `generic` CPU
+(NUMBA_CPU_NAME=generic: no host-specific features in the cache key), so this host can fill the cache too:
+`NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR=<cache_dir>/guest-numba kvds e2e --dry-run` compiles the simulator there."""
+
+
+def _numba_cache(src: Path, dest: Path) -> None:
+    """Copy numba's cache files from src into dest (those dest lacks or holds older): seeded into the share before
+    the boot, copied back after it. An optimisation only: a cache that cannot be copied is compiled again."""
+    try:
+        for f in src.rglob("*"):
+            out = dest / f.relative_to(src)
+            if f.is_dir():
+                out.mkdir(parents=True, exist_ok=True)
+            elif not out.exists() or f.stat().st_mtime > out.stat().st_mtime:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, out)
+    except OSError:
+        pass
+
+
 def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResult]:
     """A function running `kvds argv` in the guest on lab kernel `lab_name` (KVDS_GUEST_KERNEL overrides it);
     raises Unavailable (with the reason) when it cannot."""
@@ -156,12 +178,13 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
         for sub in ("results", "work", "cache", "matplotlib"):
             (share / sub).mkdir(parents=True, exist_ok=True)
         _seed_matplotlib_cache(share / "matplotlib")
+        _numba_cache(cache_dir() / GUEST_NUMBA, share / "cache" / "numba")
         q = shlex.quote
         env = " ".join(f"{k}={q(str(share / v))}" for k, v in (("KVDS_RESULTS_DIR", "results"),
                                                               ("KVDS_WORK_DIR", "work"), ("KVDS_CACHE_DIR", "cache")))
         # the journal lives in the guest's own tmpfs: what it records dies with the guest anyway, and each
         # record's sync over 9p (cache=none) under TCG made a DAMON set-up take minutes
-        env += f" KVDS_STATE_DIR={GUEST_STATE_DIR} MPLCONFIGDIR={q(str(share / 'matplotlib'))}"
+        env += f" KVDS_STATE_DIR={GUEST_STATE_DIR} MPLCONFIGDIR={q(str(share / 'matplotlib'))} NUMBA_CPU_NAME=generic"
         # figures are drawn by the host when it files the runs (harness/deferred_figures.py): minutes under TCG + KASAN
         env += f" {deferred_figures.DEFER_ENV}=1"
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
@@ -176,6 +199,7 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
             stderr = (share / "stderr").read_text(errors="replace") if (share / "stderr").exists() else ""
             if res.failure:
                 stderr += console_tail(res) + f"\nkvds: guest: {res.failure}\n"
+            _numba_cache(share / "cache" / "numba", cache_dir() / GUEST_NUMBA)
         except BaseException:
             shutil.rmtree(share, ignore_errors=True)
             raise

@@ -119,3 +119,30 @@ def test_bad_input_is_one_line_exit_2(kvds_env: dict[str, str]) -> None:
                         (["--mapping", "nosuch"], "unknown mapping"), (["--trace", "/nonexistent.jsonl"], "does not")):
         p = run_kvds(["e2e", "--dry-run", *args], kvds_env, timeout=60)
         assert p.returncode == 2 and words in p.stderr and p.stderr.count("\n") == 1, (args, p.stderr)
+
+
+def _prepared(steps: int):
+    from harness.cli import build_parser
+    from e2e import cli, e2e_run
+
+    cfg = cli.config(build_parser().parse_args(["e2e", "--dry-run", "--steps", str(steps)]))
+    prep, _, _ = e2e_run._prepare(cfg)
+    return cfg, prep
+
+
+def test_the_calibrated_prediction_prices_each_op_at_the_median_the_run_measured() -> None:
+    cfg, prep = _prepared(150)
+    pr = prep.work[cfg.baseline]
+    nbytes = int(pr.plan.nbytes.max(initial=0))
+    modelled = figures.modelled_op_us(prep.tiers, nbytes)
+    # measured exactly as modelled: the calibrated rerun is the simulator's own prediction
+    same = figures.calibrated_prediction(prep.trace, cfg.baseline, prep.tiers, modelled, nbytes)
+    assert same["tpot_p99_us"] == float(np.percentile(pr.sim.step_latency_us, 99))
+    for op, us in modelled.items():
+        assert math.isclose(same["op_us"][op], us)
+    # a slower synchronous spill write and miss, as measured beside the spill tenant: the prediction takes them
+    slow = dict(modelled, **{"spill-sync": modelled["spill-sync"] + 500.0, "miss": modelled["miss"] + 500.0})
+    cal = figures.calibrated_prediction(prep.trace, cfg.baseline, prep.tiers, slow, nbytes)
+    assert math.isclose(cal["op_us"]["spill-sync"], slow["spill-sync"])
+    assert math.isclose(cal["op_us"]["miss"], slow["miss"])
+    assert cal["tpot_p99_us"] > same["tpot_p99_us"]

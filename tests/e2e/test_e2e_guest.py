@@ -1,0 +1,45 @@
+"""`kvds e2e --target guest`: the four cells in the guest lab kernel (6.12 with the mm_intent series), where the
+intent cells also register their slots' classes with mm_intent, re-registered as classes change and cleared at the
+end of every repetition (none left), while the no-intent cells register nothing; the run is filed home tagged by
+host. Slow: a guest boot under TCG + KASAN, minutes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import doctor
+from tests.conftest import needs_root, run_kvds
+
+TINY = ["--steps", "20", "--reps", "1", "--block-kib", "16", "--work-dir", "/tmp", "--spill-region", "32M",
+        "--hog-mib", "16"]
+
+
+@needs_root
+@doctor.skip_unless("qemu.guest")
+@pytest.mark.slow  # a guest boot and four cell repetitions under TCG + KASAN
+@pytest.mark.timeout(1860)
+def test_guest_cells_register_their_classes_with_mm_intent(kvds_env: dict[str, str]) -> None:
+    from harness.remote.guest import guest_lab_status
+
+    ready, why = guest_lab_status()
+    if not ready:
+        pytest.skip(why)
+    res = run_kvds(["e2e", "--target", "guest", *TINY, "--json"], kvds_env, timeout=1800)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    guest = json.loads(res.stdout)["summary"]["hosts"]["guest"]
+    assert guest["status"] == "ok" and len(guest["runs"]) == 1 and guest["runs"][0].endswith("--guest")
+    run = Path(kvds_env["KVDS_RESULTS_DIR"]) / guest["runs"][0]
+    s = json.loads((run / "summary.json").read_text())
+    assert list(s["cells"]) == ["LRU / no intents", "LRU / intents", "ExpectedNextUse / no intents",
+                                "ExpectedNextUse / intents"]
+    if s["setup"]["mm_intent"] != "registered in the intent cells":
+        pytest.skip(f"the guest kernel booted has no mm_intent registry: {s['setup']['mm_intent']}")
+    for c in s["cells"].values():
+        mm = c["mm_intent"]
+        if not c["intents"]:
+            assert mm is None
+            continue
+        assert mm["updates_per_rep"] > 0 and mm["ranges_max"] > 0 and mm["left_after_clear"] == 0, mm
+        assert c["tpot_p99_us"]["value"] > 0 and c["calibrated_sim_tpot_p99_us"] > 0
