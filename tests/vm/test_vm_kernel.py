@@ -22,6 +22,7 @@ from harness.mapping import MADVISE_ADVICE, load_mapping
 from kernel_vm import damon, measure, mglru, swap_backend
 from kernel_vm.arena_process import ArenaProcess
 from kernel_vm.mix import CLASSES, DEFAULT_MIX, make_layout
+from kernel_vm.placement import create_budget_split
 from kernel_vm.repetition import run_once
 from tests.conftest import journals_of, needs_root, run_kvds
 
@@ -93,6 +94,39 @@ def test_intent_keeps_decode_critical_resident_when_squeezed(kvds_env: dict[str,
     # the squeeze was real: the same budget cost the baseline pages, the intent run cold-class pages
     assert sum(base.residency["after_pressure"]["swapped"]) > 0
     assert intent.residency["after_pressure"]["swapped"][CLASSES.index(IntentClass.COLD_SPILLABLE)] > 0
+    assert _leftovers(os.getpid(), [dev]) == []
+
+
+def test_a_page_left_in_the_spill_child_faults_back_under_the_parents_limit(kvds_env: dict[str, str]) -> None:
+    """`kvds vm overcommit`'s memcg split: pages charged to the spill child, swapped out by the parent's limit and
+    faulted back while the process sits in the critical child, are charged to the spill child again; the limit on
+    the parent, whose subtree holds the process, lets reclaim make room (two flat groups livelocked this fault in a
+    guest). Restore removes both children and the parent."""
+    block, n_blocks = 64 << 10, 64
+    ppb = block // mmap.PAGESIZE
+    spill, critical = np.arange(32), np.arange(32, 64)
+    with journal.session():
+        dev = swap_backend.set_up("zram", 8 << 20).device
+        with journal.scoped():
+            budget, placement = create_budget_split("t-split")
+            with ArenaProcess(n_blocks * block, block) as proc:
+                placement.squeeze.add_pid(proc.pid)
+                base = placement.usage(budget)
+                proc.populate(spill)
+                placement.protect.add_pid(proc.pid)
+                proc.populate(critical)
+                placement.protect_low(2 << 20)
+                placement.set_limit(budget, base + (3 << 20))
+                res = measure.Residency.of(proc.pid, proc.address, n_blocks * ppb, mmap.PAGESIZE)
+                assert res.swapped.sum() >= 256  # the 4 MiB arena had to give at least 1 MiB
+                squeezed_spill = int(res.swapped[: spill.size * ppb].sum())
+                assert squeezed_spill > 0
+                f0 = measure.faults(proc.pid)
+                proc.touch(spill)
+                assert proc.alive() and (measure.faults(proc.pid) - f0).major >= squeezed_spill
+                res = measure.Residency.of(proc.pid, proc.address, n_blocks * ppb, mmap.PAGESIZE)
+                assert res.present[: spill.size * ppb].all()
+            assert placement.squeeze.path("memory").parent == budget.path("memory")
     assert _leftovers(os.getpid(), [dev]) == []
 
 
