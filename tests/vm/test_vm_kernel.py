@@ -98,10 +98,10 @@ def test_intent_keeps_decode_critical_resident_when_squeezed(kvds_env: dict[str,
 
 
 def test_a_page_left_in_the_spill_child_faults_back_under_the_parents_limit(kvds_env: dict[str, str]) -> None:
-    """`kvds vm overcommit`'s memcg split: pages charged to the spill child, swapped out by the parent's limit and
-    faulted back while the process sits in the critical child, are charged to the spill child again; the limit on
-    the parent, whose subtree holds the process, lets reclaim make room (two flat groups livelocked this fault in a
-    guest). Restore removes both children and the parent."""
+    """`kvds vm overcommit`'s memcg split: pages charged to the spill child, swapped out and faulted back while the
+    process sits in the critical child, are charged to the spill child again; with the limit on the parent, whose
+    subtree holds the process, reclaim makes room in the critical child (two flat groups livelocked this fault in
+    a guest). Restore removes both children and the parent."""
     block, n_blocks = 64 << 10, 64
     ppb = block // mmap.PAGESIZE
     spill, critical = np.arange(32), np.arange(32, 64)
@@ -111,21 +111,20 @@ def test_a_page_left_in_the_spill_child_faults_back_under_the_parents_limit(kvds
             budget, placement = create_budget_split("t-split")
             with ArenaProcess(n_blocks * block, block) as proc:
                 placement.squeeze.add_pid(proc.pid)
-                base = placement.usage(budget)
                 proc.populate(spill)
                 placement.protect.add_pid(proc.pid)
                 proc.populate(critical)
-                placement.protect_low(2 << 20)
-                placement.set_limit(budget, base + (3 << 20))
-                res = measure.Residency.of(proc.pid, proc.address, n_blocks * ppb, mmap.PAGESIZE)
-                assert res.swapped.sum() >= 256  # the 4 MiB arena had to give at least 1 MiB
-                squeezed_spill = int(res.swapped[: spill.size * ppb].sum())
-                assert squeezed_spill > 0
+                assert proc.madvise(spill, MADVISE_ADVICE["MADV_PAGEOUT"]) == []
+                squeezed = int(measure.Residency.of(proc.pid, proc.address, n_blocks * ppb, mmap.PAGESIZE)
+                               .swapped[: spill.size * ppb].sum())
+                assert squeezed > 0
+                placement.set_limit(budget, placement.usage(budget))  # no room left: a swap-in must reclaim
                 f0 = measure.faults(proc.pid)
                 proc.touch(spill)
-                assert proc.alive() and (measure.faults(proc.pid) - f0).major >= squeezed_spill
+                assert proc.alive() and (measure.faults(proc.pid) - f0).major >= squeezed
                 res = measure.Residency.of(proc.pid, proc.address, n_blocks * ppb, mmap.PAGESIZE)
                 assert res.present[: spill.size * ppb].all()
+                assert res.swapped[spill.size * ppb :].sum() > 0  # the room came from the critical child
             assert placement.squeeze.path("memory").parent == budget.path("memory")
     assert _leftovers(os.getpid(), [dev]) == []
 
