@@ -22,6 +22,7 @@ from harness.mapping import MADVISE_ADVICE, load_mapping
 from kernel_vm import damon, measure, mglru, swap_backend
 from kernel_vm.arena_process import ArenaProcess
 from kernel_vm.mix import CLASSES, DEFAULT_MIX, make_layout
+from kernel_vm.placement import create_budget_split
 from kernel_vm.repetition import run_once
 from tests.conftest import journals_of, needs_root, run_kvds
 
@@ -93,6 +94,38 @@ def test_intent_keeps_decode_critical_resident_when_squeezed(kvds_env: dict[str,
     # the squeeze was real: the same budget cost the baseline pages, the intent run cold-class pages
     assert sum(base.residency["after_pressure"]["swapped"]) > 0
     assert intent.residency["after_pressure"]["swapped"][CLASSES.index(IntentClass.COLD_SPILLABLE)] > 0
+    assert _leftovers(os.getpid(), [dev]) == []
+
+
+def test_a_page_left_in_the_spill_child_faults_back_under_the_parents_limit(kvds_env: dict[str, str]) -> None:
+    """`kvds vm overcommit`'s memcg split: pages charged to the spill child, swapped out and faulted back while the
+    process sits in the critical child, are charged to the spill child again; with the limit on the parent, whose
+    subtree holds the process, reclaim makes room in the critical child (two flat groups livelocked this fault in
+    a guest). Restore removes both children and the parent."""
+    block, n_blocks = 64 << 10, 64
+    ppb = block // mmap.PAGESIZE
+    spill, critical = np.arange(32), np.arange(32, 64)
+    with journal.session():
+        dev = swap_backend.set_up("zram", 8 << 20).device
+        with journal.scoped():
+            budget, placement = create_budget_split("t-split")
+            with ArenaProcess(n_blocks * block, block) as proc:
+                placement.squeeze.add_pid(proc.pid)
+                proc.populate(spill)
+                placement.protect.add_pid(proc.pid)
+                proc.populate(critical)
+                assert proc.madvise(spill, MADVISE_ADVICE["MADV_PAGEOUT"]) == []
+                squeezed = int(measure.Residency.of(proc.pid, proc.address, n_blocks * ppb, mmap.PAGESIZE)
+                               .swapped[: spill.size * ppb].sum())
+                assert squeezed > 0
+                placement.set_limit(budget, placement.usage(budget))  # no room left: a swap-in must reclaim
+                f0 = measure.faults(proc.pid)
+                proc.touch(spill)
+                assert proc.alive() and (measure.faults(proc.pid) - f0).major >= squeezed
+                res = measure.Residency.of(proc.pid, proc.address, n_blocks * ppb, mmap.PAGESIZE)
+                assert res.present[: spill.size * ppb].all()
+                assert res.swapped[spill.size * ppb :].sum() > 0  # the room came from the critical child
+            assert placement.squeeze.path("memory").parent == budget.path("memory")
     assert _leftovers(os.getpid(), [dev]) == []
 
 
