@@ -59,6 +59,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan, the mapping's knobs and every command; "
                                                           "change nothing")
     add_target_args(p)  # --target guest / ssh://...: harness/remote runs this same command there
+    p.set_defaults(guest_lab="io")  # --target guest boots the io lab kernel: 6.12 + mm_intent, loop, zram, throttling
 
 
 def config(args: argparse.Namespace) -> e2e_run.E2eConfig:

@@ -15,7 +15,7 @@ def e2e(s: E2eSummary) -> None:
           f"({st['scheduler']}); tenants: {s.tenants['stated']}, hog measured {s.tenants.get('hog_measured')}")
     print("TPOT = replayed KV stall + modelled compute and recompute; TPOT percentiles resample repetitions, the "
           "rest are t intervals over repetitions (95%)")
-    print(table.text(table.HEADERS, table.factorial_rows(s.cells)))
+    print(table.text(table.HEADERS, table.factorial_rows(s.cells, s.order)))
     print()
     print("effects, paired by repetition (mean [95% t interval])")
     print(table.text(table.EFFECT_HEADERS, table.effect_rows(s.effects)))

@@ -24,8 +24,8 @@ def render(ctx: ReportContext) -> None:
                      "modelled compute and recompute; the simulator's prediction for the cell's policy stands beside "
                      "it, and its prediction rerun on the op costs the cell measured (calibrated). mm_intent: "
                      f"{s.setup.get('mm_intent', 'not recorded')}; load average at the start "
-                     f"{s.load.get('start', {}).get('loadavg')}.")
-        ctx.doc.table(table.HEADERS, table.factorial_rows(s.cells))
+                     f"{', '.join(f'{x:.2f}' for x in s.load.get('start', {}).get('loadavg', []))}.")
+        ctx.doc.table(table.HEADERS, table.factorial_rows(s.cells, s.order))
         ctx.doc.table(table.EFFECT_HEADERS, table.effect_rows(s.effects))
         for name, g in s.goals.items():
             ctx.doc.para(f"Goal {name}: {g['line']}")
@@ -33,7 +33,7 @@ def render(ctx: ReportContext) -> None:
         ctx.summary.setdefault("e2e", {})[suite.label] = {
             name: {"tpot_p99_us": (c.get("tpot_p99_us") or {}).get("value"),
                    "slo_high": (c.get("slo_high") or {}).get("value")} for name, c in s.cells.items()}
-        top = list(s.cells.values())[-1]
+        top = table.in_design_order(s.cells, s.order)[-1][1]
         ratio = (s.goals.get("tpot_p99_ratio") or {}).get("value")
         ctx.headline("e2e TPOT p99 ratio, whole stack vs reference", suite.label, ratio)
         ctx.headline("e2e high-priority SLO, whole stack", suite.label, (top.get("slo_high") or {}).get("value"))

@@ -26,9 +26,16 @@ def missing_text(mc: dict[str, Any] | None) -> str:
             f"{mc['detail'].get('swap_ins_per_rep', 0):.0f}/rep")
 
 
-def factorial_rows(cells: dict[str, dict[str, Any]]) -> list[list[str]]:
+def in_design_order(cells: dict[str, dict[str, Any]], order: list[list[Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The cells in the order the run first took them (the reference cell first), whatever order a stored summary's
+    keys came back in (summary.json is written with sorted keys)."""
+    first = {name: i for i, (_, name) in reversed(list(enumerate(order)))}
+    return sorted(cells.items(), key=lambda kv: first.get(kv[0], len(first)))
+
+
+def factorial_rows(cells: dict[str, dict[str, Any]], order: list[list[Any]] | None = None) -> list[list[str]]:
     rows = []
-    for name, c in cells.items():
+    for name, c in in_design_order(cells, order or []):
         rows.append([name, fmt.estimate(c.get("tpot_p50_us"), 1e-3), fmt.estimate(c.get("tpot_p99_us"), 1e-3),
                      fmt.estimate(c.get("slo_high")), fmt.estimate(c.get("goodput_tok_s")),
                      fmt.number(c.get("prefill_tokens_recomputed"), ".0f", why="no block tokens"),
@@ -42,9 +49,10 @@ def factorial_rows(cells: dict[str, dict[str, Any]]) -> list[list[str]]:
 
 
 def effect_rows(effects: dict[str, dict[str, Any]]) -> list[list[str]]:
-    return [[EFFECT_LABELS.get(k, k), *(fmt.estimate(v.get(e)) for e in ("policy", "mechanisms", "interaction",
-                                                                          "whole_stack"))]
-            for k, v in effects.items()]
+    keys = [k for k in EFFECT_LABELS if k in effects] + [k for k in effects if k not in EFFECT_LABELS]
+    return [[EFFECT_LABELS.get(k, k), *(fmt.estimate(effects[k].get(e)) for e in ("policy", "mechanisms",
+                                                                                  "interaction", "whole_stack"))]
+            for k in keys]
 
 
 def goal_lines(goals: dict[str, dict[str, Any]]) -> list[str]:

@@ -1,7 +1,8 @@
-"""`kvds e2e --target guest`: the four cells in the guest lab kernel (6.12 with the mm_intent series), where the
+"""`kvds e2e --target guest`: the four cells in the io lab kernel (6.12 with the mm_intent series, loop, zram and
+blkio throttling; KVDS_GUEST_KERNEL overrides it), where the
 intent cells also register their slots' classes with mm_intent, re-registered as classes change and cleared at the
 end of every repetition (none left), while the no-intent cells register nothing; the run is filed home tagged by
-host. Slow: a guest boot under TCG + KASAN, minutes."""
+host. Slow: a guest boot under TCG, minutes."""
 from __future__ import annotations
 
 import json
@@ -18,12 +19,12 @@ TINY = ["--steps", "20", "--reps", "1", "--block-kib", "16", "--work-dir", "/tmp
 
 @needs_root
 @doctor.skip_unless("qemu.guest")
-@pytest.mark.slow  # a guest boot and four cell repetitions under TCG + KASAN
+@pytest.mark.slow  # a guest boot and four cell repetitions under TCG
 @pytest.mark.timeout(1860)
 def test_guest_cells_register_their_classes_with_mm_intent(kvds_env: dict[str, str]) -> None:
     from harness.remote.guest import guest_lab_status
 
-    ready, why = guest_lab_status()
+    ready, why = guest_lab_status("io")  # the lab kernel e2e's parser names (loop, zram, mm_intent)
     if not ready:
         pytest.skip(why)
     res = run_kvds(["e2e", "--target", "guest", *TINY, "--json"], kvds_env, timeout=1800)

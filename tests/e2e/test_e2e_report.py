@@ -36,5 +36,9 @@ def test_the_first_table_of_the_report_is_the_factorial_table(tmp_path: Path) ->
     assert md.index("End to end") < md.index("| cell |")
     rows = [x for x in md.splitlines() if x.startswith("| LRU / no intents")]
     assert rows and "30 [27, 33]" in rows[0]  # TPOT p99 in ms with its interval
+    # the rows in the design's order, reference first, though summary.json stores the cells' keys sorted
+    table_rows = [x.split(" | ")[0].lstrip("| ") for x in md.splitlines() if x.startswith("| LRU /")
+                  or x.startswith("| ExpectedNextUse /")]
+    assert table_rows == [c.name for c in grid], table_rows
     verdicts = json.loads(paths["json"].read_text())["verdicts"]
     assert [v["e2e tpot_p99_ratio"] for v in verdicts.values()] == [line]
