@@ -173,6 +173,7 @@ def _mm_intent(recs: list[RepRecord]) -> dict[str, Any] | None:
             "ranges_max": max(g["ranges_max"] for g in regs),
             "ranges_dropped_max": max(g["ranges_dropped_max"] for g in regs),
             "left_after_clear": sum(g["left_after_clear"] for g in regs),
+            "errors": [g["error"] for g in regs if g.get("error")],
             "reclaim_stats_last": regs[-1].get("reclaim_stats")}
 
 
