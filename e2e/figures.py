@@ -82,13 +82,13 @@ def missing_cost(recs: list[RepRecord], tiers: TierModel, nbytes: int, steps: in
     return {"largest": name, "excess_us_per_step": parts, "detail": detail}
 
 
-def measured_medians(recs: list[RepRecord]) -> dict[str, float]:
-    """Per modelled operation, its median cost (us) measured in this cell, averaged over repetitions."""
+def measured_costs(recs: list[RepRecord], stat: str = "median") -> dict[str, float]:
+    """Per modelled operation, its median (or mean) cost (us) measured in this cell, averaged over repetitions."""
     out = {}
     for op in MODELLED_OPS:
-        meds = [r.op_median_us[op] for r in recs if op in r.op_median_us]
-        if meds:
-            out[op] = float(np.mean(meds))
+        vals = [getattr(r, f"op_{stat}_us")[op] for r in recs if op in getattr(r, f"op_{stat}_us")]
+        if vals:
+            out[op] = float(np.mean(vals))
     return out
 
 
@@ -150,13 +150,14 @@ def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord]) -> dict[str,
         "per_rep": per_rep,
     }
     nbytes = int(pr.plan.nbytes.max(initial=0))
-    medians = measured_medians(recs)
-    if medians and nbytes:
-        cal = calibrated_prediction(prep.trace, cell.policy, prep.tiers, medians, nbytes)
-        out["calibrated_sim_tpot_p99_us"] = cal["tpot_p99_us"]
-        out["calibrated_op_us"] = cal["op_us"]
-        out["measured_to_calibrated_sim_p99"] = _geo([f["p99_us"] / cal["tpot_p99_us"] for f in per_rep
-                                                      if cal["tpot_p99_us"] > 0]).as_dict()
+    for stat, key in (("median", "calibrated"), ("mean", "calibrated_mean")):
+        costs = measured_costs(recs, stat)
+        if costs and nbytes:
+            cal = calibrated_prediction(prep.trace, cell.policy, prep.tiers, costs, nbytes)
+            out[f"{key}_sim_tpot_p99_us"] = cal["tpot_p99_us"]
+            out[f"{key}_op_us"] = cal["op_us"]
+            out[f"measured_to_{key}_sim_p99"] = _geo([f["p99_us"] / cal["tpot_p99_us"] for f in per_rep
+                                                       if cal["tpot_p99_us"] > 0]).as_dict()
     lo, hi = RATIO_BAND
     if math.isfinite(ratio.value) and not lo <= ratio.value <= hi:
         out["missing_cost"] = missing_cost(recs, prep.tiers, nbytes, len(sim_t))
@@ -172,6 +173,7 @@ def _mm_intent(recs: list[RepRecord]) -> dict[str, Any] | None:
             "ranges_max": max(g["ranges_max"] for g in regs),
             "ranges_dropped_max": max(g["ranges_dropped_max"] for g in regs),
             "left_after_clear": sum(g["left_after_clear"] for g in regs),
+            "errors": [g["error"] for g in regs if g.get("error")],
             "reclaim_stats_last": regs[-1].get("reclaim_stats")}
 
 

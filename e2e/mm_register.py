@@ -57,6 +57,7 @@ class Registration:
         self.updates = 0
         self.ranges_max = 0
         self.dropped_max = 0
+        self.error: str | None = None  # the first refusal: the repetition registers nothing more after it
         allow_critical_bytes(self.pid, self.slots * self.slot_bytes)  # the budget is the arena, stated
         self.registry.clear(self.pid)
 
@@ -68,10 +69,16 @@ class Registration:
             self.register()
 
     def register(self) -> None:
+        if self.error is not None:
+            return
         entries = mic.block_entries(self.pid, self.base, self.slot_bytes, self._intents(), limit=None)
         keep = sorted(entries, key=lambda e: (-(e.flags & mic.LATENCY_CRITICAL), -e.priority, e.start))
-        self.registry.clear(self.pid)
-        self.registry.register_all(keep[:mic.MAX_PER_MM])
+        try:
+            self.registry.clear(self.pid)
+            self.registry.register_all(keep[:mic.MAX_PER_MM])
+        except mic.MmIntentError as exc:  # recorded with the repetition, never silently: its cell says so
+            self.error = str(exc)
+            return
         self.updates += 1
         self.ranges_max = max(self.ranges_max, min(len(entries), mic.MAX_PER_MM))
         self.dropped_max = max(self.dropped_max, max(0, len(entries) - mic.MAX_PER_MM))
@@ -84,4 +91,4 @@ class Registration:
         self.registry.clear(self.pid)
         left = sum(1 for e in self.registry.dump() if e.pid == self.pid)
         return {"updates": self.updates, "ranges_max": self.ranges_max, "ranges_dropped_max": self.dropped_max,
-                "left_after_clear": left, "reclaim_stats": self.registry.stats()}
+                "left_after_clear": left, "reclaim_stats": self.registry.stats(), "error": self.error}

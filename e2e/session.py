@@ -37,6 +37,7 @@ class RepRecord:
     madvised_blocks: int
     writer: list[str] = field(default_factory=list)
     mm_intent: dict[str, Any] | None = None   # what the repetition registered (e2e/mm_register.py), intents only
+    op_mean_us: dict[str, float] = field(default_factory=dict)  # each op's mean cost: its tail's weight included
 
 
 class Driver:
@@ -70,13 +71,15 @@ class Driver:
             self.tick(PROGRESS_EVERY)
 
 
-def _ops(op_us: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
-    med, p99, n = {}, {}, {}
+def _ops(op_us: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float], dict[str, int],
+                                                dict[str, float]]:
+    med, p99, n, mean = {}, {}, {}, {}
     for name, vals in op_us.items():
         if vals:
             a = np.asarray(vals)
             med[name], p99[name], n[name] = float(np.median(a)), float(np.percentile(a, 99)), int(a.size)
-    return med, p99, n
+            mean[name] = float(a.mean())
+    return med, p99, n, mean
 
 
 def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Intensity, scratch: Path,
@@ -121,9 +124,9 @@ def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Inten
                     registered = reg.close() if reg is not None else None
                 secs = time.monotonic() - t0
                 delta = counters(st).minus(before)
-                med, p99, n = _ops(run.op_us)
+                med, p99, n, mean = _ops(run.op_us)
                 records.append(RepRecord(name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs,
-                                         driver.madvised, tenant.argv, registered))
+                                         driver.madvised, tenant.argv, registered, mean))
                 commands.append({"cell": name, "rep": rep, "writer": tenant.argv,
                                  **({"madvise_errors": driver.errors} if driver.errors else {})})
                 bar.advance(steps - tick.steps)  # type: ignore[attr-defined]

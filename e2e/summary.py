@@ -48,6 +48,10 @@ class CellFigures(StoredSummary):
     # median this cell measured (e2e.figures.calibrated_tiers): the model's prediction on the device as it was
     calibrated_op_us: dict[str, float] | None = None  # the op costs (us per block) that rerun used
     measured_to_calibrated_sim_p99: dict[str, Any] | None = None  # measured / calibrated TPOT p99 (geometric mean)
+    calibrated_mean_sim_tpot_p99_us: float | None = None  # the same rerun with each op priced at its measured mean
+    # (the tail's weight included: a mean cost is what a one-cost-per-op model can carry of the queueing)
+    calibrated_mean_op_us: dict[str, float] | None = None  # the op costs (us per block) that rerun used
+    measured_to_calibrated_mean_sim_p99: dict[str, Any] | None = None  # measured / that prediction's TPOT p99
 
 
 @dataclass(frozen=True)
