@@ -2,8 +2,9 @@
 
 Works on cgroup v2 where the controller is enabled there, and on v1 hierarchies otherwise (this host has
 memory and blkio on v1 only). kvds creates groups named kvds-<pid>-<name> directly under the root, so
-concurrent runs never share a parent (and children inside those, `create_child`, where a limit must cover two); values written inside them are not journaled one by one because
-removing the group (the undo of its creation) removes them all.
+concurrent runs never share a parent (and children inside those, `create_child`, where one limit must cover
+two); values written inside them are not journaled one by one because removing the group (the undo of its
+creation) removes them all.
 """
 
 from __future__ import annotations
