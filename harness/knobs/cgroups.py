@@ -1,9 +1,10 @@
 """Control groups kvds creates (memory limits, blkio throttles) and the processes it moves into them.
 
 Works on cgroup v2 where the controller is enabled there, and on v1 hierarchies otherwise (this host has
-memory and blkio on v1 only). kvds creates flat groups named kvds-<pid>-<name> directly under the root, so
-concurrent runs never share a parent; values written inside them are not journaled one by one because
-removing the group (the undo of its creation) removes them all.
+memory and blkio on v1 only). kvds creates groups named kvds-<pid>-<name> directly under the root, so
+concurrent runs never share a parent (and children inside those, `create_child`, where one limit must cover
+two); values written inside them are not journaled one by one because removing the group (the undo of its
+creation) removes them all.
 """
 
 from __future__ import annotations
