@@ -149,9 +149,10 @@ def test_io_model_patch_applies_to_the_lab_source_and_is_checkpatch_clean(tmp_pa
     tarball = series_check.SOURCES["debian-6.12"]
     if not tarball.is_file():
         pytest.skip(f"debian-6.12 source tarball {tarball} is not on this machine")
-    series = sorted(build.series_dir("mm_intent").glob("*.patch")) + sorted(build.series_dir("io_model").glob("*.patch"))
+    io_model = sorted(build.series_dir("io_model").glob("*.patch"))
+    series = sorted(build.series_dir("mm_intent").glob("*.patch")) + io_model
     tree, subjects = series_check.git_am(tarball, series, tmp_path)
     assert subjects[-1].startswith("null_blk: add service_mbps")
     main = (tree / "drivers/block/null_blk/main.c").read_text()
     assert "NULLB_DEVICE_ATTR(service_mbps, uint, NULL);" in main and "null_transfer_wait" in main
-    assert series_check.checkpatch(tree, sorted(build.series_dir("io_model").glob("*.patch"))) == ""
+    assert series_check.checkpatch(tree, io_model) == ""
