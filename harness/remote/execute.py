@@ -33,7 +33,7 @@ from harness.remote.scrub import scrub, scrub_obj
 from harness.remote.ship import Payload, build_wheel
 from harness.remote.sshhost import ConnectionLost, SshHost
 from harness.remote.targets import GuestTarget, LocalTarget, SshTarget, Target
-from harness.results import ResultStore, Run
+from harness.results import PARENT_ENV, ResultStore, Run
 
 STAGES = ("connect", "python", "ship", "restore", "doctor", "run", "fetch", "done")
 
@@ -116,8 +116,10 @@ def _import_run(store: ResultStore, src: Callable[[Path], int], run_name: str, o
         origin["note"] = why
     if (part / "meta.json").exists():
         run = Run(part)
+        # a run filed for a `kvds run` stage belongs to that stage, like the invocation record (harness/suite.py)
+        parent = {"parent": os.environ[PARENT_ENV]} if os.environ.get(PARENT_ENV) else {}
         try:
-            run.update_meta(remote=origin)
+            run.update_meta(remote=origin, **parent)
         except (json.JSONDecodeError, OSError):
             origin["meta_unreadable"] = True
     drawn = deferred_figures.draw_owed(Run(part))

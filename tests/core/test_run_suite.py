@@ -140,7 +140,10 @@ def _check_replay(rj: dict, label: str, results: Path, st: dict) -> None:
 
 def _check_io_model(rj: dict, label: str, results: Path, st: dict) -> None:
     """The guest lab's model device: a bench on a null_blk device, its figures in the report beside this host's."""
-    (run,) = st["runs"]
+    # the stage files the invocation record (kind remote) and the guest's bench it fetched, both as its own
+    (record,) = [r for r in st["runs"] if "-remote-" in r]
+    (run,) = [r for r in st["runs"] if r.endswith("--guest")]
+    assert _summary(results, record)["hosts"]["guest"]["status"] == "ok"
     s = _summary(results, run)
     assert s["config"]["device"]["kind"] == "model" and s["config"]["device"]["backing"] == "sata-ssd"
     io = rj["io_model"][label]
