@@ -231,9 +231,13 @@ def _rep_groups(run: Run, variant: str) -> list[np.ndarray]:
 
 def _differences(ctx: ReportContext) -> None:
     """p99 ratio between suites for each common mode, from raw samples, resampled by repetition (a pooled
-    bootstrap of reads ignores run-to-run drift and covers a third of the time it claims)."""
-    runs = [(s, s.latest("io-bench")) for s in ctx.suites]
-    runs = [(s, r) for s, r in runs if r is not None]
+    bootstrap of reads ignores run-to-run drift and covers a third of the time it claims). Like with like: this
+    host's disk against this host's disk, the guest lab's model device against the model device."""
+    for model, where in ((False, "this host's disk"), (True, "the guest lab's model device")):
+        _differences_on(ctx, [(s, r) for s in ctx.suites for r, m in _by_device(s, "io-bench") if m == model], where)
+
+
+def _differences_on(ctx: ReportContext, runs: list[tuple[Suite, Run]], where: str) -> None:
     if len(runs) < 2:
         return
     (s0, r0), rest = runs[0], runs[1:]
@@ -250,7 +254,7 @@ def _differences(ctx: ReportContext) -> None:
             rows.append([variant, f"{s1.label} / {s0.label}", fmt.estimate(est.as_dict()),
                          f"{len(g1)} / {len(g0)}"])
     if rows:
-        ctx.doc.para("Critical-read p99 across suites (ratio of p99s, 95% interval over repetitions; 1 = no "
+        ctx.doc.para(f"Critical-read p99 across suites, {where} (ratio of p99s, 95% interval over repetitions; 1 = no "
                      f"difference; fewer than {MIN_REPS} repetitions on a side: point estimate only):")
         ctx.doc.table(["mode", "suites", "p99 ratio", "repetitions"], rows)
 
