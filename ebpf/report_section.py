@@ -48,10 +48,8 @@ def _series(res: dict[str, Any], prefix: str) -> dict[str, dict[int, int]]:
 def _io_bench(ctx: ReportContext, suite: Suite) -> bool:
     """The suite's newest I/O bench per device kind (this host's disk; the guest lab's model device, which `kvds run`
     benches too), each with its histograms or the reason it has none."""
-    done = [r for r in suite.of_kind("io-bench") if (r.path / "summary.json").exists()]
-    newest = {_device_kind(r): r for r in done}  # runs are in id order: the last of each kind wins
     shown = False
-    for run in newest.values():
+    for run in suite.latest_by("io-bench", _device_kind).values():
         shown |= _io_bench_run(ctx, run)
     return shown
 

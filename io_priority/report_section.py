@@ -130,13 +130,8 @@ def _sweep(ctx: ReportContext, suite: Suite) -> None:
 def _by_device(suite: Suite, kind: str) -> list[tuple[Run, bool]]:
     """The suite's newest finished run of `kind` on this host's disk and the newest on a model device (the guest
     lab's, `kvds run`'s io-model stage), host first; (run, on a model device)."""
-    done = [r for r in suite.of_kind(kind) if (r.path / "summary.json").exists()]
-    out = []
-    for model in (False, True):
-        mine = [r for r in done if _is_model(r) == model]
-        if mine:
-            out.append((mine[-1], model))
-    return out
+    newest = suite.latest_by(kind, _is_model)
+    return [(newest[model], model) for model in (False, True) if model in newest]
 
 
 def _is_model(run: Run) -> bool:

@@ -86,7 +86,7 @@ def run_verdicts(run: Run) -> list[tuple[str, str, str, Verdict]]:
 
 def _goals(ctx: ReportContext, suite: Suite) -> None:
     """Every goals run of the suite (a run may cover some profiles only, e.g. split across two cores)."""
-    for run in [r for r in suite.of_kind("policy-goals") if (r.path / "summary.json").exists()]:
+    for run in suite.finished("policy-goals"):
         cfg = run.meta.get("config", {})
         stored = GoalsSummary.from_json(run.summary)
         source = stored.source or "profiles " + ", ".join(cfg.get("profiles") or [])

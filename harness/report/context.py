@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Hashable
 
 from harness.report.document import Document
 from harness.results import ResultStore, Run
@@ -23,8 +24,20 @@ class Suite:
 
     def latest(self, kind: str) -> Run | None:
         """The newest finished run of a kind (a run without summary.json was interrupted)."""
-        runs = [r for r in self.of_kind(kind) if (r.path / "summary.json").exists()]
+        runs = self.finished(kind)
         return runs[-1] if runs else None
+
+    def finished(self, kind: str) -> list[Run]:
+        """The runs of a kind that finished (wrote summary.json), in id order."""
+        return [r for r in self.of_kind(kind) if (r.path / "summary.json").exists()]
+
+    def latest_by(self, kind: str, key: Callable[[Run], Hashable]) -> dict[Hashable, Run]:
+        """The newest finished run of a kind per value of `key` (say, per device: this host's disk and the guest
+        lab's model device, which one suite both benches), keys in the order their first run came."""
+        newest: dict[Hashable, Run] = {}
+        for run in self.finished(kind):  # id order: the last run of each key wins
+            newest[key(run)] = run
+        return newest
 
     @property
     def environment(self) -> dict:
