@@ -245,7 +245,7 @@ class Executor:
         runner = guest_runner(self.guest_lab)
         out.stage = "run"
         self.lines.stage(out.tag, "run", "kvds " + " ".join(self.argv) + " (in the QEMU guest)")
-        result = runner(self._host_argv())
+        result = runner(self._host_argv(), lambda line: self.lines.stage(out.tag, "run", line))
         try:
             out.exit_status = result.exit_status
             self._keep_output(out, result.stdout, result.stderr)
