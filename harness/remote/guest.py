@@ -40,10 +40,13 @@ GUEST_CPU = "Nehalem"
 """x86-64-v2 (SSE4.2, POPCNT): the venv's numpy needs it, QEMU's default TCG model (qemu64) lacks it (SIGILL);
 no LA57, so the guest keeps 4-level paging."""
 GUEST_STATE_DIR = "/tmp/kvds-state"
+GUEST_HOSTNAME = "guest"
 GUEST_SETUP = ("grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup; "
-               "echo +memory > /sys/fs/cgroup/cgroup.subtree_control; ")
+               "echo +memory > /sys/fs/cgroup/cgroup.subtree_control; "
+               f"echo {GUEST_HOSTNAME} > /proc/sys/kernel/hostname; ")
 """The guest's /init mounts no cgroup hierarchy; the throwaway guest gets cgroup2 with the memory controller
-(guest state dies with the guest, so it is not journaled) for commands that create memory cgroups."""
+(guest state dies with the guest, so it is not journaled) for commands that create memory cgroups. It also gets a
+host name: the kernel's default, "(none)", would put parentheses into its run ids (results/<date>-<kind>-<host>-...)."""
 
 
 @dataclass
