@@ -12,6 +12,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 _quiet = False
 console = Console(stderr=True)
+STATUS_LINES_ENV = "KVDS_STATUS_LINES"
+"""Set (to 1): `say` prints its status lines on stderr even under --json, each on one line. The guest target sets it, so the host can
+relay a guest command's progress while the guest runs (harness/remote/guest.py); stdout stays pure JSON."""
 
 
 def set_quiet(quiet: bool) -> None:
@@ -51,5 +54,6 @@ def progress(description: str, total: float | None = None) -> Iterator[_Bar]:
 
 def say(message: str) -> None:
     """A status line on stderr (never mixed into --json output on stdout)."""
-    if not _quiet:
-        console.print(message, highlight=False)
+    relayed = bool(os.environ.get(STATUS_LINES_ENV))  # one line each, never wrapped: the host relays them by line
+    if not _quiet or relayed:
+        console.print(message, highlight=False, soft_wrap=relayed)

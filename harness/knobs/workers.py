@@ -10,6 +10,12 @@ bring its pages back into a group still at its limit (ENOMEM). So two safeguards
 
 PR_SET_PDEATHSIG fires when the *thread* that forked the child exits: spawn workers from a thread that lives as
 long as they should (kvds spawns them from its main thread).
+
+A long child that another thread waits on (a QEMU guest behind `--target guest`, harness/remote/execute.py) needs
+one more: on SIGINT/SIGTERM the main thread unwinds into the thread pool's shutdown, which joins that thread, which
+waits for the child, so kvds would wait for the guest to finish. Such a child is started with `popen_waited`, and
+the pool's owner calls `end_waited` on its way out: every one is killed (and none starts after), so the threads
+return at once and the journal is restored as usual.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import multiprocessing as mp
 import os
 import signal
 import subprocess
+import threading
 import time
 from typing import Any, Callable, Sequence
 
@@ -116,3 +123,61 @@ def _undo_worker(a: dict[str, Any]) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"worker {a.get('what')} (pid {pid}) still alive {KILL_WAIT_S:.0f} s after SIGKILL")
         time.sleep(0.02)
+
+
+class Ended(Exception):
+    """A child started with popen_waited was killed by end_waited: kvds is on its way out (SIGINT/SIGTERM)."""
+
+
+class _Waited:
+    """The children popen_waited started, those end_waited killed, and whether kvds is on its way out."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.live: set[subprocess.Popen] = set()
+        self.killed: set[subprocess.Popen] = set()
+        self.ending = False
+
+
+_WAITED = _Waited()
+
+
+def popen_waited(argv: Sequence[str], what: str, **kw: Any) -> subprocess.Popen:
+    """subprocess.Popen of a long child (QEMU) that dies with this process and that end_waited kills; release it
+    once waited for. Raises Ended when kvds is already on its way out, so no child starts after end_waited."""
+    with _WAITED.lock:
+        if _WAITED.ending:
+            raise Ended(f"{what} not started: kvds is exiting (SIGINT/SIGTERM)")
+        proc = subprocess.Popen(list(argv), preexec_fn=dies_with_me(), **kw)
+        _WAITED.live.add(proc)
+    return proc
+
+
+def release(proc: subprocess.Popen) -> bool:
+    """Forget a child popen_waited started (it has exited); True when end_waited is what ended it."""
+    with _WAITED.lock:
+        _WAITED.live.discard(proc)
+        killed = proc in _WAITED.killed
+        _WAITED.killed.discard(proc)
+    return killed
+
+
+def end_waited() -> int:
+    """Kill every child popen_waited started that still runs, and refuse new ones until reopen_waited; how many were
+    killed. Called by the owner of the threads that wait on them, before it joins those threads."""
+    with _WAITED.lock:
+        _WAITED.ending = True
+        procs = [p for p in _WAITED.live if p.poll() is None]
+        _WAITED.killed.update(procs)
+    for p in procs:
+        try:
+            p.kill()
+        except ProcessLookupError:  # exited (and was reaped) in between
+            pass
+    return len(procs)
+
+
+def reopen_waited() -> None:
+    """Allow popen_waited again (after the threads that end_waited cut short have been joined)."""
+    with _WAITED.lock:
+        _WAITED.ending = False

@@ -26,6 +26,7 @@ from rich.markup import escape
 
 from harness import deferred_figures, progress
 from harness.errors import Unavailable
+from harness.knobs import workers
 from harness.paths import work_dir
 from harness.remote.args import SshOptions, with_json
 from harness.remote.guest import guest_runner
@@ -244,7 +245,7 @@ class Executor:
         runner = guest_runner(self.guest_lab)
         out.stage = "run"
         self.lines.stage(out.tag, "run", "kvds " + " ".join(self.argv) + " (in the QEMU guest)")
-        result = runner(self._host_argv())
+        result = runner(self._host_argv(), lambda line: self.lines.stage(out.tag, "run", line))
         try:
             out.exit_status = result.exit_status
             self._keep_output(out, result.stdout, result.stderr)
@@ -299,8 +300,15 @@ class Executor:
             self.payload = build_wheel()
         with HostLines([t.tag for t in self.targets]) as lines:
             self.lines = lines
-            with ThreadPoolExecutor(max_workers=len(self.targets)) as pool:
-                outcomes = list(pool.map(self._one, self.targets))
+            try:
+                with ThreadPoolExecutor(max_workers=len(self.targets)) as pool:
+                    try:
+                        outcomes = list(pool.map(self._one, self.targets))
+                    except BaseException:  # SIGINT/SIGTERM: the pool's shutdown joins threads that wait on guests,
+                        workers.end_waited()  # so the guests are killed first (kvds does not wait for them)
+                        raise
+            finally:
+                workers.reopen_waited()
         self.record.write_summary({"argv": self.argv, "invocation": self.invocation,
                                    "hosts": {o.tag: o.as_dict() for o in outcomes}})
         return outcomes

@@ -14,16 +14,18 @@ import secrets
 import shlex
 import shutil
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness import deferred_figures, tracks
+from harness import deferred_figures, progress, tracks
 from harness.environment import icount_shift
 from harness.errors import Unavailable, UserError
 from harness.paths import cache_dir, work_dir
 
 GUEST_TIMEOUT_S = 1800.0
+STATUS_POLL_S = 5.0  # how often the guest's stderr is read for status lines to relay
 GUEST_MEMORY_MB = 2048
 CONSOLE_TAIL_LINES = 30
 GUEST_KERNEL_ENV = "KVDS_GUEST_KERNEL"
@@ -38,10 +40,13 @@ GUEST_CPU = "Nehalem"
 """x86-64-v2 (SSE4.2, POPCNT): the venv's numpy needs it, QEMU's default TCG model (qemu64) lacks it (SIGILL);
 no LA57, so the guest keeps 4-level paging."""
 GUEST_STATE_DIR = "/tmp/kvds-state"
+GUEST_HOSTNAME = "guest"
 GUEST_SETUP = ("grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup; "
-               "echo +memory > /sys/fs/cgroup/cgroup.subtree_control; ")
+               "echo +memory > /sys/fs/cgroup/cgroup.subtree_control; "
+               f"echo {GUEST_HOSTNAME} > /proc/sys/kernel/hostname; ")
 """The guest's /init mounts no cgroup hierarchy; the throwaway guest gets cgroup2 with the memory controller
-(guest state dies with the guest, so it is not journaled) for commands that create memory cgroups."""
+(guest state dies with the guest, so it is not journaled) for commands that create memory cgroups. It also gets a
+host name: the kernel's default, "(none)", would put parentheses into its run ids (results/<date>-<kind>-<host>-...)."""
 
 
 @dataclass
@@ -162,9 +167,30 @@ def _numba_cache(src: Path, dest: Path) -> None:
         pass
 
 
-def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResult]:
-    """A function running `kvds argv` in the guest on lab kernel `lab_name` (KVDS_GUEST_KERNEL overrides it);
-    raises Unavailable (with the reason) when it cannot."""
+def follow(path: Path, on_line: Callable[[str], None], stop: threading.Event, poll_s: float = STATUS_POLL_S) -> None:
+    """Hand each whole line the guest appends to path (its kvds's stderr, in the share) to on_line until stop is
+    set: the guest command's status lines (progress.say) while it runs, where the host's progress line shows them."""
+    pos = 0
+    while not stop.wait(poll_s):
+        try:
+            with path.open("rb") as f:
+                f.seek(pos)
+                chunk = f.read()
+        except OSError:  # not created yet
+            continue
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            continue
+        pos += end + 1
+        for line in chunk[:end].decode(errors="replace").splitlines():
+            if line.strip():
+                on_line(line.strip())
+
+
+def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[..., GuestResult]:
+    """A function running `kvds argv` in the guest on lab kernel `lab_name` (KVDS_GUEST_KERNEL overrides it),
+    handing the guest command's status lines to `on_line` while it runs; raises Unavailable (with the reason) when
+    it cannot."""
     shift, warp = guest_clock(), guest_clock_warps()  # bad input is refused before anything boots
     ready, why = guest_lab_status(lab_name)
     if not ready:
@@ -173,7 +199,7 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
     want, kb, _ = lab.lab_kernel(lab_name)
     kernel = os.environ.get(GUEST_KERNEL_ENV, "").strip() or (kb.id if kb is not None else None)
 
-    def run(argv: list[str]) -> GuestResult:
+    def run(argv: list[str], on_line: Callable[[str], None] | None = None) -> GuestResult:
         share = work_dir() / "remote-guest" / secrets.token_hex(4)
         for sub in ("results", "work", "cache", "matplotlib"):
             (share / sub).mkdir(parents=True, exist_ok=True)
@@ -186,9 +212,12 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
         # record's sync over 9p (cache=none) under TCG made a DAMON set-up take minutes
         env += f" KVDS_STATE_DIR={GUEST_STATE_DIR} MPLCONFIGDIR={q(str(share / 'matplotlib'))} NUMBA_CPU_NAME=generic"
         # figures are drawn by the host when it files the runs (harness/deferred_figures.py): minutes under TCG + KASAN
-        env += f" {deferred_figures.DEFER_ENV}=1"
+        env += f" {deferred_figures.DEFER_ENV}=1 {progress.STATUS_LINES_ENV}=1"
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
+        stop = threading.Event()
+        if on_line is not None:
+            threading.Thread(target=follow, args=(share / "stderr", on_line, stop), daemon=True).start()
         try:
             res = lab.boot_and_run(kernel, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S,
                                 memory_mb=GUEST_MEMORY_MB, cpus=want.cpus, cpu=GUEST_CPU, icount_shift=shift,
@@ -201,8 +230,10 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[[list[str]], GuestResu
                 stderr += console_tail(res) + f"\nkvds: guest: {res.failure}\n"
             _numba_cache(share / "cache" / "numba", cache_dir() / GUEST_NUMBA)
         except BaseException:
+            stop.set()
             shutil.rmtree(share, ignore_errors=True)
             raise
+        stop.set()
         runs = sorted(p for p in (share / "results").iterdir() if p.is_dir())
         return GuestResult(status, stdout, stderr, runs, share)
 

@@ -73,9 +73,15 @@ def boot(machine: qemu_cmd.Machine, timeout: float) -> BootResult:
     machine.console_log.write_bytes(b"")
     argv = qemu_cmd.command(machine, binary)
     started = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            preexec_fn=workers.dies_with_me())  # a killed kvds must not leave QEMU running
-    out, timed_out = _wait(proc, console.LivelockWatch(machine.console_log), started + timeout)
+    # a killed kvds must not leave QEMU running, and one on its way out (SIGINT/SIGTERM) must not wait for it
+    proc = workers.popen_waited(argv, "QEMU", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+    try:
+        out, timed_out = _wait(proc, console.LivelockWatch(machine.console_log), started + timeout)
+    finally:
+        ended = workers.release(proc)
+    if ended:
+        raise workers.Ended(f"QEMU was killed: kvds is exiting (SIGINT/SIGTERM) (console: {machine.console_log})")
     seconds = time.monotonic() - started
     text = machine.console_log.read_text(errors="replace")
     if out.strip():

@@ -31,10 +31,12 @@ def test_guest_cells_register_their_classes_with_mm_intent(kvds_env: dict[str, s
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     guest = json.loads(res.stdout)["summary"]["hosts"]["guest"]
     assert guest["status"] == "ok" and len(guest["runs"]) == 1 and guest["runs"][0].endswith("--guest")
+    assert "-e2e-guest-" in guest["runs"][0]  # the guest's host name (harness/remote/guest.py), not "(none)"
     run = Path(kvds_env["KVDS_RESULTS_DIR"]) / guest["runs"][0]
     s = json.loads((run / "summary.json").read_text())
-    assert list(s["cells"]) == ["LRU / no intents", "LRU / intents", "ExpectedNextUse / no intents",
-                                "ExpectedNextUse / intents"]
+    names = ["LRU / no intents", "LRU / intents", "ExpectedNextUse / no intents", "ExpectedNextUse / intents"]
+    assert sorted(s["cells"]) == sorted(names)  # summary.json stores its keys sorted
+    assert [n for _, n in s["order"]] == names  # one repetition each, in the design's order, the reference first
     if s["setup"]["mm_intent"] != "registered in the intent cells":
         pytest.skip(f"the guest kernel booted has no mm_intent registry: {s['setup']['mm_intent']}")
     for c in s["cells"].values():
