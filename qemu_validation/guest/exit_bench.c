@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * exit_bench: what mm_intent costs the process exit path. Times fork + exit + wait of a child that touches
- * one page, in three states of the registry, in this order (the static key never switches back off):
+ * one page, in three states of the registry, in this order ("unused" first, before anything registers):
  *   unused  nothing has been registered since boot
  *   one     one other process holds one intent
  *   many    HOLDERS other processes hold PER_HOLDER intents each

@@ -3,13 +3,15 @@
  * reclaim_bench: what mm_intent costs reclaim, and what it protects. In a memory cgroup of its own with swap
  * (cgroup2 mounted if it is not; an unused zram0 made a swap device if no swap is on), each round faults the
  * whole arena back in, then asks memory.reclaim for twice its size and times that write; pgscan and pgsteal
- * come from the cgroup's memory.stat, residency from /proc/self/pagemap. States, in this order (mm_intent's
- * static key never switches back off, so "off" must come first; "empty" and "on" then alternate round by round):
+ * come from the cgroup's memory.stat, residency from /proc/self/pagemap. States, in this order ("off" first, before
+ * anything registers; "empty" and "on" then alternate round by round):
  *   warmup    WARMUP_ROUNDS rounds before "off", not compared: the first reclaim of a boot also allocates zram's
  *             and the swap map's first pages, and the first phase of a boot ran slower than the next (kernel
  *             work left over from boot), which "off" alone would pay
  *   off       nothing registered since boot: the hooks are patched-out branches
- *   empty     the key is on, this address space has no intents: one pointer test per mapping
+ *   empty     the key is on, this address space has no intents: one pointer test per mapping. A keeper child
+ *             holds one intent of its own from here on, since a series that turns the key off when the last
+ *             address space with intents goes (0010) would otherwise make "empty" another "off"
  *   on        MAX_RANGES one-page latency-critical ranges on a mapping reclaim never sees (never faulted):
  *             every arena folio is looked up in this address space's ranges and none matches, so the
  *             decisions are those of "off" and the difference is the cost of the lookups
@@ -25,6 +27,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +37,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,6 +201,43 @@ static int reg(unsigned long start, unsigned long len, unsigned int flags)
 	return write_file(MI "register", line);
 }
 
+/*
+ * A child that holds one intent in an address space of its own until killed, so the static key stays on while
+ * this process has none. Returns its pid, or -1.
+ */
+static pid_t keeper(void)
+{
+	int ready[2];
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(ready))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char *page = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char parent[sizeof(cg)];
+
+		/* out of the measured cgroup, so that reclaim there never meets its pages */
+		snprintf(parent, sizeof(parent), "%s", cg);
+		*strrchr(parent, '/') = '\0';
+		c = !write_at(parent, "cgroup.procs", "0") && page != MAP_FAILED &&
+		    reg((unsigned long)page, PAGE, 0x2) == 0;
+		if (write(ready[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	if (pid > 0 && (read(ready[0], &c, 1) != 1 || !c)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(ready[0]);
+	return pid;
+}
+
 static void measure(const char *state, int r, char *arena, unsigned long pages, unsigned long crit)
 {
 	unsigned long scan0, steal0, present, swapped, cpresent = 0, cswapped = 0;
@@ -232,7 +273,8 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 5, mb = argc > 2 ? atoi(argv[2]) : 4, n = 0;
 	unsigned long pages = (unsigned long)mb * (1 << 20) / PAGE;
 	int feature = access(MI "register", W_OK) == 0;
-	char *arena, *tags;
+	char *arena, *tags, me[16];
+	pid_t keep = -1;
 
 	if (rounds < 1 || mb < 1)
 		return 2;
@@ -254,8 +296,13 @@ int main(int argc, char **argv)
 		measure("warmup", r, arena, pages, 0);
 	for (int r = 0; r < rounds; r++)
 		measure("off", r, arena, pages, 0);
+	snprintf(me, sizeof(me), "%d", getpid());
+	if (feature && (keep = keeper()) < 0) {
+		printf("reclaim_bench error the keeper child could not register\n");
+		return 1;
+	}
 	for (int r = 0; r < rounds; r++) {
-		write_file(MI "clear", "all");
+		write_file(MI "clear", me);
 		measure("empty", r, arena, pages, 0);
 		n = 0;
 		for (int i = 0; feature && i < MAX_RANGES; i++)
@@ -268,11 +315,13 @@ int main(int argc, char **argv)
 		/* Critical bytes are bounded by RLIMIT_MEMLOCK (8 MiB by default): half the arena may be more. */
 		struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
 
-		write_file(MI "clear", "all");
+		write_file(MI "clear", me);
 		if (setrlimit(RLIMIT_MEMLOCK, &unlimited) || reg((unsigned long)arena, pages / 2 * PAGE, 0x1))
 			return 1;
 		for (int r = 0; r < rounds; r++)
 			measure("critical", r, arena, pages, pages / 2);
+		kill(keep, SIGKILL);
+		waitpid(keep, NULL, 0);
 	}
 	return feature && n != MAX_RANGES;
 }
