@@ -139,6 +139,11 @@ def _events(trace: Trace):
         for c0 in range(0, n, EVENT_CHUNK))
 
 
+def compiled(policy: Policy, trace: Trace) -> bool:
+    """Does `simulate` run `policy` on `trace` in a compiled loop (simulator_fast.py or simulator_enu.py)?"""
+    return simulator_fast.eligible(policy) or simulator_enu.eligible(policy, trace)
+
+
 def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False, fast: bool = True) -> SimResult:
     """Run `policy` over `trace`; with `record`, also return the operation log replay executes. A policy whose keys
     are fixed by the event alone runs in the compiled loop (simulator_fast.py), ExpectedNextUse and DeadlineAware in

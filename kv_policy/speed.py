@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from kv_policy import codes, simulator_fast
+from kv_policy import codes
 from kv_policy.crosscheck_run import MIN_BLOCKS
 from kv_policy.generator import generate
 from kv_policy.sequence import libcachesim_runner
 from kv_policy.registry import make_policy
 from kv_policy.profiles import get_profile
-from kv_policy.simulator import simulate
+from kv_policy.simulator import compiled, simulate
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel, for_trace
 from kv_policy.trace import Trace
 from harness.progress import progress
@@ -43,7 +43,7 @@ def _time_sim(trace: Trace, policy: str, fraction: float, repeat: int) -> tuple[
     CPU time is the one-core figure on a shared host; wall time includes waiting for a core.
     """
     tiers = _tiers(trace, fraction)
-    if simulator_fast.eligible(make_policy(policy)):  # load the compiled loop before timing it
+    if compiled(make_policy(policy), trace):  # load the compiled loop before timing it
         small = generate(get_profile("balanced"), 0, 2_000)
         simulate(small, make_policy(policy), _tiers(small, fraction))
     wall, cpu = [], []
@@ -132,7 +132,7 @@ def speed(cfg: Any) -> SpeedSummary:  # cfg: kv_policy.speed_run.SpeedConfig (wh
             rate = len(trace) / cpu_s
             side.append({"policy": make_policy(name).name, "events_per_s": rate,
                          "events_per_wall_s": len(trace) / wall_s,
-                         "compiled": simulator_fast.eligible(make_policy(name)), "target": target_of(name),
+                         "compiled": compiled(make_policy(name), trace), "target": target_of(name),
                          "meets_target": rate >= target_of(name)})
             bar.advance(1)
         seq, cap_blocks, lcs = _libcachesim(trace, fraction)
