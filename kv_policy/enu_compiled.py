@@ -24,6 +24,7 @@ import numpy as np
 from kv_policy import codes
 from kv_policy.expected_next_use import LAYOUT_FIRST, LOG_NEVER, NOMINAL_BLOCKS, P_EMA
 from kv_policy.jit import njit
+from kv_policy.simulator_fast import _grown_f as grown_f, _grown_i as grown
 
 SOON, WARM_C, COLD, ROK, DC = (codes.PREFETCH_SOON, codes.WARM, codes.COLD_SPILLABLE, codes.RECOMPUTE_OK,
                                codes.DECODE_CRITICAL)
@@ -69,21 +70,6 @@ N_CF = 14
 F_HK, F_HK2, F_HELD_K, F_POOL_K, F_TOP_K = range(5)
 (I_HP, I_HB, I_KEPT, I_UNREAD, I_BOOSTED, I_EXPIRED, I_HELD_B, I_HELD_R, I_POOL_B, I_RAISED, I_OPS_STEP, I_OPS_OP,
  I_OPS_BLOCK, I_OPS_CHARGE) = range(14)
-
-
-@njit
-def grown(a, need):
-    """`a` copied into an int64 array of at least `need` entries (twice its size)."""
-    out = np.zeros(max(need, 2 * a.shape[0]), dtype=np.int64)
-    out[:a.shape[0]] = a
-    return out
-
-
-@njit
-def grown_f(a, need):
-    out = np.zeros(max(need, 2 * a.shape[0]), dtype=np.float64)
-    out[:a.shape[0]] = a
-    return out
 
 
 @njit

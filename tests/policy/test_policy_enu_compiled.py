@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.errors import UserError
 from kv_policy import codes, simulator_enu
 from kv_policy.compare import Capacity
 from kv_policy.expected_next_use import ExpectedNextUse
@@ -18,23 +17,7 @@ from kv_policy.registry import make_policy
 from kv_policy.simulator import OP_NAMES, SimResult, simulate
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel, for_trace
 from kv_policy.trace import Trace
-
-COUNTS = ("dc_accesses", "dc_misses", "band_accesses", "band_misses", "accesses", "misses", "spills", "spill_bytes",
-          "clean_evictions", "drops", "recomputes", "prefetches", "prefetch_used", "prefetch_dropped",
-          "background_wait_us")
-ARRAYS = ("step_latency_us", "rs_step", "rs_deadline_us", "rs_band")
-POLICIES = ("ExpectedNextUse", "DeadlineAware")
-
-
-def same(a: SimResult, b: SimResult) -> None:
-    for f in COUNTS:
-        assert getattr(a, f) == getattr(b, f), f
-    for f in ARRAYS:
-        x, y = getattr(a, f), getattr(b, f)
-        assert x.dtype == y.dtype and np.array_equal(x, y), f
-    assert a.ops is not None and b.ops is not None
-    for k in a.ops:
-        assert a.ops[k].dtype == b.ops[k].dtype and np.array_equal(a.ops[k], b.ops[k]), k
+from tests.policy.conftest import same_run as same
 
 
 def both(t: Trace, policy: str, tm: TierModel, **params: float) -> tuple[SimResult, SimResult]:
@@ -148,19 +131,6 @@ def test_lists_that_start_at_8_entries_grow_and_decide_as_the_reference(monkeypa
     *_, heap, floats, ints = simulator_enu._state(pol, t, lo, int(t.block_request.max()) - lo + 1,
                                                   tm.fast_capacity, False, 8)
     assert heap[0].size == held and all(a.size < len(t) // 10 for a in (*floats, *ints))
-
-
-def test_compiled_loop_refuses_as_the_reference() -> None:
-    t = generate(get_profile("balanced"), 0, 5_000)
-    size = int(t.block_size.max())
-    for tm in (TierModel(DEFAULT_FAST, DEFAULT_SLOW, size // 2),
-               TierModel(DEFAULT_FAST, DEFAULT_SLOW, size * 4, slow_capacity=size)):
-        msgs = []
-        for fast in (True, False):
-            with pytest.raises(UserError) as e:
-                simulate(t, make_policy("ExpectedNextUse"), tm, fast=fast)
-            msgs.append(str(e.value))
-        assert msgs[0] == msgs[1]
 
 
 def test_a_subclass_keeps_the_python_loop() -> None:
