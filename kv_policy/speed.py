@@ -141,8 +141,8 @@ def speed(cfg: Any) -> SpeedSummary:  # cfg: kv_policy.speed_run.SpeedConfig (wh
                         peak_live_blocks=_peak_live_blocks(trace), generate_cpu_s=gen_cpu_s, simulate_wall_s=sim_s,
                         simulate_cpu_s=sim_cpu_s, events_per_s=len(trace) / sim_cpu_s,
                         events_per_wall_s=len(trace) / sim_s, repeat=repeat, scaling=scaling,
-                        target_events_per_s=TARGET_EVENTS_PER_S,
-                        meets_target=len(trace) / sim_cpu_s >= TARGET_EVENTS_PER_S, side_by_side=side,
+                        target_events_per_s=target_of(policy),
+                        meets_target=len(trace) / sim_cpu_s >= target_of(policy), side_by_side=side,
                         sequence_requests=seq, sequence_capacity_blocks=cap_blocks, libcachesim=lcs,
                         libcachesim_version=libcachesim_runner.version())
 
