@@ -19,6 +19,8 @@ from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel, for_trace
 from kv_policy.trace import Trace
 from tests.policy.conftest import same_run as same
 
+POLICIES = ("ExpectedNextUse", "DeadlineAware")
+
 
 def both(t: Trace, policy: str, tm: TierModel, **params: float) -> tuple[SimResult, SimResult]:
     """(compiled, reference) runs of one policy, operation logs recorded."""
