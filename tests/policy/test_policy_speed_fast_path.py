@@ -2,7 +2,6 @@
 every step latency and SLO record, and the whole recorded operation log, on generated traces of every profile."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from harness.errors import UserError
