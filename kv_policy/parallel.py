@@ -46,7 +46,8 @@ def _one(spec: str) -> tuple[str, dict]:
 
 
 def slowest_first(specs: list[str], build: Build) -> list[str]:
-    """Python-loop policies before compiled ones (stable otherwise), so the longest rows overlap each other."""
+    """Policies outside the event-keyed compiled loop (ExpectedNextUse and DeadlineAware in theirs, the Python loop)
+    before the event-keyed ones (stable otherwise), so the longest rows overlap each other."""
     return sorted(specs, key=lambda s: simulator_fast.eligible(build(s)))
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.errors import UserError
-from kv_policy import codes, simulator_fast
+from kv_policy import codes, simulator_enu, simulator_fast
 from kv_policy.policies import Policy
 from kv_policy.tiers import TierModel
 from kv_policy.trace import Trace
@@ -139,13 +139,22 @@ def _events(trace: Trace):
         for c0 in range(0, n, EVENT_CHUNK))
 
 
+def compiled(policy: Policy, trace: Trace) -> bool:
+    """Does `simulate` run `policy` on `trace` in a compiled loop (simulator_fast.py or simulator_enu.py)?"""
+    return simulator_fast.eligible(policy) or simulator_enu.eligible(policy, trace)
+
+
 def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False, fast: bool = True) -> SimResult:
     """Run `policy` over `trace`; with `record`, also return the operation log replay executes. A policy whose keys
-    are fixed by the event alone runs in the compiled loop (simulator_fast.py) unless `fast` is False; both make
-    the same decisions."""
+    are fixed by the event alone runs in the compiled loop (simulator_fast.py), ExpectedNextUse and DeadlineAware in
+    theirs (simulator_enu.py), unless `fast` is False; each makes this loop's decisions."""
     if fast and simulator_fast.eligible(policy):
         res = SimResult(policy.name)
         simulator_fast.simulate_into(res, trace, policy, tiers, band_of(trace.block_priority), record)
+        return res
+    if fast and simulator_enu.eligible(policy, trace):
+        res = SimResult(policy.name)
+        simulator_enu.simulate_into(res, trace, policy, tiers, band_of(trace.block_priority), record)
         return res
     policy.bind(trace)
     res = SimResult(policy.name)

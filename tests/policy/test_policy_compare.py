@@ -107,7 +107,7 @@ def test_speed_reports_rates_and_scaling(kvds_env: dict) -> None:
     out = json.loads(p.stdout)["summary"]
     assert out["events"] == 50000 and out["policy"] == "ExpectedNextUse"
     assert out["events_per_s"] > 0 and len(out["scaling"]) == 4
-    assert out["target_events_per_s"] == 100_000 and isinstance(out["meets_target"], bool)
+    assert out["target_events_per_s"] == 500_000 and isinstance(out["meets_target"], bool)  # kvds's policy's goal
     old = run_kvds(["policy", "bench", "--help"], kvds_env)  # the verb's earlier name, its one alias
     assert old.returncode == 0 and "--events" in old.stdout
 
