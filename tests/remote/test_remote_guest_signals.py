@@ -19,12 +19,21 @@ BOOT_WAIT_S = 600.0  # building the initramfs and starting QEMU, on a loaded 2-c
 EXIT_WAIT_S = 300.0  # generous: only a kvds that waits for the guest's command runs into it
 
 
+def _booting(p: psutil.Process) -> bool:
+    """A QEMU that boots a kernel: not the short `qemu-system-x86_64 -accel help` probe kvds runs first, which a
+    loaded host keeps alive long enough for the poll below to catch."""
+    try:
+        return p.name().startswith("qemu-system") and "-kernel" in p.cmdline()
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _qemu_under(pid: int) -> list[psutil.Process]:
     try:
         kids = psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-    return [p for p in kids if p.name().startswith("qemu-system")]
+    return [p for p in kids if _booting(p)]
 
 
 def _running(p: psutil.Process) -> bool:
