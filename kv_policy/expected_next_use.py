@@ -52,6 +52,15 @@ it and reading it back, unless it has been read as a heavy hitter (`spill_reused
 block is spilled once so that its clean slow-tier copy can be fetched by the look-ahead and evicted again
 without a write (simulator.py, clean copies).
 
+Exposure-aware prior (`young`, weight w in (0, 1); default 0: off, the shipped key). Without it a candidate's prior
+counts as H = 1 / (1 - exp(-decay)) steps of exposure from its birth, so a block read once a few steps after birth is
+ranked as if watched for H steps. With it, a Gamma-Poisson posterior: prior mean m (as above), prior pseudo-count
+w m H reads over w H steps, the block's decayed reads over its decayed exposure H (1 - exp(-decay age)): rate =
+(w m H e + reads) / (w H e + H (1 - e)), e = exp(-decay age). Its key is the static log-score (decayed reads plus
+the prior's w m H) plus the exposure term `young_correction`, which shrinks as the block ages; the term is refreshed
+through `stale` whenever the exposure has grown by YOUNG_RATIO (`checkpoint_age`, a few times per block), so a quiet
+young block sinks as its posterior does. Python loop only (simulator_enu.eligible): not compiled yet.
+
 Reads: the events so far only (no trace length, no later event); tests/policy/test_policy_prefix.py checks it.
 """
 from __future__ import annotations
@@ -60,6 +69,7 @@ import heapq
 import math
 from typing import Iterator
 
+from harness.errors import UserError
 from kv_policy import codes
 from kv_policy.policies import Policy
 from kv_policy.trace import Trace
@@ -78,6 +88,7 @@ P_START = 0.5
 TIGHT_REF_US = 100_000.0  # DeadlineAware: a 100 ms TPOT scores tightness 0.5
 QUEUE_RATE = 0.05       # reads per step assumed for a shared block a waiting request will read
 RAISE_CAP = 512         # batch raises per step at most (a bound on the per-step cost; above what short contexts use)
+YOUNG_RATIO = 1.25      # `young`: a block's key is refreshed when its exposure term has grown by this factor
 _ACCESS, _HINT, _ALLOC = codes.ACCESS, codes.HINT, codes.ALLOC  # bound once: read on every event
 _DECODE_CRITICAL, _PREFETCH_SOON, _WARM = codes.DECODE_CRITICAL, codes.PREFETCH_SOON, codes.WARM
 _COLD_SPILLABLE, _RECOMPUTE_OK = codes.COLD_SPILLABLE, codes.RECOMPUTE_OK
@@ -97,7 +108,7 @@ class ExpectedNextUse(Policy):
                  free_target: float = FREE_TARGET, lookahead: float = 1.0, spill_reused: float = 1.0,
                  queue_rate: float = QUEUE_RATE, fresh_first: float = 1.0,
                  batch_raise: float = 1.0,
-                 fresh_share: float = 0.1, raise_cap: float = RAISE_CAP) -> None:
+                 fresh_share: float = 0.1, raise_cap: float = RAISE_CAP, young: float = 0.0) -> None:
         self.raise_cap = int(raise_cap)
         self.queue_log = math.log(queue_rate) if queue_rate > 0 else None
         self.fresh_first = bool(fresh_first)
@@ -110,6 +121,11 @@ class ExpectedNextUse(Policy):
         self.lam = float(decay)
         self.horizon = 1.0 / (1.0 - math.exp(-self.lam))   # decayed reads of a block read once per step
         self.prior_scale = float(prior)
+        self.young = float(young)   # > 0: exposure-aware prior of that weight (see young_correction); 0: off
+        if not 0.0 <= self.young < 1.0:
+            raise UserError(f"ExpectedNextUse: young={young} must be in [0, 1)")
+        if self.young:
+            self.prior_scale = self.young
 
     def weights(self, trace: Trace) -> list[float]:
         """Per-block log-multiplier of the expected rate (priority knob)."""
@@ -151,6 +167,12 @@ class ExpectedNextUse(Policy):
         self.hh_seen = bytearray(nb)       # read at least once as a heavy hitter
         self.queued = bytearray(nb)        # a shared block a waiting request will read (engine's queue hint)
         self.queued_docs: dict[int, list[int]] = {}  # document (block_request) -> its queue-hinted blocks
+        if self.young:
+            self.base = [0.0] * nb         # the static log-score (decayed reads + prior) the age term is added to
+            self.born = [0] * nb           # step its prior was set (its exposure starts there)
+            self.ver = [0] * nb            # the block's latest checkpoint entry
+            self.due: dict[int, list[tuple[int, int]]] = {}  # step -> (block, version) whose key is refreshed then
+            self.due_last = -1                 # the last step whose checkpoints were taken
 
     def _prior(self, b: int, step: int) -> float:
         """Log-score of a block with no reads of its own yet: the decode probability x the heavy-hitter reads per
@@ -194,8 +216,10 @@ class ExpectedNextUse(Policy):
                 self.hh_reads += 1
                 self.hh_seen[b] = 1
                 score = self.score
-                s, x = score[b], self.lam * step
+                s, x = (self.base[b] if self.young else score[b]), self.lam * step
                 score[b] = (s + _log1p(_exp(x - s))) if s > x else (x + _log1p(_exp(s - x)))
+                if self.young:
+                    self._aged(b, step, False)
             return
         r = self.req[b]
         if kind == _ACCESS:
@@ -204,9 +228,13 @@ class ExpectedNextUse(Policy):
                 if self.fresh[b]:
                     self.fresh[b] = 0
                     self.score[b] = self._prior(b, step)
+                    if self.young:
+                        self._aged(b, step, True)
                 else:  # a shared (document) block joins one more request's context
-                    s, x = self.score[b], self._prior(b, step)
+                    s, x = (self.base[b] if self.young else self.score[b]), self._prior(b, step)
                     self.score[b] = (s + math.log1p(math.exp(x - s))) if s > x else (x + math.log1p(math.exp(s - x)))
+                    if self.young:
+                        self._aged(b, step, False)
         elif kind == _HINT:
             if critical:
                 self.layout[b] = 1
@@ -221,6 +249,8 @@ class ExpectedNextUse(Policy):
             elif self.layout[b]:            # slid out of the window: a heavy-hitter candidate from now on
                 self.layout[b] = 0
                 self.score[b] = self._prior(b, step)
+                if self.young:
+                    self._aged(b, step, True)
                 if self.queued[b]:
                     self._unqueue(b, r)
             elif self.queued[b]:
@@ -238,6 +268,8 @@ class ExpectedNextUse(Policy):
                 self.unread[b] = 1  # allocated for a prefill, which reads it this step
                 self.unread_now.append(b)
             self.score[b] = self._prior(b, step)
+            if self.young:
+                self._aged(b, step, True)
         else:  # FREE
             self.live_blocks -= 1
             self.boost.pop(b, None)
@@ -250,8 +282,39 @@ class ExpectedNextUse(Policy):
                     self.ctx.pop(r, None)
                     self.spilled.pop(r, None)
 
+    def _aged(self, b: int, step: int, born: bool) -> None:
+        """`young`: score[b] holds the static log-score just set (a prior when `born`): keep it as the base and add
+        the exposure term of the block's age; file the step at which that term will have moved by YOUNG_RATIO."""
+        self.base[b] = self.score[b]
+        if born:
+            self.born[b] = step
+        self._refresh(b, step)
+
+    def _refresh(self, b: int, step: int) -> None:
+        age = step - self.born[b]
+        self.score[b] = self.base[b] + young_correction(self.young, self.lam, age)
+        self.ver[b] += 1
+        nxt = checkpoint_age(self.young, self.lam, age, YOUNG_RATIO)
+        if nxt is not None:
+            self.due.setdefault(self.born[b] + nxt, []).append((b, self.ver[b]))
+
+    def _due(self) -> list[int]:
+        """`young`: the candidates whose checkpoint falls in the step about to start, their keys refreshed."""
+        now = self.cur_step + 1
+        steps = range(self.due_last + 1, now + 1) if now - self.due_last <= 64 else sorted(t for t in self.due
+                                                                                              if t <= now)
+        self.due_last = now
+        out = []
+        for t in steps:  # (ascending; a refreshed key is filed at least one step later)
+            for b, v in self.due.pop(t, ()):
+                if self.ver[b] == v and not self.layout[b]:
+                    self._refresh(b, now)
+                    out.append(b)
+        return out
+
     def stale(self) -> list[int]:
-        """Document blocks allocated for a prefill that did not read them within the step: the read-now key lapses."""
+        """Document blocks allocated for a prefill that did not read them within the step: the read-now key lapses.
+        With `young`, also the candidates whose exposure term moved (refreshed keys)."""
         out = [b for b in self.unread_now if self.unread[b]]
         for b in out:
             self.unread[b] = 0
@@ -265,6 +328,8 @@ class ExpectedNextUse(Policy):
             self.raised_step = self.cur_step
             self.batch_now = self.entering | (self.decoded - self.leaving)
             self.done_now = set()
+        if self.young and self.cur_step is not None:
+            out.extend(self._due())
         return out
 
     def raise_key(self, b: int) -> bool:
@@ -369,6 +434,26 @@ class ExpectedNextUse(Policy):
                 for b in list(lst):
                     if loc[b] == codes.LOC_SLOW:
                         yield b
+
+
+def young_correction(weight: float, lam: float, age: int) -> float:
+    """The exposure term of `young`'s key: a block's prior counts as `weight` x horizon steps of exposure, so its
+    Gamma-Poisson posterior rate is (decayed reads + weight x m x H) / (decayed exposure + weight x H), where the
+    exposure of a block `age` steps old is H (1 - exp(-lam age)); in the key's log units (whose numerator is the
+    static log-score) that is -log(1 - (1 - weight) exp(-lam age)): log(1 / weight) at birth (the plain prior
+    mean), 0 once the block is old (the decayed count over the full horizon, as without `young`)."""
+    return -math.log(1.0 - (1.0 - weight) * math.exp(-lam * age))
+
+
+def checkpoint_age(weight: float, lam: float, age: int, ratio: float) -> int | None:
+    """The age at which the exposure H (1 - (1 - weight) exp(-lam a)) reaches `ratio` x its value at `age`
+    (at least age + 1), or None once that is beyond the horizon H (the term has nearly settled)."""
+    den = 1.0 - (1.0 - weight) * math.exp(-lam * age)
+    target = ratio * den
+    if target >= 1.0:
+        return None
+    a = math.ceil(-math.log((1.0 - target) / (1.0 - weight)) / lam)
+    return max(a, age + 1)
 
 
 class DeadlineAware(ExpectedNextUse):

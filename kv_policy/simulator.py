@@ -139,22 +139,29 @@ def _events(trace: Trace):
         for c0 in range(0, n, EVENT_CHUNK))
 
 
+def _compiled_loop(policy: Policy, trace: Trace):
+    """The compiled loop's `simulate_into` that runs `policy` on `trace` (simulator_fast.py's for a policy whose keys
+    are fixed by the event alone, simulator_enu.py's for ExpectedNextUse and DeadlineAware), or None."""
+    if simulator_fast.eligible(policy):
+        return simulator_fast.simulate_into
+    if simulator_enu.eligible(policy, trace):
+        return simulator_enu.simulate_into
+    return None
+
+
 def compiled(policy: Policy, trace: Trace) -> bool:
     """Does `simulate` run `policy` on `trace` in a compiled loop (simulator_fast.py or simulator_enu.py)?"""
-    return simulator_fast.eligible(policy) or simulator_enu.eligible(policy, trace)
+    return _compiled_loop(policy, trace) is not None
 
 
 def simulate(trace: Trace, policy: Policy, tiers: TierModel, record: bool = False, fast: bool = True) -> SimResult:
     """Run `policy` over `trace`; with `record`, also return the operation log replay executes. A policy whose keys
     are fixed by the event alone runs in the compiled loop (simulator_fast.py), ExpectedNextUse and DeadlineAware in
     theirs (simulator_enu.py), unless `fast` is False; each makes this loop's decisions."""
-    if fast and simulator_fast.eligible(policy):
+    loop = _compiled_loop(policy, trace) if fast else None
+    if loop is not None:
         res = SimResult(policy.name)
-        simulator_fast.simulate_into(res, trace, policy, tiers, band_of(trace.block_priority), record)
-        return res
-    if fast and simulator_enu.eligible(policy, trace):
-        res = SimResult(policy.name)
-        simulator_enu.simulate_into(res, trace, policy, tiers, band_of(trace.block_priority), record)
+        loop(res, trace, policy, tiers, band_of(trace.block_priority), record)
         return res
     policy.bind(trace)
     res = SimResult(policy.name)

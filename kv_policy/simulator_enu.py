@@ -41,8 +41,10 @@ ERR_FAST_FULL, ERR_SLOW_FULL = 1, 2
 
 def eligible(policy: Policy, trace: Trace) -> bool:
     """ExpectedNextUse or DeadlineAware themselves (a subclass may change any hook: it keeps the Python loop), on a
-    trace whose steps are >= 0 (enu_compiled's `boost` convention)."""
-    return type(policy) in (ExpectedNextUse, DeadlineAware) and (len(trace) == 0 or int(trace.step[0]) >= 0)
+    trace whose steps are >= 0 (enu_compiled's `boost` convention), without the `young` option (not compiled yet:
+    the Python loop runs it)."""
+    return type(policy) in (ExpectedNextUse, DeadlineAware) and not policy.young and \
+        (len(trace) == 0 or int(trace.step[0]) >= 0)
 
 
 @njit

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kv_policy import codes, simulator_enu
+from kv_policy import codes, simulator_enu, simulator_fast
 from kv_policy.compare import Capacity
 from kv_policy.expected_next_use import ExpectedNextUse
 from kv_policy.generator import generate
 from kv_policy.importers import TraceOptions, load_trace
 from kv_policy.profiles import PROFILES, get_profile
 from kv_policy.registry import make_policy
-from kv_policy.simulator import OP_NAMES, SimResult, simulate
+from kv_policy.simulator import OP_NAMES, SimResult, band_of, compiled, simulate
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, TierModel, for_trace
 from kv_policy.trace import Trace
 from tests.policy.conftest import same_run as same
@@ -146,3 +146,22 @@ def test_a_subclass_keeps_the_python_loop() -> None:
     assert simulator_enu.eligible(make_policy("DeadlineAware"), t)
     assert not simulator_enu.eligible(Variant(), t)
     assert not simulator_enu.eligible(make_policy("LRU"), t)
+
+
+def test_simulate_hands_each_policy_to_its_loop() -> None:
+    """`simulate` runs LRU in simulator_fast's loop, the two ExpectedNextUse classes in simulator_enu's and a
+    subclass in the Python loop: its result is the chosen loop's, decision for decision."""
+
+    class Variant(ExpectedNextUse):
+        name = "Variant"
+
+    t = generate(get_profile("balanced"), 0, 3_000)
+    tm = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, int(t.peak_live_bytes() * 0.3))
+    for name, loop in (("LRU", simulator_fast.simulate_into), ("ExpectedNextUse", simulator_enu.simulate_into),
+                       ("DeadlineAware", simulator_enu.simulate_into)):
+        direct = SimResult(name)
+        loop(direct, t, make_policy(name), tm, band_of(t.block_priority), True)
+        assert compiled(make_policy(name), t)
+        same(simulate(t, make_policy(name), tm, record=True), direct)
+    assert not compiled(Variant(), t)
+    same(simulate(t, Variant(), tm, record=True), simulate(t, ExpectedNextUse(), tm, record=True, fast=False))
