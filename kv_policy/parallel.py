@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from typing import Callable
 
 from kv_policy import simulator_fast
@@ -40,6 +41,12 @@ def jobs_for(trace: Trace, jobs: int, n_policies: int) -> int:
     return max(1, min(want, n_policies))
 
 
+def _worker_start() -> None:
+    """A worker dies quietly on the SIGTERM the pool's shutdown sends its idle workers: the handler forked from kvds's
+    CLI (raise, restore kernel state, print) belongs to the parent, which owns the run and its journal."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _one(spec: str) -> tuple[str, dict]:
     trace, tiers, build = _work
     return spec, run_metrics(simulate(trace, build(spec), tiers), trace)
@@ -65,7 +72,7 @@ def metrics_per_policy(trace: Trace, tiers: TierModel, specs: list[str], jobs: i
     _work = (trace, tiers, build)
     got: dict[str, dict] = {}
     try:
-        with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=1) as pool:
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_start, maxtasksperchild=1) as pool:
             for spec, m in pool.imap_unordered(_one, slowest_first(list(dict.fromkeys(specs)), build)):
                 got[spec] = m
                 done()

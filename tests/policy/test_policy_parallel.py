@@ -41,6 +41,7 @@ def test_compare_with_workers_files_the_same_summary(kvds_env: dict) -> None:
     one = run_kvds(args + ["--jobs", "1"], kvds_env)
     two = run_kvds(args + ["--jobs", "2"], kvds_env)
     assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    assert "Traceback" not in two.stderr and "_Terminated" not in two.stderr, two.stderr   # idle workers end quietly
     assert json.loads(one.stdout)["summary"] == json.loads(two.stdout)["summary"]
     bad = run_kvds(args + ["--jobs", "-1"], kvds_env)
     assert bad.returncode == 2 and "--jobs -1" in bad.stderr and "Traceback" not in bad.stderr
