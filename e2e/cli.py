@@ -53,8 +53,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spill-region", default="256M", help="the spill tenant's region (binary units: M = MiB)")
     p.add_argument("--hog-mib", type=positive_int, default=64, help="the memory hog's rewritten set (MiB)")
     p.add_argument("--hog-pause-ms", type=float, default=5.0, help="the hog's sleep between passes (ms)")
-    p.add_argument("--squeeze", type=float, default=0.25,
-                   help="the memory limit sits this share of the arena below what the arena and the hog hold")
+    p.add_argument("--squeeze", type=float, default=0.1,
+                   help="each repetition's memory group holds the arena alone, limited this share of it below it "
+                        "(default 0.1)")
     p.add_argument("--warmup", type=int, default=1,
                    help="unmeasured repetitions of the reference cell before the measured ones (default 1)")
     p.add_argument("--seed", type=int, default=0, help="the priority assignment's seed (a serving trace)")
