@@ -14,6 +14,7 @@ import psutil
 
 from harness import knobs
 from harness.paths import work_dir
+from harness.remote.guest import GUEST_TIMEOUT_S
 from harness.results import Filed, ResultStore
 from harness.stats import alternating_order
 from kv_policy.compare import Capacity
@@ -127,7 +128,7 @@ def dry_run(cfg: E2eConfig) -> Filed[E2ePlan]:
                     "memcg_limit_bytes": stack.limit_for(sizes)},
                    prep.mapping.as_dict(), {p: intents.count(s) for p, s in prep.schedule.items()},
                    asdict(cfg.intensity), cmds, cfg.warmup,
-                   guest_seconds(cfg.steps, cfg.reps, cfg.warmup, len(grid)))
+                   max(GUEST_TIMEOUT_S, guest_seconds(cfg.steps, cfg.reps, cfg.warmup, len(grid))))
     return Filed(None, plan)
 
 
