@@ -167,7 +167,7 @@ def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord]) -> dict[str,
     return out
 
 
-SQUEEZE_KEYS = ("workingset_refault_anon", "pgscan", "pgsteal", "pgpgout", "failcnt")
+SQUEEZE_KEYS = ("workingset_refault_anon", "pgscan", "pgsteal", "pgpgout", "failcnt", "io_enomem_retries")
 
 
 def squeeze_row(r: RepRecord) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import numpy as np
 from harness.progress import progress, say
 from harness.stats import alternating_order
 from kv_policy.replay.execute import execute
-from kv_policy.replay.slot_io import Background
+from kv_policy.replay.slot_io import Background, SlotIO
 from e2e.cells import Cell, Prepared
 from e2e.mm_register import Registration
 from e2e.stack import Stack, counters, memory_state
@@ -142,7 +142,7 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
     driver = Driver(st, prep.schedule[cell.policy] if cell.intents else {}, pr.step_us, tick, reg,
                     prep.classes[cell.policy])
     bg = Background()   # per repetition: its pending I/O is done before the arena goes
-    before = counters(st)
+    before, retries = counters(st), SlotIO.enomem_retries
     t0 = time.monotonic()
     tenant = SpillTenant(argv, st.cap)
     try:
@@ -153,6 +153,7 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
         registered = reg.close() if reg is not None else None
     secs = time.monotonic() - t0
     delta = counters(st).minus(before)
+    delta["io_enomem_retries"] = SlotIO.enomem_retries - retries  # O_DIRECT calls that faulted their buffer first
     memory = {"at_limit": sq.at_limit, "at_end": memory_state(sq.memcg)}
     st.end_squeeze()
     med, p99, n, mean = _ops(run.op_us)
