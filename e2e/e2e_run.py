@@ -14,6 +14,7 @@ import psutil
 
 from harness import knobs
 from harness.paths import work_dir
+from harness.progress import say
 from harness.remote.guest import GUEST_TIMEOUT_S
 from harness.results import Filed, ResultStore
 from harness.stats import alternating_order
@@ -162,11 +163,13 @@ def host_load() -> dict[str, Any]:
 def run(cfg: E2eConfig) -> Filed[E2eSummary]:
     t0 = time.monotonic()
     prep, grid, sizes = _prepare(cfg)
+    say(f"e2e: plans simulated ({time.monotonic() - t0:.0f} s)")
     load_start = host_load()
     work = cfg.work_dir or work_dir()
     interval_ns = int(next(iter(prep.work.values())).step_us * 1e3)
     mm_why = mm_intent_reason(prep)
     st = stack.build(sizes, work, cfg.scheduler, cfg.intensity, interval_ns)
+    say(f"e2e: slow tier {st.device.path}, swap {st.swap}, hog started ({time.monotonic() - t0:.0f} s)")
     scratch = work / f"e2e-{os.getpid()}"
     knobs.create_dir(scratch)
     try:
