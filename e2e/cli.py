@@ -53,13 +53,23 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spill-region", default="256M", help="the spill tenant's region (binary units: M = MiB)")
     p.add_argument("--hog-mib", type=positive_int, default=64, help="the memory hog's rewritten set (MiB)")
     p.add_argument("--hog-pause-ms", type=float, default=5.0, help="the hog's sleep between passes (ms)")
-    p.add_argument("--squeeze", type=float, default=0.25,
-                   help="the memory limit sits this share of the arena below what the arena and the hog hold")
+    p.add_argument("--squeeze", type=float, default=0.1,
+                   help="each repetition's memory group holds the arena alone, limited this share of it below it "
+                        "(default 0.1)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="unmeasured repetitions of the reference cell before the measured ones (default 1)")
     p.add_argument("--seed", type=int, default=0, help="the priority assignment's seed (a serving trace)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, the mapping's knobs and every command; "
                                                           "change nothing")
     add_target_args(p)  # --target guest / ssh://...: harness/remote runs this same command there
     p.set_defaults(guest_lab="io")  # --target guest boots the io lab kernel: 6.12 + mm_intent, loop, zram, throttling
+    p.set_defaults(guest_seconds=guest_seconds)  # --target guest allows what the plan needs (harness/remote/guest.py)
+
+
+def guest_seconds(args: argparse.Namespace) -> float:
+    """The guest time this command's plan needs, from its steps, repetitions and warm-up."""
+    base = QUICK if args.quick else FULL
+    return e2e_run.guest_seconds(args.steps or base["steps"], args.reps or base["reps"], max(args.warmup, 0))
 
 
 def config(args: argparse.Namespace) -> e2e_run.E2eConfig:
@@ -75,12 +85,15 @@ def config(args: argparse.Namespace) -> e2e_run.E2eConfig:
         raise UserError("--squeeze must be in [0, 1)")
     if args.hog_pause_ms < 0:
         raise UserError("--hog-pause-ms must not be negative")
+    if args.warmup < 0:
+        raise UserError("--warmup must not be negative")
     if args.work_dir is not None and not args.work_dir.is_dir():
         raise UserError(f"--work-dir {str(args.work_dir)!r} is not a directory")
     it = Intensity(args.spill_mbps, args.spill_kib, args.spill_qd, args.hog_mib, args.hog_pause_ms)
     cfg = e2e_run.E2eConfig(trace, args.steps or base["steps"], args.block_kib << 10, baseline[0], policy[0],
                             args.mapping, fast, slow, cap, args.reps or base["reps"], args.work_dir, args.scheduler,
-                            it, parse_size(args.spill_region, "--spill-region"), args.squeeze, args.seed)
+                            it, parse_size(args.spill_region, "--spill-region"), args.squeeze, args.seed,
+                            args.warmup)
     if not args.dry_run:
         require_root("kvds e2e")
         doctor.require("loop", "memcg", "swap.zram", "ioprio", "io.ioload")

@@ -14,6 +14,8 @@ import psutil
 
 from harness import knobs
 from harness.paths import work_dir
+from harness.progress import say
+from harness.remote.guest import GUEST_TIMEOUT_S
 from harness.results import Filed, ResultStore
 from harness.stats import alternating_order
 from kv_policy.compare import Capacity
@@ -42,8 +44,9 @@ class E2eConfig:
     scheduler: str
     intensity: Intensity
     spill_region_bytes: int
-    squeeze_fraction: float    # the memory limit this share of the arena below the arena + hog charge
+    squeeze_fraction: float    # the squeezed group's memory limit this share of the arena below it
     seed: int = 0
+    warmup: int = 1            # unmeasured repetitions of the reference cell before the measured ones
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -69,6 +72,19 @@ def _order(grid: list[cl.Cell], reps: int) -> list[list[Any]]:
     return [[r, n] for r, n in alternating_order([c.name for c in grid], reps)]
 
 
+GUEST_BOOT_S = 300.0        # boot, imports, the plans' simulation and the figures under TCG (about 2 min measured)
+GUEST_CELL_STEP_S = 0.1     # one decode step of one cell under TCG + icount (0.045 s measured on average; the
+# intent cells' between-step work made some 0.13 s before the registry followed by deltas)
+GUEST_REP_S = 20.0          # a repetition's fresh squeeze (the arena faulted) and spill tenant
+
+
+def guest_seconds(steps: int, reps: int, warmup: int, cells: int = 4) -> float:
+    """What `--target guest` must allow this plan (harness/remote/guest.py guest_timeout): the boot and figures, and
+    every cell repetition's steps and set-up, at about twice the measured per-step cost."""
+    n = reps * cells + warmup
+    return GUEST_BOOT_S + n * (steps * GUEST_CELL_STEP_S + GUEST_REP_S)
+
+
 def dry_run(cfg: E2eConfig) -> Filed[E2ePlan]:
     prep, grid, sizes = _prepare(cfg)
     work = cfg.work_dir or work_dir()
@@ -81,13 +97,19 @@ def dry_run(cfg: E2eConfig) -> Filed[E2ePlan]:
                                                                     + (64 << 20))]},
         {"what": "swap", "argv": ["mkswap", "-f", "<zram>"]}, {"what": "swap", "argv": ["swapon", "-p", "100",
                                                                                          "<zram>"]},
-        {"what": "memory cgroup", "argv": ["mkdir", "<memory>/kvds-<pid>-e2e"]},
-        {"what": "fast tier", "argv": ["<arena>", str(sizes.arena_bytes), "pre-faulted in kvds-<pid>-e2e"]},
-        {"what": "memory hog", "argv": hog_argv(cfg.intensity)},
-        {"what": "kvds leaves the squeezed group", "argv": ["mkdir", "<memory>/kvds-<pid>-e2e-main", "&&", "echo",
-                                                            "<pid>", ">", "<memory>/kvds-<pid>-e2e-main/cgroup.procs"]},
-        {"what": "memory limit", "argv": ["<write>", "<memory>/kvds-<pid>-e2e/memory.limit_in_bytes",
-                                          f"<charge> - {sizes.squeeze_bytes}"]},
+        {"what": "kvds's own memory group (unlimited)", "argv": ["mkdir", "<memory>/kvds-<pid>-e2e-main", "&&",
+                                                                "echo", "<pid>", ">",
+                                                                "<memory>/kvds-<pid>-e2e-main/cgroup.procs"]},
+        {"what": "per cell repetition: a fresh memory cgroup", "argv": ["mkdir", "<memory>/kvds-<pid>-e2e-r<n>"]},
+        {"what": "per cell repetition: a fresh fast tier",
+         "argv": ["<arena>", str(sizes.arena_bytes), "pre-faulted by kvds inside kvds-<pid>-e2e-r<n>, then back to "
+                  "kvds-<pid>-e2e-main"]},
+        {"what": "memory hog, in a group of its own (kvds-<pid>-e2e-hog)", "argv": hog_argv(cfg.intensity)},
+        {"what": "per cell repetition: memory limit (arena - squeeze)",
+         "argv": ["<write>", "<memory>/kvds-<pid>-e2e-r<n>/memory.limit_in_bytes",
+                  str(stack.limit_for(sizes))]},
+        {"what": "per cell repetition, at its end", "argv": ["<write>", "<memory>/kvds-<pid>-e2e-r<n>/"
+                                                             "memory.limit_in_bytes", "-1", "&&", "<unmap arena>"]},
         {"what": "spill cap", "argv": ["<write>", "<blkio>/kvds-<pid>-e2e-spill/blkio.throttle.write_bps_device",
                                        f"<loop dev_t> {int(cfg.intensity.spill_mbps * 1e6)}"]},
     ]
@@ -96,16 +118,18 @@ def dry_run(cfg: E2eConfig) -> Filed[E2ePlan]:
                      "argv": ["<write>", "/sys/kernel/debug/mm_intent/clear", "<pid>", "&&", "<write>",
                               "/sys/kernel/debug/mm_intent/register", "<pid> <slot range> <class flags> 0 <priority>",
                               "per range, at the end of each step whose slots changed class"]})
-    for rep, name in _order(grid, cfg.reps):
+    for rep, name in [[-1 - w, grid[0].name] for w in range(cfg.warmup)] + _order(grid, cfg.reps):
         cell = next(c for c in grid if c.name == name)
         args = writer_argv("<loop device>", sizes.replay_bytes, sizes.spill_bytes, cfg.intensity,
-                           prep.mapping_of(cell), session.TENANT_SECONDS, Path("<scratch>"), Path("<shm>"), rep)
+                           prep.mapping_of(cell), session.TENANT_SECONDS, Path("<scratch>"), Path("<shm>"), max(rep, 0))
         cmds.append({"what": "spill tenant", "cell": name, "rep": rep,
                      "argv": ioload_launch.command("writer", args)})
     plan = E2ePlan(PLAN_SCHEMA, [c.name for c in grid], _order(grid, cfg.reps), _trace_facts(cfg, prep),
-                   {**asdict(sizes), "arena_bytes": sizes.arena_bytes, "replay_bytes": sizes.replay_bytes},
+                   {**asdict(sizes), "arena_bytes": sizes.arena_bytes, "replay_bytes": sizes.replay_bytes,
+                    "memcg_limit_bytes": stack.limit_for(sizes)},
                    prep.mapping.as_dict(), {p: intents.count(s) for p, s in prep.schedule.items()},
-                   asdict(cfg.intensity), cmds)
+                   asdict(cfg.intensity), cmds, cfg.warmup,
+                   max(GUEST_TIMEOUT_S, guest_seconds(cfg.steps, cfg.reps, cfg.warmup, len(grid))))
     return Filed(None, plan)
 
 
@@ -139,29 +163,34 @@ def host_load() -> dict[str, Any]:
 def run(cfg: E2eConfig) -> Filed[E2eSummary]:
     t0 = time.monotonic()
     prep, grid, sizes = _prepare(cfg)
+    say(f"e2e: plans simulated ({time.monotonic() - t0:.0f} s)")
     load_start = host_load()
     work = cfg.work_dir or work_dir()
     interval_ns = int(next(iter(prep.work.values())).step_us * 1e3)
     mm_why = mm_intent_reason(prep)
     st = stack.build(sizes, work, cfg.scheduler, cfg.intensity, interval_ns)
+    say(f"e2e: slow tier {st.device.path}, swap {st.swap}, hog started ({time.monotonic() - t0:.0f} s)")
     scratch = work / f"e2e-{os.getpid()}"
     knobs.create_dir(scratch)
     try:
-        records, commands = session.run_cells(prep, grid, cfg.reps, st, cfg.intensity, scratch, mm_why is None)
-        stack.lift_limit(st)
+        warm, records, commands = session.run_cells(prep, grid, cfg.reps, st, cfg.intensity, scratch,
+                                                    mm_why is None, cfg.warmup)
     finally:
         hog = st.close()
     load_end = host_load()
     cells = {c.name: figures.cell_figures(prep, c, [r for r in records if r.cell == c.name]) for c in grid}
     setup = {"device": st.device.as_dict(), "scheduler": st.scheduler, "swap": st.swap,
-             "memcg_limit_bytes": st.limit_bytes, "squeeze_bytes": sizes.squeeze_bytes,
+             "memcg_limit_bytes": stack.limit_for(sizes), "squeeze_bytes": sizes.squeeze_bytes,
+             "squeeze": "per cell repetition: a fresh memory cgroup holding a fresh arena, limited to the arena "
+                        "less the squeeze",
              "arena_bytes": sizes.arena_bytes, "slot_bytes": sizes.slot_bytes, "mapping": prep.mapping.as_dict(),
              "io_classes": {c.name: {k: str(v) for k, v in prep.io(c).__dict__.items()} for c in grid},
              "mm_intent": "registered in the intent cells" if mm_why is None else f"not registered: {mm_why}"}
     summary = E2eSummary(SCHEMA, cells, figures.effects(cells, grid), figures.goals(cells, grid),
                          _order(grid, cfg.reps), _trace_facts(cfg, prep), setup,
                          {"stated": asdict(cfg.intensity), "hog_measured": hog},
-                         {"start": load_start, "end": load_end}, time.monotonic() - t0)
+                         {"start": load_start, "end": load_end}, time.monotonic() - t0,
+                         [figures.squeeze_row(r) | {"cell": r.cell} for r in warm])
     filed = ResultStore().new_run("e2e", cfg.as_dict())
     filed.write_json("commands", {"commands": commands, "hog": hog_argv(cfg.intensity)})
     for r in records:

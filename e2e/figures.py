@@ -141,6 +141,9 @@ def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord]) -> dict[str,
         "tenant_write_bytes": mean_ci(tenant, floor=0.0).as_dict(),
         "swap_ins": mean_ci([r.counters["majfaults"] for r in recs], floor=0.0).as_dict(),
         "memcg_failcnt": mean_ci([r.counters["failcnt"] for r in recs], floor=0.0).as_dict(),
+        "refaults": mean_ci([r.counters.get("workingset_refault_anon", math.nan) for r in recs],
+                            floor=0.0).as_dict(),
+        "squeeze_per_rep": [squeeze_row(r) for r in recs],
         "madvised_blocks": float(np.mean([r.madvised_blocks for r in recs])) if recs else None,
         "mm_intent": _mm_intent(recs),
         "seconds": mean_ci([r.seconds for r in recs]).as_dict(),
@@ -164,12 +167,28 @@ def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord]) -> dict[str,
     return out
 
 
+SQUEEZE_KEYS = ("workingset_refault_anon", "pgscan", "pgsteal", "pgpgout", "failcnt", "io_enomem_retries")
+
+
+def squeeze_row(r: RepRecord) -> dict[str, Any]:
+    """One repetition's squeeze at work: its swap-ins, the squeezed group's reclaim counters, and where the group's
+    pages were when the limit was set and at the end."""
+    return {"rep": r.rep, "swap_ins": r.counters["majfaults"],
+            **{k: r.counters[k] for k in SQUEEZE_KEYS if k in r.counters}, **r.memory,
+            **({"mm_intent_lookups": r.mm_intent.get("lookups")} if r.mm_intent else {})}
+
+
 def _mm_intent(recs: list[RepRecord]) -> dict[str, Any] | None:
     """The registrations of the cell's repetitions (None: the cell registered nothing)."""
     regs = [r.mm_intent for r in recs if r.mm_intent]
     if not regs:
         return None
+    steps = max(1, int(np.mean([r.stall_us.size for r in recs if r.mm_intent])))
     return {"updates_per_rep": float(np.mean([g["updates"] for g in regs])),
+            "full_updates_per_rep": float(np.mean([g.get("full_updates", g["updates"]) for g in regs])),
+            "writes_per_rep": float(np.mean([g.get("writes", 0) for g in regs])),
+            "register_ms_per_step": float(np.mean([g.get("register_seconds", 0.0) for g in regs])) * 1e3 / steps,
+            "lookups_per_rep": [g.get("lookups") for g in regs],
             "ranges_max": max(g["ranges_max"] for g in regs),
             "ranges_dropped_max": max(g["ranges_dropped_max"] for g in regs),
             "left_after_clear": sum(g["left_after_clear"] for g in regs),

@@ -11,7 +11,8 @@ def e2e(s: E2eSummary) -> None:
           f"{t.get('source_block_bytes')} B scaled to {t.get('block_bytes')} B; {t.get('priorities') or ''}")
     st = s.setup
     print(f"fast tier {st['arena_bytes'] >> 20} MiB arena in a memory cgroup limited to "
-          f"{st['memcg_limit_bytes'] >> 20} MiB (zram swap {st['swap']}); slow tier {st['device']['path']} "
+          f"{st['memcg_limit_bytes'] >> 20} MiB ({st.get('squeeze', 'one group for the run')}; zram swap "
+          f"{st['swap']}); slow tier {st['device']['path']} "
           f"({st['scheduler']}); tenants: {s.tenants['stated']}, hog measured {s.tenants.get('hog_measured')}")
     print("TPOT = replayed KV stall + modelled compute and recompute; TPOT percentiles resample repetitions, the "
           "rest are t intervals over repetitions (95%)")
@@ -23,13 +24,29 @@ def e2e(s: E2eSummary) -> None:
     print("goals (kvds's policy with intents vs the reference cell, paired by repetition)")
     for line in table.goal_lines(s.goals):
         print(f"  {line}")
+    print("the squeeze per repetition (swap-ins / refaulted pages / pages reclaimed; mm_intent look-ups):")
+    for name, c in table.in_design_order(s.cells, s.order):
+        rows = c.get("squeeze_per_rep") or []
+        reclaimed = "pgsteal" if any("pgsteal" in r for r in rows) else "pgpgout"
+        line = (f"  {name}: swap-ins {table.per_rep_text(rows, 'swap_ins')}, refaults "
+                f"{table.per_rep_text(rows, 'workingset_refault_anon')}, {reclaimed} {table.per_rep_text(rows, reclaimed)}")
+        if any("mm_intent_lookups" in r for r in rows):
+            line += f", look-ups {table.per_rep_text(rows, 'mm_intent_lookups')}"
+        print(line)
+    for w in s.warmup or []:
+        print(f"  warm-up ({w['cell']}, unmeasured): swap-ins {w['swap_ins']}, refaults "
+              f"{w.get('workingset_refault_anon', '-')}")
     print(f"load: start {s.load['start']}, end {s.load['end']}; {s.seconds:.0f} s")
 
 
 def e2e_dry_run(p: E2ePlan) -> None:
     t = p.trace
     print(f"kvds e2e would run {len(p.order)} cell repetitions of {t['steps']} decode steps ({t['path']}, blocks "
-          f"scaled {t['source_block_bytes']} -> {t['block_bytes']} B)")
+          f"scaled {t['source_block_bytes']} -> {t['block_bytes']} B), after {p.warmup} unmeasured warm-up "
+          "repetition(s) of the first cell; each repetition on a fresh memory cgroup and arena")
+    if p.guest_timeout_s is not None:
+        print(f"with --target guest: a {p.guest_timeout_s:.0f} s guest timeout (e2e.e2e_run.guest_seconds; "
+              "--guest-timeout overrides)")
     print("order: " + ", ".join(f"{n} #{r + 1}" for r, n in p.order))
     print("sizes: " + ", ".join(f"{k} {v}" for k, v in p.sizes.items()))
     print(f"intent mapping {p.mapping['name']}:")
@@ -40,6 +57,6 @@ def e2e_dry_run(p: E2ePlan) -> None:
     print(f"tenants: {p.tenants}")
     print("commands:")
     for c in p.commands:
-        tag = f" [{c['cell']} #{c['rep'] + 1}]" if "cell" in c else ""
+        tag = (f" [{c['cell']} " + (f"#{c['rep'] + 1}]" if c['rep'] >= 0 else "warm-up]")) if "cell" in c else ""
         print(f"  {c['what']}{tag}: " + " ".join(c["argv"]))
     print("nothing was set up or started (--dry-run)")

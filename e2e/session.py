@@ -1,5 +1,7 @@
-"""Run the cells: each repetition of each cell in alternating order on the one set-up, with its spill tenant
-started for it, the mapping's madvise advice applied between steps, and progress (steps done, current cell, ETA)."""
+"""Run the cells: each repetition of each cell in alternating order on the one set-up, with its own squeeze (a fresh
+memory cgroup and arena: e2e/stack.py Squeeze) and its spill tenant started for it, the mapping's madvise advice
+applied between steps, and progress (steps done, current cell, ETA). Unmeasured warm-up repetitions of the first
+cell go before the measured ones."""
 from __future__ import annotations
 
 import time
@@ -12,10 +14,10 @@ import numpy as np
 from harness.progress import progress, say
 from harness.stats import alternating_order
 from kv_policy.replay.execute import execute
-from kv_policy.replay.slot_io import Background
+from kv_policy.replay.slot_io import Background, SlotIO
 from e2e.cells import Cell, Prepared
 from e2e.mm_register import Registration
-from e2e.stack import Stack, counters
+from e2e.stack import Stack, counters, memory_state
 from e2e.tenants import Intensity, SpillTenant, writer_argv
 
 PROGRESS_EVERY = 50       # steps between progress updates
@@ -38,6 +40,8 @@ class RepRecord:
     writer: list[str] = field(default_factory=list)
     mm_intent: dict[str, Any] | None = None   # what the repetition registered (e2e/mm_register.py), intents only
     op_mean_us: dict[str, float] = field(default_factory=dict)  # each op's mean cost: its tail's weight included
+    memory: dict[str, dict[str, int]] = field(default_factory=dict)  # the squeezed group's memory_state when its
+    # limit was set and at the repetition's end (where the arena's pages were)
 
 
 class Driver:
@@ -83,24 +87,24 @@ def _ops(op_us: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, flo
 
 
 def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Intensity, scratch: Path,
-              mm_intent: bool = False) -> tuple[list[RepRecord], list[dict[str, Any]]]:
-    """Every (repetition, cell) in ABBA order; returns the records and the commands started, in run order.
-    `mm_intent`: the intent cells also register their slots' classes (the kernel has the registry)."""
+              mm_intent: bool = False, warmup: int = 0) -> tuple[list[RepRecord], list[RepRecord],
+                                                                list[dict[str, Any]]]:
+    """`warmup` unmeasured repetitions of the first cell, then every (repetition, cell) in ABBA order; returns the
+    warm-up records, the measured records and the commands started, in run order. `mm_intent`: the intent cells
+    also register their slots' classes (the kernel has the registry)."""
     by_name = {c.name: c for c in cells}
-    order = alternating_order([c.name for c in cells], reps)
+    order = [(-1 - w, cells[0].name) for w in range(warmup)] + alternating_order([c.name for c in cells], reps)
     steps = prep.steps()
     total = steps * len(order)
     records: list[RepRecord] = []
     commands: list[dict[str, Any]] = []
-    bg = Background()
     t_start = time.monotonic()
     done_steps = 0
     try:
         with progress("e2e", total=total) as bar:
             for k, (rep, name) in enumerate(order):
-                cell = by_name[name]
-                pr = prep.work[cell.policy]
-                label = f"[{k + 1}/{len(order)}] {name} rep {rep + 1}/{reps}"
+                label = f"[{k + 1}/{len(order)}] {name} " + (f"rep {rep + 1}/{reps}" if rep >= 0 else
+                                                             f"warm-up {-rep}/{warmup} (unmeasured)")
 
                 def tick(n: int, label: str = label) -> None:
                     bar.advance(n)
@@ -108,36 +112,56 @@ def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Inten
                     tick.steps += n
                 tick.steps = 0  # type: ignore[attr-defined]
                 bar.update(description=f"{label}: {_eta(t_start, done_steps, total)}")
-                argv = writer_argv(st.device.path, st.sizes.replay_bytes, st.sizes.spill_bytes, it,
-                                   prep.mapping_of(cell), TENANT_SECONDS, scratch, st.shm, rep)
-                reg = Registration(prep.mapping, st.arena.address, st.sizes.slot_bytes, st.sizes.arena_slots) \
-                    if mm_intent and cell.intents else None
-                driver = Driver(st, prep.schedule[cell.policy] if cell.intents else {}, pr.step_us, tick, reg,
-                                prep.classes[cell.policy])
-                before = counters(st)
-                t0 = time.monotonic()
-                tenant = SpillTenant(argv, st.cap)
-                try:
-                    run = execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver)
-                finally:
-                    tenant.stop()
-                    registered = reg.close() if reg is not None else None
-                secs = time.monotonic() - t0
-                delta = counters(st).minus(before)
-                med, p99, n, mean = _ops(run.op_us)
-                records.append(RepRecord(name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs,
-                                         driver.madvised, tenant.argv, registered, mean))
-                commands.append({"cell": name, "rep": rep, "writer": tenant.argv,
-                                 **({"madvise_errors": driver.errors} if driver.errors else {})})
+                rec, cmd = _one(prep, by_name[name], rep, st, it, scratch, mm_intent, tick)
+                records.append(rec)
+                commands.append(cmd)
                 bar.advance(steps - tick.steps)  # type: ignore[attr-defined]
                 done_steps += steps
-                p99_ms = float(np.percentile(run.step_latency_us + pr.step_us, 99)) / 1e3 \
-                    if run.step_latency_us.size else float("nan")
-                say(f"e2e {label}: {secs:.1f} s, TPOT p99 (no recompute) {p99_ms:.2f} ms, "
-                    f"swap-ins {delta['majfaults']}, {_eta(t_start, done_steps, total)}")
+                p99_ms = float(np.percentile(rec.stall_us + prep.work[by_name[name].policy].step_us, 99)) / 1e3 \
+                    if rec.stall_us.size else float("nan")
+                d = rec.counters
+                say(f"e2e {label}: {rec.seconds:.1f} s, TPOT p99 (no recompute) {p99_ms:.2f} ms, "
+                    f"swap-ins {d['majfaults']}, refaults {d.get('workingset_refault_anon', '-')}, "
+                    f"reclaimed {d.get('pgsteal', d.get('pgpgout', '-'))}"
+                    + (f", mm_intent lookups {rec.mm_intent['lookups']}" if rec.mm_intent else "")
+                    + f", {_eta(t_start, done_steps, total)}")
     finally:
+        st.end_squeeze()
+    return [r for r in records if r.rep < 0], [r for r in records if r.rep >= 0], commands
+
+
+def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch: Path, mm_intent: bool,
+         tick: Any) -> tuple[RepRecord, dict[str, Any]]:
+    """One cell repetition on a fresh squeeze: its record and its command line."""
+    pr = prep.work[cell.policy]
+    sq = st.fresh_squeeze()
+    argv = writer_argv(st.device.path, st.sizes.replay_bytes, st.sizes.spill_bytes, it, prep.mapping_of(cell),
+                       TENANT_SECONDS, scratch, st.shm, max(rep, 0))
+    reg = Registration(prep.mapping, st.arena.address, st.sizes.slot_bytes, st.sizes.arena_slots) \
+        if mm_intent and cell.intents else None
+    driver = Driver(st, prep.schedule[cell.policy] if cell.intents else {}, pr.step_us, tick, reg,
+                    prep.classes[cell.policy])
+    bg = Background()   # per repetition: its pending I/O is done before the arena goes
+    before, retries = counters(st), SlotIO.enomem_retries
+    t0 = time.monotonic()
+    tenant = SpillTenant(argv, st.cap)
+    try:
+        run = execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver)
+    finally:
+        tenant.stop()
         bg.close()
-    return records, commands
+        registered = reg.close() if reg is not None else None
+    secs = time.monotonic() - t0
+    delta = counters(st).minus(before)
+    delta["io_enomem_retries"] = SlotIO.enomem_retries - retries  # O_DIRECT calls that faulted their buffer first
+    memory = {"at_limit": sq.at_limit, "at_end": memory_state(sq.memcg)}
+    st.end_squeeze()
+    med, p99, n, mean = _ops(run.op_us)
+    rec = RepRecord(cell.name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs, driver.madvised,
+                    tenant.argv, registered, mean, memory)
+    cmd = {"cell": cell.name, "rep": rep, "writer": tenant.argv, "memory_limit_bytes": sq.limit_bytes,
+           **({"madvise_errors": driver.errors} if driver.errors else {})}
+    return rec, cmd
 
 
 def _eta(t0: float, done: int, total: int) -> str:

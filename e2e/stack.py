@@ -1,7 +1,8 @@
-"""The host side of the experiment, set up once for all cells through the knob journal: the slow tier (a kvds loop
+"""The host side of the experiment, through the knob journal. Set up once for all cells: the slow tier (a kvds loop
 device over a scratch file: the replay's slots, then the spill tenant's region), zram swap so reclaim can take the
-fast tier's pages, the fast tier (the VM track's arena, pre-faulted, in a kvds memory cgroup with the hog), the memory
-limit squeezed below what the arena and the hog hold, the spill tenant's blkio cap, and the spill scheduler's page.
+fast tier's pages, kvds's own unlimited memory cgroup, the spill tenant's blkio cap, and the spill scheduler's page.
+and the memory hog in a group of its own. Set up anew for every cell repetition (Squeeze): the fast tier (the VM
+track's arena, pre-faulted) in a fresh memory cgroup limited below it.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ class Sizes:
     arena_slots: int
     slow_slots: int
     spill_bytes: int       # the spill tenant's region after the replay's slots
-    squeeze_bytes: int     # how far below the arena + hog charge the memory limit is set
+    squeeze_bytes: int     # how far below the arena the squeezed group's memory limit is set
 
     @property
     def replay_bytes(self) -> int:
@@ -45,31 +46,89 @@ class Sizes:
 
 
 @dataclass
+class Squeeze:
+    """One repetition's memory pressure: a fresh memory cgroup holding a fresh pre-faulted arena and nothing else,
+    limited `squeeze_bytes` below the arena, so reclaim takes arena pages from the start of every repetition and,
+    each time the replay reads one back, again. Two squeezes that did not keep acting came before (measured):
+    - one group for the whole run with the arena and the hog, limited below its charge at set-up: the charge held
+      pages nobody touched again (the hog's interpreter, arena slots the plan left alone), reclaim moved those to swap
+      in the first repetition and the touched set then fitted, so later repetitions saw 0-5 swap-ins (runs
+      20261202-195046-e2e-vm-f49546, 20261202-183408-e2e-guest-edfa7e--guest);
+    - a fresh group per repetition with the arena and the hog, limited below the two: reclaim took the hog's pages,
+      which it rewrites every pass, so the hog faulted 200,000 pages per 300-step repetition back in while kvds's
+      own swap-ins stayed 0 and a repetition took 3-4x as long.
+    The hog is a tenant of the host beside it (Stack.hog), not of this group."""
+    memcg: knobs.Cgroup
+    limit_file: str
+    limit_bytes: int
+    arena: Arena
+    at_limit: dict[str, int]   # the group's memory figures just after the limit was set (memory_state)
+
+    def end(self) -> None:
+        """Lift the limit and unmap the arena; the group itself stays for the journal to remove at exit."""
+        self.memcg.set("memory", self.limit_file, "-1" if self.limit_file == "memory.limit_in_bytes" else "max")
+        try:
+            self.arena.close()
+        except BufferError:  # a signal unwound a replay still viewing the arena: the mapping goes with the process
+            pass
+
+
+@dataclass
 class Stack:
     sizes: Sizes
     device: Device
     scheduler: str
     swap: str
-    memcg: knobs.Cgroup
-    limit_file: str
-    limit_bytes: int
-    arena: Arena
     io: SlotIO
-    hog: MemoryHog
     main: knobs.Cgroup      # kvds's own group: its faults on the arena (swap-ins) count there
+    hog: MemoryHog          # in a group of its own, for the whole run
     cap: knobs.Cgroup
     shm: Path
     slack: SlackPage
+    squeeze: Squeeze | None = None   # the current repetition's (fresh_squeeze)
+    squeezes: int = 0
+
+    @property
+    def arena(self) -> Arena:
+        assert self.squeeze is not None, "no repetition's squeeze is set up"
+        return self.squeeze.arena
+
+    def fresh_squeeze(self) -> Squeeze:
+        """The next repetition's squeeze (Squeeze says why one per repetition)."""
+        self.end_squeeze()
+        self.squeezes += 1
+        memcg = knobs.create_cgroup(f"e2e-r{self.squeezes}", ("memory",))
+        limit_file = "memory.limit_in_bytes" if memcg.version("memory") == 1 else "memory.max"
+        # the arena is faulted inside the group (its pages are charged there, and come back there from swap), then
+        # kvds returns to its own unlimited group: the interpreter's allocations are never squeezed
+        memcg.add_pid(os.getpid())
+        try:
+            arena = fast_tier(self.sizes.arena_slots, self.sizes.slot_bytes)
+        finally:
+            self.main.add_pid(os.getpid())
+        limit = limit_for(self.sizes)
+        memcg.set("memory", limit_file, limit)
+        self.squeeze = Squeeze(memcg, limit_file, limit, arena, memory_state(memcg))
+        return self.squeeze
+
+    def end_squeeze(self) -> None:
+        """End the current repetition's squeeze, if any."""
+        if self.squeeze is not None:
+            self.squeeze.end()
+        self.squeeze = None
 
     def close(self) -> dict[str, float]:
-        """Close what this process holds and stop the hog (its measured intensity); the journal undoes the rest."""
+        """Close what this process holds, end the squeeze and stop the hog (its measured intensity); the journal
+        undoes the rest."""
         self.slack.close()
         self.io.close()
-        try:
-            self.arena.close()
-        except BufferError:  # a signal unwound a replay still viewing the arena: the mapping goes with the process
-            pass
+        self.end_squeeze()
         return self.hog.stop()
+
+
+def limit_for(sizes: Sizes) -> int:
+    """The squeezed group's limit: the arena less the squeeze (at least one slot)."""
+    return max(sizes.slot_bytes, sizes.arena_bytes - sizes.squeeze_bytes)
 
 
 def build(sizes: Sizes, work: Path, scheduler: str, it: Intensity, interval_ns: int) -> Stack:
@@ -82,33 +141,36 @@ def build(sizes: Sizes, work: Path, scheduler: str, it: Intensity, interval_ns: 
     sched = knobs.scheduler_of(dev)
     device = Device(dev, "kvds-loop", str(backing), Layout(kv_bytes=sizes.replay_bytes, spill_bytes=sizes.spill_bytes))
     swap = swap_backend.set_up("zram", sizes.arena_bytes + (it.hog_mib << 20) + (64 << 20))
-    memcg = knobs.create_cgroup("e2e", ("memory",))
-    limit_file = "memory.limit_in_bytes" if memcg.version("memory") == 1 else "memory.max"
-    memcg.add_pid(os.getpid())
-    arena = fast_tier(sizes.arena_slots, sizes.slot_bytes)
-    hog = MemoryHog(it, memcg)
-    # kvds itself leaves the squeezed group once the arena is faulted: the arena's pages stay charged there (and
-    # come back there from swap), the interpreter's own allocations go to an unlimited group, so the squeeze is
-    # exactly the arena and the hog, the same in every cell
     main = knobs.create_cgroup("e2e-main", ("memory",))
     main.add_pid(os.getpid())
-    usage = charge(memcg)
-    limit = max(sizes.slot_bytes, usage - sizes.squeeze_bytes)
-    memcg.set("memory", limit_file, limit)
+    hog = MemoryHog(it, knobs.create_cgroup("e2e-hog", ("memory",)))
     shm = knobs.create_file(Path("/dev/shm") / f"kvds-e2e-slack-{os.getpid()}", 4096)
-    return Stack(sizes, device, sched, swap.device, memcg, limit_file, limit, arena, SlotIO(dev, sizes.slot_bytes),
-                 hog, main, spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns))
+    return Stack(sizes, device, sched, swap.device, SlotIO(dev, sizes.slot_bytes), main, hog,
+                 spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns))
 
 
-def charge(memcg: knobs.Cgroup) -> int:
-    """The group's current charge (bytes)."""
-    name = "memory.usage_in_bytes" if memcg.version("memory") == 1 else "memory.current"
-    return int(memcg.get("memory", name).strip())
+def _stat(cg: knobs.Cgroup) -> dict[str, int]:
+    return {k: int(v) for k, v in (line.split() for line in cg.get("memory", "memory.stat").splitlines()
+                                   if line.strip())}
 
 
-def lift_limit(st: Stack) -> None:
-    """After the cells: no squeeze while the figures are computed (the journal puts the group away at exit)."""
-    st.memcg.set("memory", st.limit_file, "-1" if st.limit_file == "memory.limit_in_bytes" else "max")
+def memory_state(cg: knobs.Cgroup) -> dict[str, int]:
+    """Where the group's pages are (bytes): resident anonymous (the arena's and the hog's), page cache, swapped
+    out, and the charge."""
+    s = _stat(cg)
+    if cg.version("memory") == 1:
+        return {"anon": s.get("rss", 0), "file": s.get("cache", 0), "swap": s.get("swap", 0),
+                "charge": int(cg.get("memory", "memory.usage_in_bytes").strip())}
+    swap = cg.path("memory") / "memory.swap.current"
+    return {"anon": s.get("anon", 0), "file": s.get("file", 0),
+            "swap": int(swap.read_text().strip()) if swap.exists() else 0,
+            "charge": int(cg.get("memory", "memory.current").strip())}
+
+
+RECLAIM_KEYS = ("workingset_refault_anon", "pgscan", "pgsteal", "pgpgout")
+"""The squeezed group's reclaim counters (memory.stat): anonymous pages read back after reclaim took them, and
+pages scanned / reclaimed (cgroup v2) or charged out (v1 has no pgscan/pgsteal; pgpgout counts the pages that left
+the group, which during a repetition is reclaim: nothing there unmaps)."""
 
 
 @dataclass(frozen=True)
@@ -116,24 +178,29 @@ class Counters:
     """Cumulative counters read before and after each cell repetition."""
     read_bytes: int       # the slow tier's device, all readers
     write_bytes: int      # the slow tier's device, all writers (the replay's spills and the spill tenant)
-    majfaults: int        # major faults of kvds (its arena reads) and the hog: swap-ins of reclaimed pages
+    majfaults: int        # major faults of kvds: its arena reads of reclaimed pages (swap-ins)
     failcnt: int          # times the cgroup hit its limit (v1 memory.failcnt, v2 memory.events max)
+    reclaim: dict[str, int]   # the squeezed group's RECLAIM_KEYS this kernel has
 
     def minus(self, before: "Counters") -> dict[str, int]:
-        return {k: getattr(self, k) - getattr(before, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) - getattr(before, k) for k in ("read_bytes", "write_bytes", "majfaults",
+                                                                  "failcnt")}
+        out.update({k: v - before.reclaim[k] for k, v in self.reclaim.items() if k in before.reclaim})
+        return out
 
 
 def counters(st: Stack) -> Counters:
+    assert st.squeeze is not None
+    memcg = st.squeeze.memcg
     f = (Path("/sys/block") / Path(st.device.path).name / "stat").read_text().split()
-    def majfaults(cg: knobs.Cgroup) -> int:  # a fault counts in the faulting task's group, not the page's
-        stat = dict(line.split() for line in cg.get("memory", "memory.stat").splitlines() if line.strip())
-        return int(stat.get("pgmajfault", 0))
+    grp, own = _stat(memcg), _stat(st.main)   # a fault counts in the faulting task's group (kvds's), not the page's
     try:
-        if st.memcg.version("memory") == 1:
-            failcnt = int(st.memcg.get("memory", "memory.failcnt").strip())
+        if memcg.version("memory") == 1:
+            failcnt = int(memcg.get("memory", "memory.failcnt").strip())
         else:  # v2: the times the group hit memory.max
-            events = dict(line.split() for line in st.memcg.get("memory", "memory.events").splitlines() if line)
+            events = dict(line.split() for line in memcg.get("memory", "memory.events").splitlines() if line)
             failcnt = int(events.get("max", 0))
     except (OSError, ValueError):
         failcnt = 0
-    return Counters(int(f[2]) * 512, int(f[6]) * 512, majfaults(st.memcg) + majfaults(st.main), failcnt)
+    return Counters(int(f[2]) * 512, int(f[6]) * 512, own.get("pgmajfault", 0), failcnt,
+                    {k: grp[k] for k in RECLAIM_KEYS if k in grp})

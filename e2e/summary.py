@@ -30,8 +30,8 @@ class CellFigures(StoredSummary):
     slow_tier_bytes: dict[str, Any]             # bytes read + written on the slow tier's device (all tenants)
     replay_slow_bytes: int                      # of which the plan's misses, prefetches and spills
     tenant_write_bytes: dict[str, Any]          # the spill tenant's bytes (device writes minus the plan's spills)
-    swap_ins: dict[str, Any]                    # major faults of kvds and the hog (reclaimed pages read back)
-    memcg_failcnt: dict[str, Any]               # times the cgroup hit its limit
+    swap_ins: dict[str, Any]                    # major faults of kvds: the arena's reclaimed pages read back
+    memcg_failcnt: dict[str, Any]               # times the squeezed cgroup hit its limit
     madvised_blocks: float | None               # blocks given madvise advice per repetition
     mm_intent: dict[str, Any] | None            # mm_intent registrations (intent cells on a kernel with the
     # registry): re-registrations per repetition, most ranges held, ranges dropped, left after clear, reclaim stats
@@ -52,6 +52,11 @@ class CellFigures(StoredSummary):
     # (the tail's weight included: a mean cost is what a one-cost-per-op model can carry of the queueing)
     calibrated_mean_op_us: dict[str, float] | None = None  # the op costs (us per block) that rerun used
     measured_to_calibrated_mean_sim_p99: dict[str, Any] | None = None  # measured / that prediction's TPOT p99
+    refaults: dict[str, Any] | None = None      # anonymous pages of the squeezed group read back after reclaim took
+    # them (memory.stat workingset_refault_anon), per repetition
+    squeeze_per_rep: list[dict[str, Any]] | None = None  # each repetition's squeeze at work (e2e.figures.squeeze_row):
+    # swap-ins, refaults, pages scanned / reclaimed (v2 pgscan / pgsteal; v1 pgpgout), limit hits, and where the
+    # group's pages were when its limit was set and at the repetition's end (anon, file, swap, charge bytes)
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ class E2eSummary(StoredSummary):
     tenants: dict[str, Any]                     # stated intensity and the hog's measured one
     load: dict[str, Any]                        # host load average before and after, the other kvds processes
     seconds: float = 0.0                        # wall time of the whole run
+    warmup: list[dict[str, Any]] = field(default_factory=list)  # the unmeasured warm-up repetitions' squeeze rows
+    # (e2e.figures.squeeze_row, with their cell): in no figure
 
 
 @dataclass(frozen=True)
@@ -81,3 +88,6 @@ class E2ePlan(StoredSummary):
     madvise_per_rep: dict[str, dict[str, int]]  # per policy: blocks per advice in one intent repetition
     tenants: dict[str, Any]                     # the stated intensity
     commands: list[dict[str, Any]] = field(default_factory=list)  # every command underneath, in order
+    warmup: int = 0                             # unmeasured repetitions of the reference cell first
+    guest_timeout_s: float | None = None        # what `--target guest` allows this plan (e2e.e2e_run.guest_seconds,
+    # at least harness.remote.guest.GUEST_TIMEOUT_S; --guest-timeout overrides)

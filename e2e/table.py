@@ -7,7 +7,7 @@ from typing import Any
 from harness.report import fmt
 
 HEADERS = ["cell", "TPOT p50 (ms)", "TPOT p99 (ms)", "high-prio SLO", "goodput (tok/s)", "prefill tok recomputed",
-           "slow-tier MiB", "swap-ins", "sim TPOT p99 (ms)", "measured / sim p99", "missing cost (>2x apart)",
+           "slow-tier MiB", "swap-ins", "swap-ins per rep", "sim TPOT p99 (ms)", "measured / sim p99", "missing cost (>2x apart)",
            "calibrated sim p99 (ms)", "measured / calibrated", "measured / calibrated on means"]
 EFFECT_HEADERS = ["metric", "policy alone", "mechanisms alone", "interaction", "whole stack vs reference"]
 EFFECT_LABELS = {"tpot_p99_ms": "TPOT p99 (ms)", "slo_high_points": "high-prio SLO (points)",
@@ -26,6 +26,11 @@ def missing_text(mc: dict[str, Any] | None) -> str:
             f"{mc['detail'].get('swap_ins_per_rep', 0):.0f}/rep")
 
 
+def per_rep_text(rows: list[dict[str, Any]] | None, key: str) -> str:
+    """One figure of every repetition, in run order ("812/790/805"): the squeeze visible in each."""
+    return "/".join(str(r.get(key, "-")) for r in rows) if rows else "-"
+
+
 def in_design_order(cells: dict[str, dict[str, Any]], order: list[list[Any]]) -> list[tuple[str, dict[str, Any]]]:
     """The cells in the order the run first took them (the reference cell first), whatever order a stored summary's
     keys came back in (summary.json is written with sorted keys)."""
@@ -40,6 +45,7 @@ def factorial_rows(cells: dict[str, dict[str, Any]], order: list[list[Any]] | No
                      fmt.estimate(c.get("slo_high")), fmt.estimate(c.get("goodput_tok_s")),
                      fmt.number(c.get("prefill_tokens_recomputed"), ".0f", why="no block tokens"),
                      fmt.estimate(c.get("slow_tier_bytes"), 1 / 2**20), fmt.estimate(c.get("swap_ins")),
+                     per_rep_text(c.get("squeeze_per_rep"), "swap_ins"),
                      fmt.number((c.get("sim_tpot_p99_us") or float("nan")) / 1e3, ".3g"),
                      fmt.estimate(c.get("measured_to_sim_p99")), missing_text(c.get("missing_cost")),
                      fmt.number((c.get("calibrated_sim_tpot_p99_us") or float("nan")) / 1e3, ".3g",

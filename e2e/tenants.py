@@ -1,5 +1,5 @@
-"""The other tenants: a concurrent spill writer on the slow tier's device and a memory hog in the fast tier's memory
-cgroup, each at a stated intensity, so the mechanisms have something to protect against.
+"""The other tenants: a concurrent spill writer on the slow tier's device and a memory hog in a memory
+cgroup of its own (not the squeezed one: e2e/stack.py Squeeze says why), each at a stated intensity.
 
 The spill writer is the I/O track's ioload writer (io_priority/ioload.c), its command line built by the I/O track's
 own io_priority.workload.ioload_args from the cell's mapping: without intents it writes unpaced at the default

@@ -18,8 +18,9 @@ NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONA
 # option -> takes a value; these are removed from the argv a host runs
 TARGET_OPTIONS: dict[str, bool] = {
     "--target": True, "--hosts": True, "--identity": True, "--known-hosts": True, "--accept-new-host-key": False,
-    "--remote-root": True, "--deps": True, "--connect-timeout": True,
+    "--remote-root": True, "--deps": True, "--connect-timeout": True, "--guest-timeout": True,
 }
+MAX_GUEST_TIMEOUT_S = 24 * 3600.0
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 
 
@@ -53,6 +54,19 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--deps", choices=("ship", "index"), default="ship",
                    help="ship: copy dependency wheels from here (hosts need no internet); index: hosts pip-install them")
     g.add_argument("--connect-timeout", type=_timeout, default=15.0, metavar="S", help="SSH connect timeout (default 15)")
+    g.add_argument("--guest-timeout", type=_guest_timeout, metavar="S",
+                   help="end the --target guest run after S seconds (default: what the command's plan needs, at "
+                        "least 1800; `--dry-run` says it)")
+
+
+def _guest_timeout(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < v <= MAX_GUEST_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and {MAX_GUEST_TIMEOUT_S:.0f} seconds")
+    return v
 
 
 @dataclass(frozen=True)

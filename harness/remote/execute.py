@@ -29,7 +29,7 @@ from harness.errors import Unavailable
 from harness.knobs import workers
 from harness.paths import work_dir
 from harness.remote.args import SshOptions, with_json
-from harness.remote.guest import guest_runner
+from harness.remote.guest import GUEST_TIMEOUT_S, guest_runner
 from harness.remote.scrub import scrub, scrub_obj
 from harness.remote.ship import Payload, build_wheel
 from harness.remote.sshhost import ConnectionLost, SshHost
@@ -133,9 +133,11 @@ def _import_run(store: ResultStore, src: Callable[[Path], int], run_name: str, o
 
 class Executor:
     def __init__(self, argv: Sequence[str], targets: Sequence[Target], opts: SshOptions, store: ResultStore,
-                 record: Run, with_doctor: bool = True, json_flag: bool = True, guest_lab: str = "debug") -> None:
+                 record: Run, with_doctor: bool = True, json_flag: bool = True, guest_lab: str = "debug",
+                 guest_timeout_s: float = GUEST_TIMEOUT_S) -> None:
         self.argv = list(argv)
         self.guest_lab = guest_lab  # the lab kernel the command's track asked for (harness/remote/guest.py)
+        self.guest_timeout_s = guest_timeout_s  # harness/remote/guest.py guest_timeout
         self.json_flag = json_flag
         self.targets, self.opts, self.store, self.record = list(targets), opts, store, record
         self.with_doctor = with_doctor and self.argv[:1] != ["doctor"]
@@ -242,7 +244,7 @@ class Executor:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _guest(self, out: HostOutcome) -> None:
-        runner = guest_runner(self.guest_lab)
+        runner = guest_runner(self.guest_lab, self.guest_timeout_s)
         out.stage = "run"
         self.lines.stage(out.tag, "run", "kvds " + " ".join(self.argv) + " (in the QEMU guest)")
         result = runner(self._host_argv(), lambda line: self.lines.stage(out.tag, "run", line))

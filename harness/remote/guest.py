@@ -25,7 +25,9 @@ from harness.errors import Unavailable, UserError
 from harness.paths import cache_dir, work_dir
 
 GUEST_TIMEOUT_S = 1800.0
+"""The guest run's timeout unless the command's plan needs more (guest_timeout) or --guest-timeout says."""
 STATUS_POLL_S = 5.0  # how often the guest's stderr is read for status lines to relay
+FOLLOW_JOIN_S = 10.0  # how long the end of a run waits for the status relay's last read
 GUEST_MEMORY_MB = 2048
 CONSOLE_TAIL_LINES = 30
 GUEST_KERNEL_ENV = "KVDS_GUEST_KERNEL"
@@ -167,30 +169,50 @@ def _numba_cache(src: Path, dest: Path) -> None:
         pass
 
 
+def guest_timeout(args: Any) -> float:
+    """The seconds a `--target guest` run of this command may take: `--guest-timeout` when given, else what the
+    command's own plan needs (a track's parser sets `guest_seconds`, a function of the parsed arguments: e2e's
+    steps x repetitions x cells) when that is more than GUEST_TIMEOUT_S, else GUEST_TIMEOUT_S."""
+    given = getattr(args, "guest_timeout", None)
+    if given:
+        return float(given)
+    plan = getattr(args, "guest_seconds", None)
+    return max(GUEST_TIMEOUT_S, float(plan(args))) if callable(plan) else GUEST_TIMEOUT_S
+
+
 def follow(path: Path, on_line: Callable[[str], None], stop: threading.Event, poll_s: float = STATUS_POLL_S) -> None:
     """Hand each whole line the guest appends to path (its kvds's stderr, in the share) to on_line until stop is
-    set: the guest command's status lines (progress.say) while it runs, where the host's progress line shows them."""
+    set, and once more after it: the guest command's status lines (progress.say) while it runs, where the host's
+    progress line shows them, the last ones included."""
     pos = 0
-    while not stop.wait(poll_s):
-        try:
-            with path.open("rb") as f:
-                f.seek(pos)
-                chunk = f.read()
-        except OSError:  # not created yet
-            continue
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            continue
-        pos += end + 1
-        for line in chunk[:end].decode(errors="replace").splitlines():
-            if line.strip():
-                on_line(line.strip())
+    while True:
+        last = stop.wait(poll_s)
+        pos = _relay(path, pos, on_line)
+        if last:
+            return
 
 
-def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[..., GuestResult]:
-    """A function running `kvds argv` in the guest on lab kernel `lab_name` (KVDS_GUEST_KERNEL overrides it),
-    handing the guest command's status lines to `on_line` while it runs; raises Unavailable (with the reason) when
-    it cannot."""
+def _relay(path: Path, pos: int, on_line: Callable[[str], None]) -> int:
+    """The whole lines of path from pos on, to on_line; the position after the last of them."""
+    try:
+        with path.open("rb") as f:
+            f.seek(pos)
+            chunk = f.read()
+    except OSError:  # not created yet
+        return pos
+    end = chunk.rfind(b"\n")
+    if end < 0:
+        return pos
+    for line in chunk[:end].decode(errors="replace").splitlines():
+        if line.strip():
+            on_line(line.strip())
+    return pos + end + 1
+
+
+def guest_runner(lab_name: str = DEFAULT_LAB, timeout_s: float = GUEST_TIMEOUT_S) -> Callable[..., GuestResult]:
+    """A function running `kvds argv` in the guest on lab kernel `lab_name` (KVDS_GUEST_KERNEL overrides it) for at
+    most `timeout_s` (guest_timeout), handing the guest command's status lines to `on_line` while it runs; raises
+    Unavailable (with the reason) when it cannot."""
     shift, warp = guest_clock(), guest_clock_warps()  # bad input is refused before anything boots
     ready, why = guest_lab_status(lab_name)
     if not ready:
@@ -216,10 +238,12 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[..., GuestResult]:
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "
                + " ".join(q(a) for a in argv) + f" > {q(str(share / 'stdout'))} 2> {q(str(share / 'stderr'))}")
         stop = threading.Event()
-        if on_line is not None:
-            threading.Thread(target=follow, args=(share / "stderr", on_line, stop), daemon=True).start()
+        relay = threading.Thread(target=follow, args=(share / "stderr", on_line, stop), daemon=True) \
+            if on_line is not None else None
+        if relay is not None:
+            relay.start()
         try:
-            res = lab.boot_and_run(kernel, ["sh", "-c", cmd], share, host_root=True, timeout=GUEST_TIMEOUT_S,
+            res = lab.boot_and_run(kernel, ["sh", "-c", cmd], share, host_root=True, timeout=timeout_s,
                                 memory_mb=GUEST_MEMORY_MB, cpus=want.cpus, cpu=GUEST_CPU, icount_shift=shift,
                                 icount_warp=warp)
             status = res.status if res.status is not None and not res.findings and not res.timed_out else (
@@ -234,6 +258,8 @@ def guest_runner(lab_name: str = DEFAULT_LAB) -> Callable[..., GuestResult]:
             shutil.rmtree(share, ignore_errors=True)
             raise
         stop.set()
+        if relay is not None:  # its last read relays the guest's final status lines
+            relay.join(FOLLOW_JOIN_S)
         runs = sorted(p for p in (share / "results").iterdir() if p.is_dir())
         return GuestResult(status, stdout, stderr, runs, share)
 

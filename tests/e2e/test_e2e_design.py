@@ -99,14 +99,20 @@ def test_dry_run_prints_the_plan_knobs_and_commands_and_changes_nothing(tmp_path
     assert plan["trace"]["steps"] == 40 and plan["trace"]["block_bytes"] == 16384
     assert plan["mapping"]["classes"]["cold-spillable"]["spill_pacing"] == "deadline"
     writers = [c for c in plan["commands"] if c["what"] == "spill tenant"]
-    assert len(writers) == 8
+    # one unmeasured warm-up repetition of the reference cell, then the eight measured ones
+    assert plan["warmup"] == 1 and [(c["rep"], c["cell"]) for c in writers][0] == (-1, "LRU / no intents")
+    assert len(writers) == 9
+    # every repetition gets a fresh squeezed group and arena, limited below the arena; the guest timeout is stated
+    assert any(c["what"].startswith("per cell repetition: a fresh memory cgroup") for c in plan["commands"])
+    assert 0 < plan["sizes"]["memcg_limit_bytes"] < plan["sizes"]["arena_bytes"]
+    assert plan["guest_timeout_s"] >= 1800
     for c in writers:
         argv = c["argv"]
         assert argv[1] == "writer" and argv[argv.index("--dev") + 1] == "<loop device>"
         paced = "--pace" in argv and argv[argv.index("--pace") + 1] == "deadline"
         assert paced == c["cell"].endswith("/ intents"), c
         assert (argv[argv.index("--prio") + 1] == "-1") != paced  # default priority without intents, be/7 with
-    assert any(c["what"] == "memory hog" for c in plan["commands"])
+    assert any(c["what"].startswith("memory hog") for c in plan["commands"])
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
     text = run_kvds(["e2e", "--dry-run", "--steps", "40", "--reps", "1"], kvds_env, timeout=120)

@@ -46,4 +46,6 @@ def test_guest_cells_register_their_classes_with_mm_intent(kvds_env: dict[str, s
             continue
         assert not mm["errors"] and mm["updates_per_rep"] > 0 and mm["ranges_max"] > 0, mm
         assert mm["left_after_clear"] == 0
+        # the squeeze acts while the intents are registered: reclaim consulted the registry
+        assert all(n and n > 0 for n in mm["lookups_per_rep"]), mm
         assert c["tpot_p99_us"]["value"] > 0 and c["calibrated_sim_tpot_p99_us"] > 0

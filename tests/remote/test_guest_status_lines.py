@@ -46,3 +46,18 @@ def test_status_lines_under_json_only_when_asked(tmp_path: Path) -> None:
     assert json.loads(quiet.stdout)["run"] and json.loads(told.stdout)["run"]
     assert "results in" not in quiet.stderr
     assert f"results in {tmp_path / 'b'}" in told.stderr
+
+
+def test_the_lines_written_just_before_the_end_are_relayed(tmp_path: Path) -> None:
+    """The guest's last status lines land between the relay's last poll and the end of the run: the relay reads once
+    more after it is stopped, and the runner joins it, so they reach the host too."""
+    path = tmp_path / "stderr"
+    got: list[str] = []
+    stop = threading.Event()
+    t = threading.Thread(target=follow, args=(path, got.append, stop, 3600.0))  # no poll would come in time
+    t.start()
+    path.write_text("e2e [4/4] ExpectedNextUse / intents rep 1/1: 9.0 s\n")
+    stop.set()
+    t.join(timeout=30)
+    assert not t.is_alive()
+    assert got == ["e2e [4/4] ExpectedNextUse / intents rep 1/1: 9.0 s"]
