@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 
-import json
+from harness import results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
             print("ready", flush=True)
         time.sleep(a.pause_ms / 1e3)
     secs = time.monotonic() - t0
-    print(json.dumps({"passes": passes, "seconds": secs, "mib_per_s": passes * a.mib / secs if secs else 0.0},
+    print(results.dumps({"passes": passes, "seconds": secs, "mib_per_s": passes * a.mib / secs if secs else 0.0},
                         indent=None), flush=True)
     return 0
 
