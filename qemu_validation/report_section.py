@@ -49,21 +49,22 @@ def _validate(ctx: ReportContext) -> None:
     for suite, run in ctx.latest("qemu-validate"):
         s = ValidateSummary.from_json(run.summary)
         t, k, boot = s.tests or {}, s.kernel or {}, s.boot or {}
-        rows.append([suite.label, "PASS" if s.ok else "FAIL", k.get("release") or k.get("label"),
+        profile = "gate" if s.gate else f"quick ({s.malformed_writes:,} + {s.valid_writes:,} lines: not the gate)"
+        rows.append([suite.label, "PASS" if s.ok else "FAIL", profile, k.get("release") or k.get("label"),
                      "yes" if k.get("kasan_lockdep") else "no", _ktap(t, s),
                      _or_missing(s.malformed_writes), _or_missing(s.errno_mismatches),
                      _or_missing(s.splats), _or_missing(boot.get("seconds")),
                      s.failure or ""])
         ctx.summary.setdefault("qemu", {})[suite.label] = {
             "ok": s.ok, "passed": t.get("passed"), "planned": t.get("planned"),
-            "malformed_writes": s.malformed_writes, "splats": s.splats}
+            "malformed_writes": s.malformed_writes, "splats": s.splats, "gate": s.gate}
         ctx.headline("mm_intent validate", suite.label, s.ok)
         ctx.headline("malformed writes / console splats", suite.label, f"{s.malformed_writes} / {s.splats}")
         failures = t.get("failures") or []
         if failures:
             ctx.doc.para(f"Failed KTAP tests in {run.run_id}: " +
                          "; ".join(f"{f.get('number')} {f.get('name')}: {f.get('reason') or ''}" for f in failures))
-    ctx.doc.table(["suite", "result", "kernel", "KASAN + lockdep", "KTAP passed", "malformed writes",
+    ctx.doc.table(["suite", "result", "profile", "kernel", "KASAN + lockdep", "KTAP passed", "malformed writes",
                    "errno mismatches", "console splats", "boot + validate (s)", "failure"], rows)
     ctx.doc.para("The guest boots under TCG with the patched kernel; validation fails on any failed KTAP test, "
                  "an incomplete plan, a non-zero guest status, or an oops, BUG, KASAN report, lockdep splat or "

@@ -22,6 +22,8 @@ import pytest
 
 from harness import doctor
 from harness.paths import state_dir
+from tests import background_build
+from tests.background_build import BackgroundBuild, guests_last
 
 REPO = Path(__file__).resolve().parent.parent
 KVDS = [sys.executable, "-m", "harness.cli"]
@@ -100,17 +102,52 @@ def boots_guest(item: pytest.Item) -> bool:
     return any(GUEST_CAPABILITY in mark.args for mark in item.iter_markers(doctor.MARK))
 
 
+_BACKGROUND: BackgroundBuild | None = None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark guest tests (before `-m` selects on the mark) and run them after the host tests."""
     for item in items:
         if boots_guest(item):
             item.add_marker(pytest.mark.guest)
+    guests_last(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With the selection final: start the debug kernel's build in the background when the selected guest tests
+    will need it and it is not cached (tests/background_build.py says why)."""
+    global _BACKGROUND
+    if _BACKGROUND is None and background_build.needed(session.items, session.config):
+        _BACKGROUND = BackgroundBuild.start(KVDS)
+        _say(session.config, f"kvds: building the debug guest kernel in the background while the host tests run "
+                             f"(log: {_BACKGROUND.log})")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _BACKGROUND is not None:
+        _BACKGROUND.stop()
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    tr.write_line(line) if tr else print(line, file=sys.stderr)
+
+
+def _debug_build(config: pytest.Config):
+    """The default debug kernel: after the background build (if one runs), from the cache or built here."""
+    from qemu_validation.boot import guest_command
+    from qemu_validation.kernel import build
+
+    if _BACKGROUND is not None:
+        _BACKGROUND.wait(lambda line: _say(config, line))
+    return build.ensure_built(guest_command.DEFAULT_SPEC)
 
 
 @pytest.fixture(scope="session")
-def debug_kernel():
-    """The default debug guest kernel (`kvds qemu build --kasan`: 6.12 + mm_intent + KASAN), built on first use
-    (about an hour on 2 cores; answered from ~/.cache/kvds/qemu once built), so that no test finds it missing
-    because the test that used to build it runs later. Gated like a test that names `qemu.guest`."""
+def debug_kernel(pytestconfig: pytest.Config):
+    """The default debug guest kernel (`kvds qemu build --kasan`: 6.12 + mm_intent + KASAN): from the background
+    build started at collection, from ~/.cache/kvds/qemu, or built here (about 11 minutes cold on 2 cores), so
+    that no test finds it missing. Gated like a test that names `qemu.guest`."""
     from qemu_validation.boot import guest_command
     from qemu_validation.kernel import build
 
@@ -119,20 +156,16 @@ def debug_kernel():
         pytest.fail(why, pytrace=False)
     if action == "skip":
         pytest.skip(why)
-
-    return build.ensure_built(guest_command.DEFAULT_SPEC)
+    return _debug_build(pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def guest_lab():
+def guest_lab(pytestconfig: pytest.Config):
     """For a test of a command that boots the guest where the host can (the suite's qemu stage): the debug kernel
     built first where the doctor says a guest boots here, else None (the command then skips with that reason)."""
     if not doctor.capability(GUEST_CAPABILITY).ok:
         return None
-    from qemu_validation.boot import guest_command
-    from qemu_validation.kernel import build
-
-    return build.ensure_built(guest_command.DEFAULT_SPEC)
+    return _debug_build(pytestconfig)
 
 
 @pytest.fixture(autouse=True)

@@ -49,8 +49,10 @@ def stages(suite_dir: Path) -> list[Stage]:
               ("vm", "bench", "--arena-mb", "128", "--reps", "2", "--json"),
               ("vm", "bench", "--arena-mb", "512", "--reps", "5", "--json"),
               needs=("root", "memcg", "pagemap", "swap.zram")),
+        # Quick: every check on the edit-loop profile (1,000 + 1,000 lines, 5 s concurrent phase); the full job runs
+        # the gate profile (10,000 + 10,000, 60 s), as `kvds qemu validate` does by default.
         Stage("qemu", "build (cached) and boot the mm_intent kernel, validate it",
-              ("qemu", "validate", "--json"), ("qemu", "validate", "--json"), needs=("qemu.guest",),
+              ("qemu", "validate", "--quick", "--json"), ("qemu", "validate", "--json"), needs=("qemu.guest",),
               timeout_s=3600),
         # A slice of a real serving trace shipped with the policy track (`--trace mooncake-slice`: the first Mooncake
         # conversation requests, kv_policy/data/README.md); priorities assigned by the track's seeded rule.
@@ -61,7 +63,7 @@ def stages(suite_dir: Path) -> list[Stage]:
                "--fast-fraction", "0.1", "--json")),
         Stage("policy-sweep", "capacity sweep on the same slice: every policy and real-system row, MIN as the floor",
               ("policy", "sweep", "--trace", "mooncake-slice", "--max-requests", "40", "--seeds", "5",
-               "--fractions", "0.05,0.1,0.25", "--policies", "all,engines", "--json"),
+               "--fractions", "0.05,0.1,0.25", "--policies", "all,engines", "--jobs", "2", "--json"),
               ("policy", "sweep", "--trace", "mooncake-slice", "--max-requests", "150", "--seeds", "5",
                "--fractions", "0.05,0.1,0.25", "--policies", "all,engines", "--json")),
         Stage("replay-trace", "generate the trace the replay executes",

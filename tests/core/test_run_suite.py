@@ -114,6 +114,7 @@ def _check_qemu(rj: dict, label: str, results: Path, st: dict) -> None:
     assert q["ok"] is True, q
     assert _finite(q["planned"]) and q["planned"] > 0 and q["passed"] == q["planned"], q
     assert q["splats"] == 0 and _finite(q["malformed_writes"]) and q["malformed_writes"] > 0, q
+    assert q["gate"] is False, q  # the quick job validates on the edit-loop profile, and says so
 
 
 def _check_policy(rj: dict, label: str, results: Path, st: dict) -> None:
