@@ -9,6 +9,7 @@ these out).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -129,8 +130,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def _say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal, also from inside a test's set-up (where output capture would otherwise keep it)."""
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    tr.write_line(line) if tr else print(line, file=sys.stderr)
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        tr.write_line(line) if tr else print(line, file=sys.stderr)
 
 
 def _debug_build(config: pytest.Config):
