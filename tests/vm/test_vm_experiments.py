@@ -183,6 +183,10 @@ def test_overcommit_row_judges_the_nearest_tier_against_the_reference() -> None:
     same = overcommit_row("none", [_over(6 + r, slow_ns=90_000) for r in range(3)], ref).verdicts
     assert same["late_fewer"]["status"] == "missed"  # as late as the reference in every pair
     assert overcommit_row("memcg", ref, None).verdicts == {}
+    stuck = _over(0, killed=True)
+    stuck.limit_write_s, stuck.limit_write_interrupted = 30.0004, True   # the bound ended the limit write
+    row = overcommit_row("mlock", [stuck, _over(0)], None)
+    assert row.limit_write_interrupted == [True, False] and row.limit_write_s == [30.0, 0.0]
 
 
 def test_block_worst_is_the_slowest_page_of_each_block() -> None:
