@@ -54,6 +54,7 @@ class OvercommitSummary(StoredSummary):
     rows: list[dict[str, Any]]           # OvercommitRow per mechanism
     unavailable: dict[str, str]          # mechanism -> why it did not run here
     clock: str = "wall"                  # wall, or icount:N (QEMU guest instruction-count time)
+    mglru: str = "keep"                  # MGLRU for the run: on, off, or keep (left as the host had it)
 
 
 def _near_verdicts(reps: Sequence[OvercommitRep], ref: Sequence[OvercommitRep]) -> dict[str, Any]:

@@ -236,7 +236,7 @@ def overcommit(s: OvercommitSummary) -> None:
     console.print(f"vm overcommit: {s.critical_bytes >> 10} KiB latency-critical ({s.critical_pct:g}% of the arena, "
                   f"{len(s.tier_blocks)} tiers ranked by {s.rank}) in a budget of {s.budget_bytes >> 10} KiB "
                   f"(pressure {s.pressure_pct:g}%); late: a block's slowest page read > {s.slo_us:g} us; {s.reps} "
-                  f"reps; reference {s.reference}; clock {clock_words(s.clock)}")
+                  f"reps; reference {s.reference}; clock {clock_words(s.clock)}; MGLRU {s.mglru}")
     top = len(s.tier_blocks) - 1
     for r in s.rows:
         killed = sum(r["killed"])

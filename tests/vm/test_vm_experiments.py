@@ -201,6 +201,7 @@ def test_block_worst_is_the_slowest_page_of_each_block() -> None:
     ({"pressure_pct": 10.0}, "enough for all"),
     ({"rank": "size"}, "--rank"),
     ({"block_kb": 3}, "whole pages"),
+    ({"mglru": "both"}, "--mglru"),
 ])
 def test_overcommit_bad_input(cfg: dict, message: str) -> None:
     from kernel_vm.overcommit_run import OvercommitConfig, plan
