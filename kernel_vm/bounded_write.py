@@ -1,10 +1,11 @@
 """Bound a limit write that the kernel may never finish: an interval timer interrupts it.
 
 A `memory.max` write below what reclaim can free loops in the writer's own context (`memory_max_write()`):
-reclaim, then the memcg OOM killer, until the usage fits; after a kill it waits for the victim to exit. Linux
-before "memcg: fix soft lockup in the OOM process" (6.13, backported to 6.12 stable; vanilla 6.8 lacks it) has
-no reschedule point in that loop, so on one CPU without kernel preemption (the guest lab's `PREEMPT_NONE`, one
-vCPU) the victim never runs and the write never returns: the guest hangs. The loop does check
+reclaim, then the memcg OOM killer, until the usage fits; after a kill it waits for the victim to exit. Once
+reclaim has given up, nothing in that loop reschedules on vanilla 6.8; Debian's 6.12 tree has a
+`cond_resched()` in `mem_cgroup_scan_tasks()`, which the OOM killer calls on every pass. So on one CPU without
+kernel preemption (the guest lab's `PREEMPT_NONE`, one vCPU) a 6.8 victim never runs and the write never
+returns: the guest hangs. The loop does check
 `signal_pending()` on every pass, so a SIGALRM from an interval timer (delivered from the timer interrupt)
 ends it: the write returns success, the limit stays set, and the victim gets the CPU to die. The caller
 records that the bound fired, so a stall is a finding, not a silent change of the experiment.
