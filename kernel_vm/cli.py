@@ -162,6 +162,9 @@ def _overcommit_arguments(p: argparse.ArgumentParser) -> None:
                    help="a block is late when its slowest page read takes longer (default 50)")
     p.add_argument("--reps", type=positive_int, default=d.reps, help="repetitions per mechanism (default 3)")
     p.add_argument("--seed", type=int, default=d.seed, help="layout seed of repetition 0 (default 0)")
+    p.add_argument("--mglru", choices=("off", "on", "keep"), default=d.mglru,
+                   help="MGLRU for the whole run where /sys/kernel/mm/lru_gen exists (default off: the classic "
+                        "LRU)")
     add_target_args(p)
 
 
@@ -169,7 +172,7 @@ def overcommit_config(args: argparse.Namespace) -> overcommit_run.OvercommitConf
     cfg = overcommit_run.OvercommitConfig(mechanisms=args.mechanisms, reference=args.reference, rank=args.rank,
                                           arena_mb=args.arena_mb, block_kb=args.block_kb,
                                           critical_pct=args.critical, pressure_pct=args.pressure,
-                                          slo_us=args.slo_us, reps=args.reps, seed=args.seed)
+                                          slo_us=args.slo_us, reps=args.reps, seed=args.seed, mglru=args.mglru)
     overcommit_run.plan(cfg)
     require_root("kvds vm overcommit")
     return cfg

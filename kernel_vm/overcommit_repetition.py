@@ -17,12 +17,15 @@ import numpy as np
 
 from harness import journal
 from harness.mapping import MADVISE_ADVICE
-from kernel_vm import measure, mm_intent
+from kernel_vm import bounded_write, measure, mm_intent
 from kernel_vm.arena import MLOCK, block_runs
 from kernel_vm.arena_process import ArenaProcess
 from kernel_vm.overcommit import SPILL, TIERS, Geometry, block_worst
 from kernel_vm.placement import create_budget_split, create_placement
 from qemu_validation import mm_intent_client as mic
+
+LIMIT_WRITE_BOUND_S = 30.0   # a budget write still running after this is interrupted (bounded_write.py)
+VICTIM_EXIT_S = 10.0         # after an interrupted write, how long the OOM victim gets to exit
 
 
 @dataclass
@@ -38,6 +41,9 @@ class OvercommitRep:
     kernel_tiers: dict[str, dict[str, int]] | None = None  # mm-intent: the kernel's tier -> pages kept, yielded
     # and demoted in its ranges (debugfs mm_intent/ranges, where the kernel has it)
     oom_kills: int = 0                               # memory.events oom_kill of the arena's group(s)
+    limit_write_s: float = 0.0                       # how long setting the budget (the limit write) took
+    limit_write_interrupted: bool = False            # the write did not return within LIMIT_WRITE_BOUND_S and
+    # was ended by a signal (kernel_vm/bounded_write.py: a memcg OOM loop that never yields)
 
 
 def _events(group: Any, key: str) -> int:
@@ -115,12 +121,18 @@ def run_once(geo: Geometry, mechanism: str, pressure_pct: float, slo_ns: int, ta
                                      for o, n in block_runs(cold, geo.block_bytes)]])
 
             budget = geo.budget_bytes(pressure_pct)
-            try:
-                if split:  # the critical group keeps the whole budget while the spillable one has pages to give
-                    placement.protect_low(budget)
-                placement.set_limit(budget_group, base + budget)
-            except OSError as exc:
-                out.limit_error = errno.errorcode.get(exc.errno or 0, str(exc))
+            with bounded_write.interrupt_after(LIMIT_WRITE_BOUND_S) as bound:
+                try:
+                    if split:  # the critical group keeps the whole budget while the spillable one has pages to give
+                        placement.protect_low(budget)
+                    placement.set_limit(budget_group, base + budget)
+                except OSError as exc:
+                    out.limit_error = errno.errorcode.get(exc.errno or 0, str(exc))
+            out.limit_write_s, out.limit_write_interrupted = bound.seconds, bound.interrupted
+            if bound.interrupted:  # the write gave the CPU back; the victim of its OOM kill can now exit
+                deadline = time.monotonic() + VICTIM_EXIT_S
+                while proc.alive() and time.monotonic() < deadline:
+                    time.sleep(0.05)
             if placement.version == 2:  # a parent's memory.events counts its children's
                 out.oom_kills = _events(budget_group, "oom_kill")
             out.killed = out.oom_kills > 0 or not proc.alive()  # the arena is its group's only task

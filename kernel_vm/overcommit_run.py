@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from harness import doctor, environment, journal, knobs, progress, stats
 from harness.errors import Unavailable, UserError
 from harness.results import Filed, ResultStore
-from kernel_vm import mm_intent, swap_backend
+from kernel_vm import mglru, mm_intent, swap_backend
 from kernel_vm.arena import check_fits
 from kernel_vm.bench_run import AREA, SWAP_HEADROOM
 from kernel_vm.overcommit import MECHANISMS, TIERS, Geometry
@@ -31,6 +31,7 @@ class OvercommitConfig:
     slo_us: float = 50.0                # a block is late when its slowest page read takes longer
     reps: int = 3
     seed: int = 0
+    mglru: str = "off"                  # off / on where /sys/kernel/mm/lru_gen exists, keep: leave it
 
     def geometry(self, rep: int = 0) -> Geometry:
         return Geometry((self.arena_mb << 20) // (self.block_kb << 10), self.block_kb << 10, mmap.PAGESIZE,
@@ -46,6 +47,8 @@ def plan(cfg: OvercommitConfig) -> list[str]:
         raise UserError(f"--reference {cfg.reference!r} is not one of --mechanisms {cfg.mechanisms!r}")
     if (cfg.block_kb << 10) % mmap.PAGESIZE or (cfg.arena_mb << 20) % (cfg.block_kb << 10):
         raise UserError(f"--block-kb {cfg.block_kb} must be whole pages dividing --arena-mb {cfg.arena_mb}")
+    if cfg.mglru not in ("off", "on", "keep"):
+        raise UserError(f"--mglru must be off, on or keep, not {cfg.mglru!r}")
     if not 0 < cfg.pressure_pct < 100 or cfg.slo_us <= 0:
         raise UserError("--pressure must be in (0, 100) and --slo-us positive")
     geo = cfg.geometry()
@@ -68,7 +71,9 @@ def run(cfg: OvercommitConfig) -> Filed[OvercommitSummary]:
     running = [n for n in names if n not in unavailable]
     geo = cfg.geometry()
     results: dict[str, list[OvercommitRep]] = {n: [] for n in running}
+    lru = mglru.Setting(cfg.mglru if mglru.available()[0] else "keep")
     with journal.session():
+        mglru.apply(lru)  # the same LRU for every mechanism; the journal puts the host's back
         swap_backend.set_up("zram", int(geo.arena_bytes * SWAP_HEADROOM))
         filed = ResultStore().new_run("vm-overcommit", {**asdict(cfg), "unavailable": unavailable})
         order = stats.alternating_order(running, cfg.reps)
@@ -90,6 +95,6 @@ def run(cfg: OvercommitConfig) -> Filed[OvercommitSummary]:
         critical_bytes=geo.critical_blocks() * geo.block_bytes,
         tier_blocks=[int((tiers == t).sum()) for t in range(TIERS)], block_bytes=geo.block_bytes,
         slo_us=cfg.slo_us, reps=cfg.reps, rows=[r.as_dict() for r in rows], unavailable=unavailable,
-        clock=environment.clock())
+        clock=environment.clock(), mglru=lru.name)
     filed.write_summary(summary.as_dict())
     return Filed(filed, summary)

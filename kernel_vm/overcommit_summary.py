@@ -32,6 +32,8 @@ class OvercommitRow(StoredSummary):
     # kept / yielded / demoted (debugfs mm_intent/ranges; None where the kernel has no such file)
     verdicts: dict[str, Any]             # nearest tier against the reference: late_fewer (paired difference < 0),
     # p99_lower (paired p99 ratio < 1)
+    limit_write_s: list[float] | None = None          # per repetition: how long the budget's limit write took
+    limit_write_interrupted: list[bool] | None = None  # per repetition: the write was ended by the bound's signal
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class OvercommitSummary(StoredSummary):
     rows: list[dict[str, Any]]           # OvercommitRow per mechanism
     unavailable: dict[str, str]          # mechanism -> why it did not run here
     clock: str = "wall"                  # wall, or icount:N (QEMU guest instruction-count time)
+    mglru: str = "keep"                  # MGLRU for the run: on, off, or keep (left as the host had it)
 
 
 def _near_verdicts(reps: Sequence[OvercommitRep], ref: Sequence[OvercommitRep]) -> dict[str, Any]:
@@ -75,4 +78,6 @@ def overcommit_row(name: str, reps: Sequence[OvercommitRep], ref: Sequence[Overc
         p99_us=[fig.p99_us([r.latency_ns[t] for r in reps]) for t in n_tiers],
         kernel_tiers=[r.kernel_tiers for r in reps],
         intent_stats={k: float(np.mean([(r.intent_stats or {}).get(k, 0) for r in reps])) for k in stats_keys},
-        verdicts={} if ref is None else _near_verdicts(reps, ref))
+        verdicts={} if ref is None else _near_verdicts(reps, ref),
+        limit_write_s=[round(r.limit_write_s, 3) for r in reps],
+        limit_write_interrupted=[r.limit_write_interrupted for r in reps])

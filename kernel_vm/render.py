@@ -236,7 +236,7 @@ def overcommit(s: OvercommitSummary) -> None:
     console.print(f"vm overcommit: {s.critical_bytes >> 10} KiB latency-critical ({s.critical_pct:g}% of the arena, "
                   f"{len(s.tier_blocks)} tiers ranked by {s.rank}) in a budget of {s.budget_bytes >> 10} KiB "
                   f"(pressure {s.pressure_pct:g}%); late: a block's slowest page read > {s.slo_us:g} us; {s.reps} "
-                  f"reps; reference {s.reference}; clock {clock_words(s.clock)}")
+                  f"reps; reference {s.reference}; clock {clock_words(s.clock)}; MGLRU {s.mglru}")
     top = len(s.tier_blocks) - 1
     for r in s.rows:
         killed = sum(r["killed"])
@@ -250,6 +250,11 @@ def overcommit(s: OvercommitSummary) -> None:
                       est(r["late_blocks"][i]["mean"]), f"{r['late_share'][i]:.3f}", est(r["p99_us"][i]))
         t.add_row("spillable", "", est(r["swapped_pages"][-1]["mean"]), "", "", "")
         console.print(t)
+        stuck = sum(r.get("limit_write_interrupted") or [])
+        if stuck:
+            console.print(f"  the limit write did not return in {stuck} of {len(r['killed'])} reps and was ended by "
+                          f"a signal after {max(r['limit_write_s']):.1f} s (the kernel's memcg OOM loop did not "
+                          f"yield the CPU to its victim)")
         v = r.get("verdicts") or {}
         if v:
             console.print(f"  nearest tier vs {s.reference}: late blocks {verdict_from_dict(v.get('late_fewer'))}; "

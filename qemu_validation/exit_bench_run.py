@@ -1,8 +1,9 @@
 """`kvds qemu exit-bench`: what mm_intent costs the process exit path, measured inside the guest kernel.
 
 guest/exit_bench.c times fork + exit + wait of a child with the registry unused since boot, used by one other
-process, and used by 257 processes holding 1,025 intents; raw per-iteration samples are reduced in the guest to
-median, p90 and mean. One boot is one repetition: several kernels (the series, the series before a change, a
+process, and used by 257 processes holding 1,025 intents; then munmap() of one page in an address space with 256
+other intents (the page untagged, or with an intent of its own) and of an address space's only intent, the
+unmap hook's three paths. Raw per-iteration samples are reduced in the guest to median, p90 and mean. One boot is one repetition: several kernels (the series, the series before a change, a
 kernel without the series: the floor) are booted `reps` times each in alternating order, and each state's
 figure is the mean of the per-boot medians with a t interval over boots (harness.stats.mean_ci). Two states
 of one kernel are compared boot by boot (the geometric mean of per-boot ratios, t interval on the logs); two
@@ -37,10 +38,13 @@ from qemu_validation.kernel import build
 SOURCE = Path(__file__).resolve().parent / "guest" / "exit_bench.c"
 GUEST_PATH = "bin/exit_bench"
 REGISTER = "/sys/kernel/debug/mm_intent/register"
-STATES = ("unused", "one", "many")          # "warmup" is printed too, and not compared
+EXIT_STATES = ("unused", "one", "many")     # fork + exit + wait; "warmup" is printed too, and not compared
+UNMAP_STATES = ("unmap_untagged", "unmap_tagged", "unmap_last")   # munmap() of one page
+STATES = EXIT_STATES + UNMAP_STATES
 EXPECTED_HELD = 1 + 256 * 4                  # exit_bench.c: one intent + HOLDERS * PER_HOLDER
 _LINE = re.compile(r"^exit_bench (\w+) n=(\d+) median_ns=(\d+) p90_ns=(\d+) mean_ns=(\d+)$", re.M)
 _HELD = re.compile(r"^exit_bench intents_held=(\d+) processes_holding=(\d+)$", re.M)
+_UNMAPPED = re.compile(r"^exit_bench unmap_registered=(\d+) of (\d+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,10 @@ def parse(text: str) -> dict:
     states = {m.group(1): {"n": int(m.group(2)), "median_ns": int(m.group(3)), "p90_ns": int(m.group(4)),
                            "mean_ns": int(m.group(5))} for m in _LINE.finditer(text)}
     held = _HELD.search(text)
+    unmapped = _UNMAPPED.search(text)
     return {"states": states, "intents_held": int(held.group(1)) if held else None,
-            "processes_holding": int(held.group(2)) if held else None}
+            "processes_holding": int(held.group(2)) if held else None,
+            "unmap_states_registered": int(unmapped.group(1)) if unmapped else None}
 
 
 def bench_argv(iterations: int) -> list[str]:
@@ -103,9 +109,11 @@ def boot_ok(parsed: dict, feature: bool, status: int | None, guest_uptime: float
         return f"states missing from the output: {', '.join(missing)}"
     if feature:
         if status != 0 or parsed["intents_held"] != EXPECTED_HELD:
-            return f"held {parsed['intents_held']} intents of {EXPECTED_HELD} (exit status {status})"
-    elif parsed["intents_held"] != 0 or status not in (0, 1):
-        return f"no mm_intent in this kernel, yet {parsed['intents_held']} intents were held (status {status})"
+            return (f"held {parsed['intents_held']} intents of {EXPECTED_HELD}, registered "
+                    f"{parsed['unmap_states_registered']} of {len(UNMAP_STATES)} unmap states (exit status {status})")
+    elif parsed["intents_held"] != 0 or parsed["unmap_states_registered"] != 0 or status not in (0, 1):
+        return (f"no mm_intent in this kernel, yet {parsed['intents_held']} intents were held and "
+                f"{parsed['unmap_states_registered']} unmap states registered (status {status})")
     return None
 
 
@@ -180,8 +188,8 @@ def record_boot_argv(run: Run, kernel_id: str, rep: int, argv: list[str]) -> Non
 
 
 def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: int) -> ExitBenchSummary:
-    """Per kernel and state: mean of per-boot medians with its interval; ratios to the unused state and to the
-    first kernel, each with its reading by the one rule."""
+    """Per kernel and state: mean of per-boot medians with its interval; ratios to the unused state (fork +
+    exit), to the untagged unmap (munmap) and to the first kernel, each with its reading by the one rule."""
     rows = []
     for kb in kernels:
         mine = [b for b in boots if b["kernel"] == kb.id and b["ok"]]
@@ -192,7 +200,8 @@ def summarize(kernels: list[build.KernelBuild], boots: list[dict], iterations: i
                      "median_ms": {s: {**stats.mean_ci(v, floor=0.0).as_dict(), "per_boot": v,
                                        "text": str(stats.mean_ci(v, floor=0.0))} for s, v in med.items()},
                      "p90_ms_per_boot": {s: [b["states"][s]["p90_ns"] / 1e6 for b in mine] for s in STATES},
-                     "vs_unused": {s: _paired(med[s], med["unused"]) for s in STATES[1:]},
+                     "vs_unused": {s: _paired(med[s], med["unused"]) for s in EXIT_STATES[1:]},
+                     "vs_unmap_untagged": {s: _paired(med[s], med[UNMAP_STATES[0]]) for s in UNMAP_STATES[1:]},
                      "_med": med})
     ref = rows[0] if rows else None
     comparisons = [{"kernel": r["id"], "reference": ref["id"], "state": s, **_ratio(r["_med"][s], ref["_med"][s])}

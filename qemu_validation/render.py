@@ -127,15 +127,18 @@ def bench_end(comparisons: list[dict], ok: bool, failure: str | None) -> None:
 
 
 def exit_bench(out: ExitBenchSummary) -> None:
-    print(f"fork+exit+wait, {out.iterations} per state per boot, {reps_of(out.boots)} boot(s) per kernel in "
-          f"alternating order; mean of per-boot medians [95% interval over boots], ms:")
+    print(f"fork+exit+wait (unused, one, many) and munmap() of one page (unmap_*), {out.iterations} per state "
+          f"per boot, {reps_of(out.boots)} boot(s) per kernel in alternating order; mean of per-boot medians "
+          f"[95% interval over boots], ms:")
     for k in out.kernels:
         print(kernel_heading(k))
-        for s in STATES:
-            r = k["vs_unused"].get(s)
-            vs = (f"  vs unused (per boot) {fmt.estimate(r)}: {r['difference']}; higher in {r['boots_higher']} of "
+        against = {**{s: ("unused", r) for s, r in k["vs_unused"].items()},
+                   **{s: ("unmap_untagged", r) for s, r in k.get("vs_unmap_untagged", {}).items()}}
+        for s in (s for s in STATES if s in k["median_ms"]):   # runs before the unmap states lack them
+            ref, r = against.get(s, ("", None))
+            vs = (f"  vs {ref} (per boot) {fmt.estimate(r)}: {r['difference']}; higher in {r['boots_higher']} of "
                   f"{r['boots']} boots" if r else "")
-            print(f"    {s:>7}: {fmt.estimate(k['median_ms'][s])}{vs}")
+            print(f"    {s:>14}: {fmt.estimate(k['median_ms'][s])}{vs}")
     bench_end(out.comparisons, out.ok, out.failure)
 
 

@@ -110,15 +110,25 @@ exit_bench unused n=1000 median_ns=8000000 p90_ns=11000000 mean_ns=8500000
 exit_bench one n=1000 median_ns=8100000 p90_ns=11000000 mean_ns=8600000
 exit_bench intents_held={held} processes_holding=257
 exit_bench many n=1000 median_ns=8200000 p90_ns=11000000 mean_ns=8700000
+exit_bench unmap_untagged n=1000 median_ns=20000 p90_ns=25000 mean_ns=21000
+exit_bench unmap_tagged n=1000 median_ns=24000 p90_ns=30000 mean_ns=25000
+exit_bench unmap_last n=1000 median_ns=26000 p90_ns=31000 mean_ns=27000
+exit_bench unmap_registered={unmapped} of 3
 """
 
 
 def test_exit_bench_boot_reading_with_and_without_the_series() -> None:
-    with_series = exit_bench_run.parse(OUT.format(held=exit_bench_run.EXPECTED_HELD))
+    with_series = exit_bench_run.parse(OUT.format(held=exit_bench_run.EXPECTED_HELD, unmapped=3))
     assert exit_bench_run.boot_ok(with_series, True, 0) is None
-    assert "held" in exit_bench_run.boot_ok(exit_bench_run.parse(OUT.format(held=1000)), True, 1)
-    floor = exit_bench_run.parse(OUT.format(held=0))
+    assert with_series["states"]["unmap_last"]["median_ns"] == 26000 and with_series["unmap_states_registered"] == 3
+    assert "held" in exit_bench_run.boot_ok(exit_bench_run.parse(OUT.format(held=1000, unmapped=3)), True, 1)
+    unregistered = exit_bench_run.parse(OUT.format(held=exit_bench_run.EXPECTED_HELD, unmapped=2))
+    assert "2 of 3 unmap states" in exit_bench_run.boot_ok(unregistered, True, 1)   # an unmap state's intent failed
+    floor = exit_bench_run.parse(OUT.format(held=0, unmapped=0))
     assert exit_bench_run.boot_ok(floor, False, 1) is None                   # the floor: registrations fail, exit 1
+    assert exit_bench_run.boot_ok(exit_bench_run.parse(OUT.format(held=0, unmapped=1)), False, 1) is not None
+    assert "unmap_last" in exit_bench_run.boot_ok(exit_bench_run.parse(OUT.split("exit_bench unmap_last")[0]),
+                                                  True, 0)
     assert exit_bench_run.boot_ok(with_series, False, 0) is not None         # intents held on a kernel without it?
     assert "many" in exit_bench_run.boot_ok(exit_bench_run.parse(OUT.split("exit_bench many")[0]), True, 0)
     assert exit_bench_run.boot_ok(with_series, True, 0, guest_uptime=100.0, host_seconds=120.0) is None

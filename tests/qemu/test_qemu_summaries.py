@@ -97,15 +97,27 @@ def test_exit_bench_summary_is_typed_and_renders(tmp_path: Path, capsys: pytest.
     assert all(c["difference"] == "higher" for c in out.comparisons)     # b's boots are all about twice a's
     assert render.STATES == exit_bench_run.STATES
 
+    assert list(out.kernels[0]["vs_unused"]) == ["one", "many"]                  # fork + exit against fork + exit
+    assert list(out.kernels[0]["vs_unmap_untagged"]) == ["unmap_tagged", "unmap_last"]   # munmap against munmap
     render.exit_bench(out)
     text = capsys.readouterr().out
     assert text.count(" boots)") == 2 and f"{b.id} / {a.id} (many)" in text and "failure" not in text
-    assert "3 boot(s) per kernel" in text
+    assert "3 boot(s) per kernel" in text and text.count("vs unmap_untagged (per boot)") == 4
+    assert f"{b.id} / {a.id} (unmap_last)" in text
     # the stored summary.json loads back into the same typed summary and prints the same table
     stored = exit_bench_run.ExitBenchSummary.from_json(json.loads(dumps(out.as_dict())))
     assert stored.as_dict() == json.loads(dumps(out.as_dict()))
     render.exit_bench(stored)
     assert capsys.readouterr().out == text
+
+    # a run stored before the unmap states existed still prints its fork + exit rows
+    old = json.loads(dumps(out.as_dict()))
+    for k in old["kernels"]:
+        k.pop("vs_unmap_untagged")
+        for s in exit_bench_run.UNMAP_STATES:
+            k["median_ms"].pop(s)
+    render.exit_bench(exit_bench_run.ExitBenchSummary.from_json(old))
+    assert "unmap_untagged:" not in capsys.readouterr().out
 
     broken = exit_bench_run.summarize([a], [{**_eb_boot(a.id, 1, 1.0), "ok": False, "failure": "held 3"}], 20)
     assert not broken.ok and broken.failure == f"{a.id} rep 1: held 3"

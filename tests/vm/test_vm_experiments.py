@@ -183,6 +183,10 @@ def test_overcommit_row_judges_the_nearest_tier_against_the_reference() -> None:
     same = overcommit_row("none", [_over(6 + r, slow_ns=90_000) for r in range(3)], ref).verdicts
     assert same["late_fewer"]["status"] == "missed"  # as late as the reference in every pair
     assert overcommit_row("memcg", ref, None).verdicts == {}
+    stuck = _over(0, killed=True)
+    stuck.limit_write_s, stuck.limit_write_interrupted = 30.0004, True   # the bound ended the limit write
+    row = overcommit_row("mlock", [stuck, _over(0)], None)
+    assert row.limit_write_interrupted == [True, False] and row.limit_write_s == [30.0, 0.0]
 
 
 def test_block_worst_is_the_slowest_page_of_each_block() -> None:
@@ -197,6 +201,7 @@ def test_block_worst_is_the_slowest_page_of_each_block() -> None:
     ({"pressure_pct": 10.0}, "enough for all"),
     ({"rank": "size"}, "--rank"),
     ({"block_kb": 3}, "whole pages"),
+    ({"mglru": "both"}, "--mglru"),
 ])
 def test_overcommit_bad_input(cfg: dict, message: str) -> None:
     from kernel_vm.overcommit_run import OvercommitConfig, plan

@@ -91,6 +91,7 @@ def test_guest_overcommit_mlock_ooms_memcg_takes_critical_pages_and_intents_yiel
     assert rows["mlock"]["killed"] == [True]  # the limit cannot be met with every critical block locked
     memcg = rows["memcg"]
     assert memcg["killed"] == [False]
+    assert memcg["limit_write_interrupted"] == [False]  # reclaim met the limit: the write returned on its own
     assert sum(t["per_rep"][0] for t in memcg["swapped_pages"][:-1]) > 0  # critical pages had to go
     intent = rows["mm-intent"]
     if "yielded_pages" in intent["intent_stats"] or not intent["killed"][0]:
