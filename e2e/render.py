@@ -31,7 +31,11 @@ def e2e(s: E2eSummary) -> None:
         line = (f"  {name}: swap-ins {table.per_rep_text(rows, 'swap_ins')}, refaults "
                 f"{table.per_rep_text(rows, 'workingset_refault_anon')}, {reclaimed} {table.per_rep_text(rows, reclaimed)}")
         if any("mm_intent_lookups" in r for r in rows):
-            line += f", look-ups {table.per_rep_text(rows, 'mm_intent_lookups')}"
+            line += (f", look-ups {table.per_rep_text(rows, 'mm_intent_lookups')}, pages kept "
+                     f"{table.per_rep_text(rows, 'mm_intent_protected_pages')} / demoted "
+                     f"{table.per_rep_text(rows, 'mm_intent_demoted_pages')}")
+        if any("beyond_arena" in r for r in rows):
+            line += f", MiB beyond the arena {table.per_rep_text(rows, 'beyond_arena', 1 / (1 << 20))}"
         print(line)
     for w in s.warmup or []:
         print(f"  warm-up ({w['cell']}, unmeasured): swap-ins {w['swap_ins']}, refaults "
