@@ -42,6 +42,7 @@ class RepRecord:
     op_mean_us: dict[str, float] = field(default_factory=dict)  # each op's mean cost: its tail's weight included
     memory: dict[str, dict[str, int]] = field(default_factory=dict)  # the squeezed group's memory_state when its
     # limit was set and at the repetition's end (where the arena's pages were)
+    owner_in_group: bool | None = None   # kvds sat in the squeezed group (e2e/stack.py Squeeze says why it matters)
 
 
 class Driver:
@@ -159,7 +160,7 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
     st.end_squeeze()
     med, p99, n, mean = _ops(run.op_us)
     rec = RepRecord(cell.name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs, driver.madvised,
-                    tenant.argv, registered, mean, memory)
+                    tenant.argv, registered, mean, memory, sq.owner_in_group)
     cmd = {"cell": cell.name, "rep": rep, "writer": tenant.argv, "memory_limit_bytes": sq.limit_bytes,
            **({"madvise_errors": driver.errors} if driver.errors else {})}
     return rec, cmd

@@ -70,18 +70,33 @@ class Squeeze:
     40,000 pages; in the guest lab a memory.reclaim took all 8,192 latency-critical pages of a registered 64 MiB
     mapping with its owner outside the group, 345,596 look-ups and none taken with the owner inside). The cost:
     what the interpreter allocates anew during a repetition is charged to the group too (the summary's
-    `beyond_arena` bytes per repetition)."""
+    `beyond_arena` bytes per repetition). And kvds is the group's only process: a charge reclaim cannot meet (a
+    small group whose pages the replay keeps young, an O_DIRECT call pinning its buffer) has the group's OOM killer
+    kill kvds (the 40-step test on this host, cgroup v1, about 1.5 s into its warm-up). So kvds stays only where it
+    can be made unkillable (oom_score_adj -1000, its own attribute: nothing to journal; such a charge then fails,
+    as it did with the group empty: an O_DIRECT call gets ENOMEM and retries, SlotIO, a fault is retried by the
+    kernel). Lowering it needs CAP_SYS_RESOURCE, which this host's sandbox withholds even from root: there kvds
+    goes back to its own group after faulting the arena, as before, and the summary says the limit's reclaim did
+    not see the replay's references (`owner_in_group` false per repetition)."""
     memcg: knobs.Cgroup
     limit_file: str
     limit_bytes: int
     arena: Arena
     at_limit: dict[str, int]   # the group's memory figures just after the limit was set (memory_state)
     main: knobs.Cgroup         # where kvds goes back to when the repetition ends
+    oom_adj: int | None        # kvds's oom_score_adj before it entered the group; None: it could not stay there
+
+    @property
+    def owner_in_group(self) -> bool:
+        """kvds (the arena's address space) sits in the group: its references and intents count in its reclaim."""
+        return self.oom_adj is not None
 
     def end(self) -> None:
         """kvds back to its own group, the limit lifted and the arena unmapped; the group itself stays for the
         journal to remove at exit."""
-        self.main.add_pid(os.getpid())
+        if self.oom_adj is not None:
+            self.main.add_pid(os.getpid())
+            oom_score_adj(self.oom_adj)
         self.memcg.set("memory", self.limit_file, "-1" if self.limit_file == "memory.limit_in_bytes" else "max")
         try:
             self.arena.close()
@@ -121,11 +136,17 @@ class Stack:
         """kvds in its own group for a moment: a process it starts (a tenant) begins there, not in the squeezed
         group (with cgroup v1 a child would stay in the parent's memory group whatever other hierarchy it joins)."""
         assert self.squeeze is not None, "no repetition's squeeze is set up"
+        adj = self.squeeze.oom_adj
+        if adj is None:  # kvds is there already
+            yield
+            return
         self.main.add_pid(os.getpid())
+        oom_score_adj(adj)  # a child inherits it
         try:
             yield
         finally:
             self.squeeze.memcg.add_pid(os.getpid())
+            oom_score_adj(OOM_UNKILLABLE)
 
     def end_squeeze(self) -> None:
         """End the current repetition's squeeze, if any."""
@@ -145,18 +166,38 @@ class Stack:
 def squeeze(name: str, sizes: Sizes, main: knobs.Cgroup) -> Squeeze:
     """A fresh memory group `name` holding kvds and a fresh pre-faulted arena (its pages charged there, and charged
     there again when they come back from swap), limited `sizes.squeeze_bytes` below the arena; kvds stays in it
-    until Squeeze.end."""
+    until Squeeze.end where it can be made unkillable (Squeeze says why), else goes back to `main` at once."""
     memcg = knobs.create_cgroup(name, ("memory",))
     limit_file = "memory.limit_in_bytes" if memcg.version("memory") == 1 else "memory.max"
+    adj = oom_score_adj(OOM_UNKILLABLE)
     memcg.add_pid(os.getpid())
     try:
         arena = fast_tier(sizes.arena_slots, sizes.slot_bytes)
+        if adj is None:
+            main.add_pid(os.getpid())
         limit = limit_for(sizes)
         memcg.set("memory", limit_file, limit)
     except BaseException:
         main.add_pid(os.getpid())
+        if adj is not None:
+            oom_score_adj(adj)
         raise
-    return Squeeze(memcg, limit_file, limit, arena, memory_state(memcg), main)
+    return Squeeze(memcg, limit_file, limit, arena, memory_state(memcg), main, adj)
+
+
+OOM_UNKILLABLE = -1000
+OOM_ADJ = Path("/proc/self/oom_score_adj")
+
+
+def oom_score_adj(value: int) -> int | None:
+    """Set kvds's own oom_score_adj; the value before, or None when this host refuses (lowering it needs
+    CAP_SYS_RESOURCE)."""
+    before = int(OOM_ADJ.read_text().strip())
+    try:
+        OOM_ADJ.write_text(str(value))
+    except PermissionError:
+        return None
+    return before
 
 
 def limit_for(sizes: Sizes) -> int:
