@@ -64,6 +64,13 @@ def _args(p: argparse.ArgumentParser) -> None:
     add_target_args(p)  # --target guest / ssh://...: harness/remote runs this same command there
     p.set_defaults(guest_lab="io")  # --target guest boots the io lab kernel: 6.12 + mm_intent, loop, zram, throttling
     p.set_defaults(guest_seconds=guest_seconds)  # --target guest allows what the plan needs (harness/remote/guest.py)
+    p.set_defaults(guest_warm=guest_warm)  # before a guest boot the host compiles the simulator (guest_numba.py)
+
+
+def guest_warm(argv: list[str]) -> list[str]:
+    """The host command that compiles what `kvds argv` in the guest will: the same command's dry run, which
+    simulates the cells' plans (every numba function the run calls)."""
+    return argv if "--dry-run" in argv else [*argv, "--dry-run"]
 
 
 def guest_seconds(args: argparse.Namespace) -> float:

@@ -102,14 +102,16 @@ def dry_run(cfg: E2eConfig) -> Filed[E2ePlan]:
                                                                 "<memory>/kvds-<pid>-e2e-main/cgroup.procs"]},
         {"what": "per cell repetition: a fresh memory cgroup", "argv": ["mkdir", "<memory>/kvds-<pid>-e2e-r<n>"]},
         {"what": "per cell repetition: a fresh fast tier",
-         "argv": ["<arena>", str(sizes.arena_bytes), "pre-faulted by kvds inside kvds-<pid>-e2e-r<n>, then back to "
-                  "kvds-<pid>-e2e-main"]},
+         "argv": ["<arena>", str(sizes.arena_bytes), "pre-faulted by kvds inside kvds-<pid>-e2e-r<n>, where kvds "
+                  "stays until the repetition ends (its spill writer is started from kvds-<pid>-e2e-main)"]},
         {"what": "memory hog, in a group of its own (kvds-<pid>-e2e-hog)", "argv": hog_argv(cfg.intensity)},
         {"what": "per cell repetition: memory limit (arena - squeeze)",
          "argv": ["<write>", "<memory>/kvds-<pid>-e2e-r<n>/memory.limit_in_bytes",
                   str(stack.limit_for(sizes))]},
-        {"what": "per cell repetition, at its end", "argv": ["<write>", "<memory>/kvds-<pid>-e2e-r<n>/"
-                                                             "memory.limit_in_bytes", "-1", "&&", "<unmap arena>"]},
+        {"what": "per cell repetition, at its end", "argv": ["echo", "<pid>", ">", "<memory>/kvds-<pid>-e2e-main/"
+                                                             "cgroup.procs", "&&", "<write>",
+                                                             "<memory>/kvds-<pid>-e2e-r<n>/memory.limit_in_bytes",
+                                                             "-1", "&&", "<unmap arena>"]},
         {"what": "spill cap", "argv": ["<write>", "<blkio>/kvds-<pid>-e2e-spill/blkio.throttle.write_bps_device",
                                        f"<loop dev_t> {int(cfg.intensity.spill_mbps * 1e6)}"]},
     ]

@@ -175,7 +175,12 @@ def squeeze_row(r: RepRecord) -> dict[str, Any]:
     pages were when the limit was set and at the end."""
     return {"rep": r.rep, "swap_ins": r.counters["majfaults"],
             **{k: r.counters[k] for k in SQUEEZE_KEYS if k in r.counters}, **r.memory,
-            **({"mm_intent_lookups": r.mm_intent.get("lookups")} if r.mm_intent else {})}
+            **({"beyond_arena": r.memory["at_end"]["beyond_arena"]} if "beyond_arena" in r.memory.get("at_end", {})
+               else {}),
+            **({"owner_in_group": r.owner_in_group} if r.owner_in_group is not None else {}),
+            **({"mm_intent_lookups": r.mm_intent.get("lookups"),
+                **{f"mm_intent_{k}": v for k, v in (r.mm_intent.get("reclaim_stats") or {}).items()
+                   if k in ("protected_pages", "demoted_pages", "yielded_pages")}} if r.mm_intent else {})}
 
 
 def _mm_intent(recs: list[RepRecord]) -> dict[str, Any] | None:

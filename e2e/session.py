@@ -17,7 +17,7 @@ from kv_policy.replay.execute import execute
 from kv_policy.replay.slot_io import Background, SlotIO
 from e2e.cells import Cell, Prepared
 from e2e.mm_register import Registration
-from e2e.stack import Stack, counters, memory_state
+from e2e.stack import Stack, beyond_arena, counters, memory_state
 from e2e.tenants import Intensity, SpillTenant, writer_argv
 
 PROGRESS_EVERY = 50       # steps between progress updates
@@ -42,6 +42,7 @@ class RepRecord:
     op_mean_us: dict[str, float] = field(default_factory=dict)  # each op's mean cost: its tail's weight included
     memory: dict[str, dict[str, int]] = field(default_factory=dict)  # the squeezed group's memory_state when its
     # limit was set and at the repetition's end (where the arena's pages were)
+    owner_in_group: bool | None = None   # kvds sat in the squeezed group (e2e/stack.py Squeeze says why it matters)
 
 
 class Driver:
@@ -144,7 +145,8 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
     bg = Background()   # per repetition: its pending I/O is done before the arena goes
     before, retries = counters(st), SlotIO.enomem_retries
     t0 = time.monotonic()
-    tenant = SpillTenant(argv, st.cap)
+    with st.outside_squeeze():  # the writer starts in kvds's own group, never in the squeezed one
+        tenant = SpillTenant(argv, st.cap)
     try:
         run = execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver)
     finally:
@@ -154,11 +156,11 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
     secs = time.monotonic() - t0
     delta = counters(st).minus(before)
     delta["io_enomem_retries"] = SlotIO.enomem_retries - retries  # O_DIRECT calls that faulted their buffer first
-    memory = {"at_limit": sq.at_limit, "at_end": memory_state(sq.memcg)}
+    memory = {"at_limit": sq.at_limit, "at_end": beyond_arena(memory_state(sq.memcg), st.sizes.arena_bytes)}
     st.end_squeeze()
     med, p99, n, mean = _ops(run.op_us)
     rec = RepRecord(cell.name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs, driver.madvised,
-                    tenant.argv, registered, mean, memory)
+                    tenant.argv, registered, mean, memory, sq.owner_in_group)
     cmd = {"cell": cell.name, "rep": rep, "writer": tenant.argv, "memory_limit_bytes": sq.limit_bytes,
            **({"madvise_errors": driver.errors} if driver.errors else {})}
     return rec, cmd

@@ -2,13 +2,17 @@
 device over a scratch file: the replay's slots, then the spill tenant's region), zram swap so reclaim can take the
 fast tier's pages, kvds's own unlimited memory cgroup, the spill tenant's blkio cap, and the spill scheduler's page.
 and the memory hog in a group of its own. Set up anew for every cell repetition (Squeeze): the fast tier (the VM
-track's arena, pre-faulted) in a fresh memory cgroup limited below it.
+track's arena, pre-faulted) in a fresh memory cgroup limited below it, with kvds itself in that group while the
+repetition runs (Squeeze says why).
 """
 from __future__ import annotations
 
 import os
+import resource
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from harness import knobs
 from harness.errors import UserError
@@ -57,15 +61,42 @@ class Squeeze:
     - a fresh group per repetition with the arena and the hog, limited below the two: reclaim took the hog's pages,
       which it rewrites every pass, so the hog faulted 200,000 pages per 300-step repetition back in while kvds's
       own swap-ins stayed 0 and a repetition took 3-4x as long.
-    The hog is a tenant of the host beside it (Stack.hog), not of this group."""
+    The hog is a tenant of the host beside it (Stack.hog), not of this group.
+    kvds itself stays in the group while the repetition runs: reclaim for a group counts a mapping's references only
+    when the address space's owner is in that group (mm/rmap.c invalid_folio_referenced_vma, mm_match_cgroup), and
+    the mm_intent series consults its registry at the same place (folio_referenced_one). With kvds moved back to an
+    unlimited group after faulting the arena, as before, the limit's reclaim skipped every mapping of the arena: it
+    took pages however recently the replay had read them and never looked the intents up (0 look-ups while it took
+    40,000 pages; in the guest lab a memory.reclaim took all 8,192 latency-critical pages of a registered 64 MiB
+    mapping with its owner outside the group, 345,596 look-ups and none taken with the owner inside). The cost:
+    what the interpreter allocates anew during a repetition is charged to the group too (the summary's
+    `beyond_arena` bytes per repetition). And kvds is the group's only process: a charge reclaim cannot meet (a
+    small group whose pages the replay keeps young, an O_DIRECT call pinning its buffer) has the group's OOM killer
+    kill kvds (the 40-step test on this host, cgroup v1, about 1.5 s into its warm-up). So kvds stays only where it
+    can be made unkillable (oom_score_adj -1000, its own attribute: nothing to journal; such a charge then fails,
+    as it did with the group empty: an O_DIRECT call gets ENOMEM and retries, SlotIO, a fault is retried by the
+    kernel). Lowering it needs CAP_SYS_RESOURCE, which this host's sandbox withholds even from root: there kvds
+    goes back to its own group after faulting the arena, as before, and the summary says the limit's reclaim did
+    not see the replay's references (`owner_in_group` false per repetition)."""
     memcg: knobs.Cgroup
     limit_file: str
     limit_bytes: int
     arena: Arena
     at_limit: dict[str, int]   # the group's memory figures just after the limit was set (memory_state)
+    main: knobs.Cgroup         # where kvds goes back to when the repetition ends
+    oom_adj: int | None        # kvds's oom_score_adj before it entered the group; None: it could not stay there
+
+    @property
+    def owner_in_group(self) -> bool:
+        """kvds (the arena's address space) sits in the group: its references and intents count in its reclaim."""
+        return self.oom_adj is not None
 
     def end(self) -> None:
-        """Lift the limit and unmap the arena; the group itself stays for the journal to remove at exit."""
+        """kvds back to its own group, the limit lifted and the arena unmapped; the group itself stays for the
+        journal to remove at exit."""
+        if self.oom_adj is not None:
+            self.main.add_pid(os.getpid())
+            oom_score_adj(self.oom_adj)
         self.memcg.set("memory", self.limit_file, "-1" if self.limit_file == "memory.limit_in_bytes" else "max")
         try:
             self.arena.close()
@@ -80,7 +111,7 @@ class Stack:
     scheduler: str
     swap: str
     io: SlotIO
-    main: knobs.Cgroup      # kvds's own group: its faults on the arena (swap-ins) count there
+    main: knobs.Cgroup      # kvds's own group between repetitions (plans, figures): never squeezed
     hog: MemoryHog          # in a group of its own, for the whole run
     cap: knobs.Cgroup
     shm: Path
@@ -97,19 +128,25 @@ class Stack:
         """The next repetition's squeeze (Squeeze says why one per repetition)."""
         self.end_squeeze()
         self.squeezes += 1
-        memcg = knobs.create_cgroup(f"e2e-r{self.squeezes}", ("memory",))
-        limit_file = "memory.limit_in_bytes" if memcg.version("memory") == 1 else "memory.max"
-        # the arena is faulted inside the group (its pages are charged there, and come back there from swap), then
-        # kvds returns to its own unlimited group: the interpreter's allocations are never squeezed
-        memcg.add_pid(os.getpid())
-        try:
-            arena = fast_tier(self.sizes.arena_slots, self.sizes.slot_bytes)
-        finally:
-            self.main.add_pid(os.getpid())
-        limit = limit_for(self.sizes)
-        memcg.set("memory", limit_file, limit)
-        self.squeeze = Squeeze(memcg, limit_file, limit, arena, memory_state(memcg))
+        self.squeeze = squeeze(f"e2e-r{self.squeezes}", self.sizes, self.main)
         return self.squeeze
+
+    @contextmanager
+    def outside_squeeze(self) -> Iterator[None]:
+        """kvds in its own group for a moment: a process it starts (a tenant) begins there, not in the squeezed
+        group (with cgroup v1 a child would stay in the parent's memory group whatever other hierarchy it joins)."""
+        assert self.squeeze is not None, "no repetition's squeeze is set up"
+        adj = self.squeeze.oom_adj
+        if adj is None:  # kvds is there already
+            yield
+            return
+        self.main.add_pid(os.getpid())
+        oom_score_adj(adj)  # a child inherits it
+        try:
+            yield
+        finally:
+            self.squeeze.memcg.add_pid(os.getpid())
+            oom_score_adj(OOM_UNKILLABLE)
 
     def end_squeeze(self) -> None:
         """End the current repetition's squeeze, if any."""
@@ -124,6 +161,43 @@ class Stack:
         self.io.close()
         self.end_squeeze()
         return self.hog.stop()
+
+
+def squeeze(name: str, sizes: Sizes, main: knobs.Cgroup) -> Squeeze:
+    """A fresh memory group `name` holding kvds and a fresh pre-faulted arena (its pages charged there, and charged
+    there again when they come back from swap), limited `sizes.squeeze_bytes` below the arena; kvds stays in it
+    until Squeeze.end where it can be made unkillable (Squeeze says why), else goes back to `main` at once."""
+    memcg = knobs.create_cgroup(name, ("memory",))
+    limit_file = "memory.limit_in_bytes" if memcg.version("memory") == 1 else "memory.max"
+    adj = oom_score_adj(OOM_UNKILLABLE)
+    memcg.add_pid(os.getpid())
+    try:
+        arena = fast_tier(sizes.arena_slots, sizes.slot_bytes)
+        if adj is None:
+            main.add_pid(os.getpid())
+        limit = limit_for(sizes)
+        memcg.set("memory", limit_file, limit)
+    except BaseException:
+        main.add_pid(os.getpid())
+        if adj is not None:
+            oom_score_adj(adj)
+        raise
+    return Squeeze(memcg, limit_file, limit, arena, memory_state(memcg), main, adj)
+
+
+OOM_UNKILLABLE = -1000
+OOM_ADJ = Path("/proc/self/oom_score_adj")
+
+
+def oom_score_adj(value: int) -> int | None:
+    """Set kvds's own oom_score_adj; the value before, or None when this host refuses (lowering it needs
+    CAP_SYS_RESOURCE)."""
+    before = int(OOM_ADJ.read_text().strip())
+    try:
+        OOM_ADJ.write_text(str(value))
+    except PermissionError:
+        return None
+    return before
 
 
 def limit_for(sizes: Sizes) -> int:
@@ -167,6 +241,12 @@ def memory_state(cg: knobs.Cgroup) -> dict[str, int]:
             "charge": int(cg.get("memory", "memory.current").strip())}
 
 
+def beyond_arena(state: dict[str, int], arena_bytes: int) -> dict[str, int]:
+    """memory_state with `beyond_arena`: the bytes the group holds (resident, cached or swapped) over the arena's,
+    i.e. what kvds's interpreter allocated anew while it sat in the group (Squeeze says why it sits there)."""
+    return {**state, "beyond_arena": state["anon"] + state["file"] + state["swap"] - arena_bytes}
+
+
 RECLAIM_KEYS = ("workingset_refault_anon", "pgscan", "pgsteal", "pgpgout")
 """The squeezed group's reclaim counters (memory.stat): anonymous pages read back after reclaim took them, and
 pages scanned / reclaimed (cgroup v2) or charged out (v1 has no pgscan/pgsteal; pgpgout counts the pages that left
@@ -178,7 +258,7 @@ class Counters:
     """Cumulative counters read before and after each cell repetition."""
     read_bytes: int       # the slow tier's device, all readers
     write_bytes: int      # the slow tier's device, all writers (the replay's spills and the spill tenant)
-    majfaults: int        # major faults of kvds: its arena reads of reclaimed pages (swap-ins)
+    majfaults: int        # major faults of kvds (all its threads): its arena reads of reclaimed pages (swap-ins)
     failcnt: int          # times the cgroup hit its limit (v1 memory.failcnt, v2 memory.events max)
     reclaim: dict[str, int]   # the squeezed group's RECLAIM_KEYS this kernel has
 
@@ -193,7 +273,7 @@ def counters(st: Stack) -> Counters:
     assert st.squeeze is not None
     memcg = st.squeeze.memcg
     f = (Path("/sys/block") / Path(st.device.path).name / "stat").read_text().split()
-    grp, own = _stat(memcg), _stat(st.main)   # a fault counts in the faulting task's group (kvds's), not the page's
+    grp = _stat(memcg)
     try:
         if memcg.version("memory") == 1:
             failcnt = int(memcg.get("memory", "memory.failcnt").strip())
@@ -202,5 +282,5 @@ def counters(st: Stack) -> Counters:
             failcnt = int(events.get("max", 0))
     except (OSError, ValueError):
         failcnt = 0
-    return Counters(int(f[2]) * 512, int(f[6]) * 512, own.get("pgmajfault", 0), failcnt,
+    return Counters(int(f[2]) * 512, int(f[6]) * 512, resource.getrusage(resource.RUSAGE_SELF).ru_majflt, failcnt,
                     {k: grp[k] for k in RECLAIM_KEYS if k in grp})

@@ -26,9 +26,12 @@ def missing_text(mc: dict[str, Any] | None) -> str:
             f"{mc['detail'].get('swap_ins_per_rep', 0):.0f}/rep")
 
 
-def per_rep_text(rows: list[dict[str, Any]] | None, key: str) -> str:
-    """One figure of every repetition, in run order ("812/790/805"): the squeeze visible in each."""
-    return "/".join(str(r.get(key, "-")) for r in rows) if rows else "-"
+def per_rep_text(rows: list[dict[str, Any]] | None, key: str, scale: float | None = None) -> str:
+    """One figure of every repetition, in run order ("812/790/805"): the squeeze visible in each (`scale`: times
+    this, to one decimal)."""
+    def one(v: Any) -> str:
+        return "-" if v is None else (f"{v * scale:.1f}" if scale is not None else str(v))
+    return "/".join(one(r.get(key)) for r in rows) if rows else "-"
 
 
 def in_design_order(cells: dict[str, dict[str, Any]], order: list[list[Any]]) -> list[tuple[str, dict[str, Any]]]:

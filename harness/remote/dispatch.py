@@ -40,18 +40,22 @@ def bind(argv: Sequence[str], args: argparse.Namespace) -> Handler:
     lab = getattr(args, "guest_lab", DEFAULT_LAB)  # a track's parser names the lab kernel its command needs
     timeout = guest_timeout(args)
     verb = getattr(args, "verb", None)  # harness/verbs.py: the command's own renderer and summary type
+    warm = getattr(args, "guest_warm", None)  # a track's parser: the host command that compiles what the guest needs
     return lambda _args: run_on_targets(host_argv, targets, opts, json_out=json_out, json_flag=json_flag,
-                                        guest_lab=lab, guest_timeout_s=timeout, verb=verb)
+                                        guest_lab=lab, guest_timeout_s=timeout, verb=verb, guest_warm=warm)
 
 
 def run_on_targets(host_argv: Sequence[str], targets: Sequence[Target], opts: SshOptions, *, json_out: bool,
                    json_flag: bool = True, guest_lab: str = DEFAULT_LAB, guest_timeout_s: float = GUEST_TIMEOUT_S,
-                   verb: Any = None) -> int:
+                   verb: Any = None, guest_warm: Callable[[list[str]], list[str]] | None = None) -> int:
     """`kvds <command> --target ...`: run `kvds host_argv` on every target in parallel, print the side-by-side
     summary, then each fetched run of the command as the command itself prints it (or the --json envelope); the
-    exit status of `exit_status`."""
+    exit status of `exit_status`. Before a guest boots, `guest_warm(host_argv)` (the command's declaration of what
+    compiles its numba functions) fills the guest's numba cache here when the sources changed
+    (harness/remote/guest_numba.py)."""
     from harness.remote.summary import as_json, print_summary
 
+    prepare_guest(host_argv, targets, guest_warm, guest_lab)
     record, outcomes = dispatch(host_argv, targets, opts, json_flag=json_flag, guest_lab=guest_lab,
                                 guest_timeout_s=guest_timeout_s)
     store = ResultStore()
@@ -62,6 +66,18 @@ def run_on_targets(host_argv: Sequence[str], targets: Sequence[Target], opts: Ss
         if verb is not None:
             render_fetched(verb, outcomes, store)
     return exit_status(o.status for o in outcomes)
+
+
+def prepare_guest(host_argv: Sequence[str], targets: Sequence[Target],
+                  guest_warm: Callable[[list[str]], list[str]] | None, guest_lab: str = DEFAULT_LAB) -> str | None:
+    """Fill the guest's numba cache on this host when a guest target is among the targets, the command declares a
+    warm-up and the lab can boot (else the guest target says why not itself); what happened, or None."""
+    from harness.remote.guest import guest_lab_status
+    from harness.remote.guest_numba import fill
+
+    if guest_warm is None or not any(t.kind == "guest" for t in targets) or not guest_lab_status(guest_lab)[0]:
+        return None
+    return fill(guest_warm(list(host_argv)))
 
 
 def render_fetched(verb: Any, outcomes: Sequence[HostOutcome], store: ResultStore) -> list[str]:

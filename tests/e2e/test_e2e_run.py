@@ -40,6 +40,8 @@ def test_the_four_cells_run_and_leave_nothing(kvds_env: dict[str, str]) -> None:
     work = Path(kvds_env["KVDS_WORK_DIR"])
     work.mkdir(parents=True, exist_ok=True)
     swaps = sorted(active_swaps())
+    unkillable = subprocess.run(["sh", "-c", "echo -1000 > /proc/self/oom_score_adj"],
+                                capture_output=True).returncode == 0
     proc = subprocess.Popen([*KVDS, "e2e", *SMALL, "--reps", "2", "--json"], cwd=REPO, env=kvds_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=300)
@@ -55,6 +57,9 @@ def test_the_four_cells_run_and_leave_nothing(kvds_env: dict[str, str]) -> None:
         for r in c["squeeze_per_rep"]:
             assert r["swap_ins"] > 0 and r["workingset_refault_anon"] > 0, (name, r)
             assert r["at_limit"]["charge"] <= s["setup"]["memcg_limit_bytes"], (name, r)
+            # kvds sits in the group (its references and intents count there) exactly where it can be made
+            # unkillable in it (e2e/stack.py Squeeze)
+            assert r["owner_in_group"] == unkillable, (name, r)
         assert (c["madvised_blocks"] > 0) == c["intents"], (name, c["madvised_blocks"])
         assert c["slow_tier_bytes"]["value"] >= c["replay_slow_bytes"] > 0, name
         assert c["sim_tpot_p99_us"] > 0 and c["measured_to_sim_p99"]["value"] > 0, name
