@@ -12,7 +12,10 @@ use. Python's dicts and sets become per-block and per-request arrays:
 * `spilled` (request -> max-heap of evicted candidates) is one pool of per-request heap segments, moved to the pool's
   end when they fill and packed when the pool fills (entries of a finished request are dropped with it);
 * `queued_docs` (document -> its queue-hinted blocks, in insertion order) is a linked list of documents, each with a
-  linked list of blocks: the look-ahead walks them in the dict's order.
+  linked list of blocks: the look-ahead walks them in the dict's order;
+* `young`'s calendar `due` (step -> (block, version) list) is a linked list per step (head and tail per step up to
+  the trace's last + 1: a later step is never taken) over a pool of entries recycled through a free list, so it holds
+  only the entries not yet taken.
 Per request the arrays are indexed by `block_request - lo` (shared documents have negative request ids).
 """
 from __future__ import annotations
@@ -22,7 +25,8 @@ import math
 import numpy as np
 
 from kv_policy import codes
-from kv_policy.expected_next_use import LAYOUT_FIRST, LOG_NEVER, NOMINAL_BLOCKS, P_EMA
+from kv_policy import expected_next_use as enu
+from kv_policy.expected_next_use import LAYOUT_FIRST, LOG_NEVER, NOMINAL_BLOCKS, P_EMA, YOUNG_RATIO
 from kv_policy.jit import njit
 from kv_policy.simulator_fast import _grown_f as grown_f, _grown_i as grown
 
@@ -37,11 +41,11 @@ POOL_START = 1 << 12
 LOC, CLS, PREF, COPY, LAYOUT, FRESH, UNREAD, HHSEEN, QUEUED = range(9)
 N_BU = 9
 # Per-block int64 rows (`bi`).
-CUR_SEQ, EVICTED_AT, BOOST, QNEXT, QPREV, REQ, REQI = range(7)
-N_BI = 7
+CUR_SEQ, EVICTED_AT, BOOST, QNEXT, QPREV, REQ, REQI, BORN, VER = range(9)
+N_BI = 9
 # Per-block float64 rows (`bf`).
-READY_AT, SCORE, LOGW = range(3)
-N_BF = 3
+READY_AT, SCORE, LOGW, BASE = range(4)
+N_BF = 4
 # Per-request int64 rows (`rq`).
 (TAIL, LIVE, CTX_HAS, CTX_N, DEC_MARK, ENT_MARK, LEAVE_MARK, DONE_MARK, BATCH_MARK, SP_EXISTS, SP_START, SP_LEN,
  SP_CAP, QD_IN, QD_NEXT, QD_PREV, QD_BH, QD_BT, TAKEN, NOM_MARK, STEP_MARK, STEP_BLOCK) = range(22)
@@ -53,23 +57,27 @@ N_RL = 6
 (USED, SLOW_USED, PUSH_ID, HEAP_N, KEPT_N, NOPS, ERR, ERR_ARG, CLEAN, SPILLS, SPILL_BYTES, DROPS, RECOMPUTES,
  PREFETCHES, PF_USED, PF_DROPPED, CUR_STEP, UNREAD_N, BOOSTED_N, HELD_N, POOL_TOP, P_STEP, P_STEP_SET, HH_READS,
  LIVE_BLOCKS, N_LIVE, ADMITTING, N_RAISED, RAISED_STEP, EVICTIONS, MARK, EPOCH, N_DEC, N_ENT, DONE_EPOCH,
- BATCH_EPOCH, NOM_EPOCH, QDH, QDT, LO) = range(40)
-N_ST = 40
+ BATCH_EPOCH, NOM_EPOCH, QDH, QDT, LO, DUE_LAST, CAL_FREE, CAL_TOP, N_DUE) = range(44)
+N_ST = 44
 # Float state (`ft`).
 STEP_COST, T0, DEV, BG_WAIT, P, LOG_H, LOG_PH, HH_PD, MEAN_BLOCKS = range(9)
 N_FT = 9
 # Integer constants (`ci`).
 CAP, SLOW_CAP, RAISE_CAP, FRESH_FIRST, RAISES, LOOKAHEAD, SPILL_REUSED, QUEUE_ON, CAN_RECOMPUTE, RECORD, \
-    CLEAN_TARGET, CLEANER = range(12)
-N_CI = 12
+    CLEAN_TARGET, CLEANER, YOUNG_ON = range(13)
+N_CI = 13
 # Float constants (`cf`).
 FAST_RL, FAST_RG, SLOW_RL, SLOW_RG, SLOW_WL, SLOW_WG, STEP_US, BUDGET, RPB, LAM, HORIZON, PRIOR_SCALE, QUEUE_LOG, \
-    FRESH_SHARE = range(14)
-N_CF = 14
+    FRESH_SHARE, YOUNG = range(15)
+N_CF = 15
 # Growable float64 arrays (typed List `F`) and int64 arrays (`I`).
 F_HK, F_HK2, F_HELD_K, F_POOL_K, F_TOP_K = range(5)
 (I_HP, I_HB, I_KEPT, I_UNREAD, I_BOOSTED, I_EXPIRED, I_HELD_B, I_HELD_R, I_POOL_B, I_RAISED, I_OPS_STEP, I_OPS_OP,
- I_OPS_BLOCK, I_OPS_CHARGE) = range(14)
+ I_OPS_BLOCK, I_OPS_CHARGE, I_CAL_HEAD, I_CAL_TAIL, I_CAL_B, I_CAL_V, I_CAL_NEXT, I_DUE) = range(20)
+# on_event's answer (bits): b joins `unread_now`; `young`'s _aged is due for b (the caller runs it); ... as born.
+EV_UNREAD, EV_AGED, EV_BORN = 1, 2, 4
+young_correction = njit(enu.young_correction)   # the Python functions themselves, compiled: the same expressions
+checkpoint_age = njit(enu.checkpoint_age)
 
 
 @njit
@@ -205,15 +213,17 @@ def _unqueue(st, bu, bi, rq, b, ri):
 @njit
 def on_event(st, ft, ci, cf, bu, bi, bf, rq, rl, kind, b, step, critical, c):
     """ExpectedNextUse.on_event for every event but a decode read (its busiest case, which simulator_enu._run
-    handles in line after the same first two statements); True when b joins `unread_now` (the caller appends it:
-    the list is not passed on every event)."""
+    handles in line after the same first two statements); its answer's bits (EV_*) say what the caller does next
+    (append b to `unread_now`; `young`'s `aged`, the last statement of its branch): the lists are not passed on
+    every event."""
     if not st[P_STEP_SET] or step != st[P_STEP]:
         new_step(st, ft, cf, step)
     if st[UNREAD_N] > 0:
         bu[UNREAD, b] = 0
     ri = bi[REQI, b]
     r = bi[REQ, b]
-    unread = False
+    out = 0
+    aged = EV_AGED if ci[YOUNG_ON] else 0
     if kind == ACCESS:
         if not bu[LAYOUT, b]:
             a = st[ADMITTING]
@@ -224,8 +234,10 @@ def on_event(st, ft, ci, cf, bu, bi, bf, rq, rl, kind, b, step, critical, c):
             if bu[FRESH, b]:
                 bu[FRESH, b] = 0
                 bf[SCORE, b] = _prior(st, ft, cf, bi, rq, b, step)
+                out = aged | (EV_BORN if aged else 0)
             else:
-                bf[SCORE, b] = lse(bf[SCORE, b], _prior(st, ft, cf, bi, rq, b, step))
+                bf[SCORE, b] = lse(bf[BASE, b] if aged else bf[SCORE, b], _prior(st, ft, cf, bi, rq, b, step))
+                out = aged
     elif kind == HINT:
         if critical:
             bu[LAYOUT, b] = 1
@@ -243,6 +255,7 @@ def on_event(st, ft, ci, cf, bu, bi, bf, rq, rl, kind, b, step, critical, c):
         elif bu[LAYOUT, b]:
             bu[LAYOUT, b] = 0
             bf[SCORE, b] = _prior(st, ft, cf, bi, rq, b, step)
+            out = aged | (EV_BORN if aged else 0)  # (the unqueue below touches none of aged's fields)
             if bu[QUEUED, b]:
                 _unqueue(st, bu, bi, rq, b, ri)
         elif bu[QUEUED, b]:
@@ -259,8 +272,9 @@ def on_event(st, ft, ci, cf, bu, bi, bf, rq, rl, kind, b, step, critical, c):
         bu[FRESH, b] = 1
         if ci[FRESH_FIRST] and c != DC and (r < 0 or st[UNREAD_N] < cf[FRESH_SHARE] * st[LIVE_BLOCKS]):
             bu[UNREAD, b] = 1
-            unread = True
+            out = EV_UNREAD
         bf[SCORE, b] = _prior(st, ft, cf, bi, rq, b, step)
+        out |= aged | (EV_BORN if aged else 0)
     else:  # FREE
         st[LIVE_BLOCKS] -= 1
         bi[BOOST, b] = ABSENT
@@ -274,13 +288,85 @@ def on_event(st, ft, ci, cf, bu, bi, bf, rq, rl, kind, b, step, critical, c):
                 rq[SP_EXISTS, ri] = 0
                 rq[SP_LEN, ri] = 0
                 rq[SP_CAP, ri] = 0
-    return unread
+    return out
 
 
 @njit
-def stale(st, bu, bi, ci, rq, rl, I):
+def aged(st, cf, bi, bf, I, b, step, born):
+    """ExpectedNextUse._aged: the static log-score just set becomes the base (the block's birth when `born`), and
+    the key gets its exposure term."""
+    bf[BASE, b] = bf[SCORE, b]
+    if born:
+        bi[BORN, b] = step
+    refresh(st, cf, bi, bf, I, b, step)
+
+
+@njit
+def refresh(st, cf, bi, bf, I, b, step):
+    """ExpectedNextUse._refresh: the key at the block's age, a new version, its next checkpoint filed."""
+    age = step - bi[BORN, b]
+    bf[SCORE, b] = bf[BASE, b] + young_correction(cf[YOUNG], cf[LAM], age)
+    bi[VER, b] += 1
+    nxt = checkpoint_age(cf[YOUNG], cf[LAM], age, YOUNG_RATIO)
+    if nxt is not None:
+        _file(st, I, bi[BORN, b] + nxt, b, bi[VER, b])
+
+
+@njit
+def _file(st, I, t, b, v):
+    """due.setdefault(t, []).append((b, v)): an entry (from the free list, or a new one) at the tail of step t's
+    list; a step past the calendar (the trace's last + 1) is never taken, so nothing is filed there."""
+    head, tail = I[I_CAL_HEAD], I[I_CAL_TAIL]
+    if t >= head.shape[0]:
+        return
+    e = st[CAL_FREE]
+    if e >= 0:
+        st[CAL_FREE] = I[I_CAL_NEXT][e]
+    else:
+        e = st[CAL_TOP]
+        if e == I[I_CAL_B].shape[0]:
+            for s in (I_CAL_B, I_CAL_V, I_CAL_NEXT):
+                I[s] = grown(I[s], e + 1)
+        st[CAL_TOP] = e + 1
+    nxt = I[I_CAL_NEXT]
+    I[I_CAL_B][e], I[I_CAL_V][e], nxt[e] = b, v, -1
+    if tail[t] >= 0:
+        nxt[tail[t]] = e
+    else:
+        head[t] = e
+    tail[t] = e
+
+
+@njit
+def due(st, bu, bi, bf, cf, I):
+    """ExpectedNextUse._due: the candidates whose checkpoint falls in a step up to the one about to start, their
+    keys refreshed, listed in I[I_DUE][:st[N_DUE]] in the calendar's order (steps ascending, each in filing order).
+    Every step since the last call is walked: the Python loop's sorted keys for a long gap are the same steps (an
+    entry is always filed after the last call's step)."""
+    now = st[P_STEP] + 1
+    head, tail = I[I_CAL_HEAD], I[I_CAL_TAIL]
+    st[N_DUE] = 0
+    for t in range(st[DUE_LAST] + 1, min(now, head.shape[0] - 1) + 1):
+        e = head[t]
+        head[t] = -1
+        tail[t] = -1
+        while e >= 0:  # (a refresh files at now + 1 or later: never into the list being walked)
+            nxt = I[I_CAL_NEXT]
+            following, b, v = nxt[e], I[I_CAL_B][e], I[I_CAL_V][e]
+            nxt[e] = st[CAL_FREE]
+            st[CAL_FREE] = e
+            if bi[VER, b] == v and not bu[LAYOUT, b]:
+                refresh(st, cf, bi, bf, I, b, now)
+                append(I, I_DUE, st, N_DUE, b)
+            e = following
+    st[DUE_LAST] = now
+
+
+@njit
+def stale(st, bu, bi, bf, ci, cf, rq, rl, I):
     """ExpectedNextUse.stale, in place: returns (m, k), the lapsed blocks being I[I_UNREAD][:m] then
-    I[I_RAISED][:k] (the simulator files them again after the whole call, as it does with the returned list)."""
+    I[I_RAISED][:k], then (`young`) the refreshed ones I[I_DUE][:st[N_DUE]] (the simulator files them again after the
+    whole call, as it does with the returned list)."""
     un = I[I_UNREAD]
     m = 0
     for j in range(st[UNREAD_N]):
@@ -310,6 +396,8 @@ def stale(st, bu, bi, ci, rq, rl, I):
             if rq[LEAVE_MARK, r] != st[EPOCH]:
                 rq[BATCH_MARK, r] = st[BATCH_EPOCH]
         st[DONE_EPOCH] += 1
+    if ci[YOUNG_ON] and st[P_STEP_SET]:
+        due(st, bu, bi, bf, cf, I)
     return m, k
 
 

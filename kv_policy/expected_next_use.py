@@ -52,14 +52,16 @@ it and reading it back, unless it has been read as a heavy hitter (`spill_reused
 block is spilled once so that its clean slow-tier copy can be fetched by the look-ahead and evicted again
 without a write (simulator.py, clean copies).
 
-Exposure-aware prior (`young`, weight w in (0, 1); default 0: off, the shipped key). Without it a candidate's prior
+Exposure-aware prior (`young`, weight w in [0, 1); default YOUNG = 0.05, chosen on the first half of the Mooncake
+conversation trace; 0 gives the previous rounds' key). Without it a candidate's prior
 counts as H = 1 / (1 - exp(-decay)) steps of exposure from its birth, so a block read once a few steps after birth is
 ranked as if watched for H steps. With it, a Gamma-Poisson posterior: prior mean m (as above), prior pseudo-count
 w m H reads over w H steps, the block's decayed reads over its decayed exposure H (1 - exp(-decay age)): rate =
 (w m H e + reads) / (w H e + H (1 - e)), e = exp(-decay age). Its key is the static log-score (decayed reads plus
 the prior's w m H) plus the exposure term `young_correction`, which shrinks as the block ages; the term is refreshed
 through `stale` whenever the exposure has grown by YOUNG_RATIO (`checkpoint_age`, a few times per block), so a quiet
-young block sinks as its posterior does. Python loop only (simulator_enu.eligible): not compiled yet.
+young block sinks as its posterior does. Compiled as the rest (enu_compiled.py: base, birth, version rows and the
+checkpoint calendar).
 
 Reads: the events so far only (no trace length, no later event); tests/policy/test_policy_prefix.py checks it.
 """
@@ -88,6 +90,7 @@ P_START = 0.5
 TIGHT_REF_US = 100_000.0  # DeadlineAware: a 100 ms TPOT scores tightness 0.5
 QUEUE_RATE = 0.05       # reads per step assumed for a shared block a waiting request will read
 RAISE_CAP = 512         # batch raises per step at most (a bound on the per-step cost; above what short contexts use)
+YOUNG = 0.05            # `young`'s weight as shipped (chosen on the first half of the Mooncake conversation trace)
 YOUNG_RATIO = 1.25      # `young`: a block's key is refreshed when its exposure term has grown by this factor
 _ACCESS, _HINT, _ALLOC = codes.ACCESS, codes.HINT, codes.ALLOC  # bound once: read on every event
 _DECODE_CRITICAL, _PREFETCH_SOON, _WARM = codes.DECODE_CRITICAL, codes.PREFETCH_SOON, codes.WARM
@@ -108,7 +111,7 @@ class ExpectedNextUse(Policy):
                  free_target: float = FREE_TARGET, lookahead: float = 1.0, spill_reused: float = 1.0,
                  queue_rate: float = QUEUE_RATE, fresh_first: float = 1.0,
                  batch_raise: float = 1.0,
-                 fresh_share: float = 0.1, raise_cap: float = RAISE_CAP, young: float = 0.0) -> None:
+                 fresh_share: float = 0.1, raise_cap: float = RAISE_CAP, young: float = YOUNG) -> None:
         self.raise_cap = int(raise_cap)
         self.queue_log = math.log(queue_rate) if queue_rate > 0 else None
         self.fresh_first = bool(fresh_first)
@@ -121,7 +124,7 @@ class ExpectedNextUse(Policy):
         self.lam = float(decay)
         self.horizon = 1.0 / (1.0 - math.exp(-self.lam))   # decayed reads of a block read once per step
         self.prior_scale = float(prior)
-        self.young = float(young)   # > 0: exposure-aware prior of that weight (see young_correction); 0: off
+        self.young = float(young)   # > 0: exposure-aware prior of that weight (see young_correction); 0: the old key
         if not 0.0 <= self.young < 1.0:
             raise UserError(f"ExpectedNextUse: young={young} must be in [0, 1)")
         if self.young:

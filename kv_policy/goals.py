@@ -11,9 +11,10 @@ from kv_policy.metrics import gap_closed, paired
 from harness.stats import Verdict, judge_at_least, judge_at_most, mean_ci
 
 # One configuration for every workload: the scheduler-aware policy with the parameters it ships with (no per-profile
-# or per-trace setting, no parameter in the spec), judged on all five profiles and on every trace. Its priority weight
-# was measured on the first half of the Mooncake conversation trace and judged on the second half and on the Azure
-# trace (docs/measurements/policy.md, 2026-12-02).
+# or per-trace setting, no parameter in the spec), judged on all five profiles and on every trace. Its parameters (the
+# priority weight, and `young`'s exposure-aware prior at 0.05) were chosen on the first half of the Mooncake
+# conversation trace and judged on the second half, on the Azure trace and on a held-out trace
+# (docs/measurements/policy.md, 2026-12-02 and 2026-12-03).
 CONTENDER = "ExpectedNextUse"
 PRIO_BOUND = "PrioMIN"
 POLICIES = (BASELINE, "DeadlineAware", CONTENDER, OPTIMUM, PRIO_BOUND)  # the rows a goals run simulates

@@ -41,10 +41,8 @@ ERR_FAST_FULL, ERR_SLOW_FULL = 1, 2
 
 def eligible(policy: Policy, trace: Trace) -> bool:
     """ExpectedNextUse or DeadlineAware themselves (a subclass may change any hook: it keeps the Python loop), on a
-    trace whose steps are >= 0 (enu_compiled's `boost` convention), without the `young` option (not compiled yet:
-    the Python loop runs it)."""
-    return type(policy) in (ExpectedNextUse, DeadlineAware) and not policy.young and \
-        (len(trace) == 0 or int(trace.step[0]) >= 0)
+    trace whose steps are >= 0 (enu_compiled's `boost` convention and `young`'s calendar, indexed by step)."""
+    return type(policy) in (ExpectedNextUse, DeadlineAware) and (len(trace) == 0 or int(trace.step[0]) >= 0)
 
 
 @njit
@@ -309,15 +307,13 @@ def _clean(st, ft, ci, cf, bu, bi, bf, size, rq, H, F, I):
 def _new_step(st, ft, ci, cf, bu, bi, bf, size, rq, rl, H, F, I, s):
     """The end-of-step work of simulate's loop when step s begins (after end_step): lapsed keys, look-ahead,
     cleaner, the clock, re-keyed look-ahead blocks."""
-    m, k = E.stale(st, bu, bi, ci, rq, rl, I)
-    for j in range(m):
-        x = I[E.I_UNREAD][j]
-        if bu[LOC, x] == FAST_LOC:
-            _push(st, ft, cf, bu, bi, bf, H, x)
-    for j in range(k):
-        x = I[E.I_RAISED][j]
-        if bu[LOC, x] == FAST_LOC:
-            _push(st, ft, cf, bu, bi, bf, H, x)
+    m, k = E.stale(st, bu, bi, bf, ci, cf, rq, rl, I)
+    for slot, n in ((E.I_UNREAD, m), (E.I_RAISED, k), (E.I_DUE, st[E.N_DUE])):
+        lapsed = I[slot]
+        for j in range(n):
+            x = lapsed[j]
+            if bu[LOC, x] == FAST_LOC:
+                _push(st, ft, cf, bu, bi, bf, H, x)
     n_exp = st[E.BOOSTED_N]   # expired, boosted = boosted, []
     I[E.I_EXPIRED], I[E.I_BOOSTED] = I[E.I_BOOSTED], I[E.I_EXPIRED]
     st[E.BOOSTED_N] = 0
@@ -457,9 +453,18 @@ def _run(steps, kinds, blocks, crits, hints, st, ft, ci, cf, bu, bi, bf, size, b
             if not bu[E.LAYOUT, b]:
                 st[E.HH_READS] += 1
                 bu[E.HHSEEN, b] = 1
-                bf[E.SCORE, b] = E.lse(bf[E.SCORE, b], cf[E.LAM] * s)
-        elif E.on_event(st, ft, ci, cf, bu, bi, bf, rq, rl, k, b, s, crit, hints[i]):
-            E.append(I, E.I_UNREAD, st, E.UNREAD_N, b)
+                if ci[E.YOUNG_ON]:
+                    bf[E.SCORE, b] = E.lse(bf[E.BASE, b], cf[E.LAM] * s)
+                    E.aged(st, cf, bi, bf, I, b, s, False)
+                else:
+                    bf[E.SCORE, b] = E.lse(bf[E.SCORE, b], cf[E.LAM] * s)
+        else:
+            ev = E.on_event(st, ft, ci, cf, bu, bi, bf, rq, rl, k, b, s, crit, hints[i])
+            if ev:
+                if ev & E.EV_UNREAD:
+                    E.append(I, E.I_UNREAD, st, E.UNREAD_N, b)
+                if ev & E.EV_AGED:
+                    E.aged(st, cf, bi, bf, I, b, s, (ev & E.EV_BORN) != 0)
         if k == ACCESS:
             counts[0] += 1
             miss = bu[LOC, b] != FAST_LOC
@@ -536,24 +541,25 @@ def _constants(policy: ExpectedNextUse, tiers: TierModel, record: bool) -> tuple
     cf = np.zeros(E.N_CF, dtype=np.float64)
     cap, budget = int(tiers.fast_capacity), tiers.io_budget_us
     ci[[E.CAP, E.SLOW_CAP, E.RAISE_CAP, E.FRESH_FIRST, E.RAISES, E.LOOKAHEAD, E.SPILL_REUSED, E.QUEUE_ON,
-        E.CAN_RECOMPUTE, E.RECORD, E.CLEAN_TARGET, E.CLEANER]] = [
+        E.CAN_RECOMPUTE, E.RECORD, E.CLEAN_TARGET, E.CLEANER, E.YOUNG_ON]] = [
         cap, int(tiers.slow_capacity), policy.raise_cap, policy.fresh_first, policy.raises_keys,
         policy.prefetch_lookahead, policy.spill_reused, policy.queue_log is not None,
         math.isfinite(tiers.recompute_us_per_byte), record, int(policy.free_target * cap),
-        policy.free_target > 0 and math.isfinite(budget) and budget > 0]
+        policy.free_target > 0 and math.isfinite(budget) and budget > 0, policy.young > 0]
     fast, slow = tiers.fast, tiers.slow
     cf[[E.FAST_RL, E.FAST_RG, E.SLOW_RL, E.SLOW_RG, E.SLOW_WL, E.SLOW_WG, E.STEP_US, E.BUDGET, E.RPB, E.LAM,
-        E.HORIZON, E.PRIOR_SCALE, E.QUEUE_LOG, E.FRESH_SHARE]] = [
+        E.HORIZON, E.PRIOR_SCALE, E.QUEUE_LOG, E.FRESH_SHARE, E.YOUNG]] = [
         fast.read_latency_us, fast.read_gbps, slow.read_latency_us, slow.read_gbps, slow.write_latency_us,
         slow.write_gbps, tiers.step_us, budget, tiers.recompute_us_per_byte, policy.lam, policy.horizon,
-        policy.prior_scale, policy.queue_log if policy.queue_log is not None else 0.0, policy.fresh_share]
+        policy.prior_scale, policy.queue_log if policy.queue_log is not None else 0.0, policy.fresh_share,
+        policy.young]
     return ci, cf
 
 
 @njit
-def _lists(start_cap, n_req, raise_cap, ops):
+def _lists(start_cap, n_req, raise_cap, ops, cal):
     """The growable lists (enu_compiled's F_ and I_ slots), built compiled: a typed List filled from Python compiles
-    its methods in every process (half a second)."""
+    its methods in every process (half a second). `young`'s calendar heads and tails are `cal` long (-1: empty)."""
     F = List()
     for n in (start_cap, start_cap, start_cap, start_cap, n_req):
         F.append(np.zeros(n))
@@ -561,6 +567,8 @@ def _lists(start_cap, n_req, raise_cap, ops):
     for n in (start_cap, start_cap, start_cap, start_cap, start_cap, start_cap, start_cap, start_cap, start_cap,
               raise_cap, ops, ops, ops, ops):
         I.append(np.zeros(n, dtype=np.int64))
+    for n in (cal, cal, start_cap, start_cap, start_cap, start_cap):
+        I.append(np.full(n, -1, dtype=np.int64))
     return F, I
 
 
@@ -575,8 +583,8 @@ def _state(policy: ExpectedNextUse, trace: Trace, lo: int, n_req: int, cap: int,
     """The loop's state arrays, as ExpectedNextUse.bind and simulate's set-up leave them."""
     nb = trace.n_blocks
     st = np.zeros(E.N_ST, dtype=np.int64)
-    st[[E.ADMITTING, E.RAISED_STEP, E.EPOCH, E.DONE_EPOCH, E.BATCH_EPOCH, E.QDH, E.QDT, E.LO]] = \
-        [-1, -1, 1, 1, 1, -1, -1, lo]
+    st[[E.ADMITTING, E.RAISED_STEP, E.EPOCH, E.DONE_EPOCH, E.BATCH_EPOCH, E.QDH, E.QDT, E.LO, E.DUE_LAST,
+        E.CAL_FREE]] = [-1, -1, 1, 1, 1, -1, -1, lo, -1, -1]
     ft = np.zeros(E.N_FT, dtype=np.float64)
     ft[[E.P, E.LOG_H, E.LOG_PH, E.HH_PD, E.MEAN_BLOCKS]] = [policy.p, policy.log_h, policy.log_ph,
                                                            policy.hh_per_decode, policy.mean_blocks]
@@ -594,7 +602,8 @@ def _state(policy: ExpectedNextUse, trace: Trace, lo: int, n_req: int, cap: int,
     rl = np.zeros((E.N_RL, n_req), dtype=np.int64)
     hn = heap_size(trace, cap, start_cap)
     H = (np.zeros(hn), np.zeros(hn), np.zeros(hn, dtype=np.int64), np.zeros(hn, dtype=np.int64))
-    F, I = _lists(start_cap, n_req, max(1, policy.raise_cap), 2 * len(trace) + 1 if record else 1)
+    cal = int(trace.step.max()) + 2 if policy.young and len(trace) else 1   # steps a checkpoint can fall in
+    F, I = _lists(start_cap, n_req, max(1, policy.raise_cap), 2 * len(trace) + 1 if record else 1, cal)
     return st, ft, bu, bi, bf, rq, rl, H, F, I
 
 

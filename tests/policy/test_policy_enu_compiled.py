@@ -95,22 +95,27 @@ def test_compiled_loop_decides_as_the_reference_on_generated_traces(profile: str
 
 
 def test_compiled_loop_decides_as_the_reference_with_every_parameter_changed() -> None:
-    """The shipped defaults and each switch of the policy's parameters (the compiled loop reads them all)."""
+    """The shipped defaults and each switch of the policy's parameters (the compiled loop reads them all), `young`
+    off (the previous key, where `prior` counts) and at another weight and decay."""
     t = generate(get_profile("rag_mixed_priority"), 2, 30_000)
     tm = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, int(t.peak_live_bytes() * 0.3))
     for params in ({"priority_weight": 2.25}, {"lookahead": 0}, {"batch_raise": 0}, {"free_target": 0.05},
-                   {"spill_reused": 0, "queue_rate": 0}, {"fresh_first": 0}, {"raise_cap": 3}):
+                   {"spill_reused": 0, "queue_rate": 0}, {"fresh_first": 0}, {"raise_cap": 3}, {"young": 0.0},
+                   {"young": 0.0, "prior": 0.5}, {"young": 0.3, "decay": 0.02}):
         fast, ref = both(t, "ExpectedNextUse", tm, **params)
         same(fast, ref)
 
 
+@pytest.mark.parametrize("young", (None, 0.0))
 @pytest.mark.parametrize("policy", POLICIES)
-def test_compiled_loop_decides_as_the_reference_on_the_shipped_mooncake_slice(policy: str) -> None:
+def test_compiled_loop_decides_as_the_reference_on_the_shipped_mooncake_slice(policy: str, young: float | None) -> None:
+    """As shipped (`young` 0.05) and with the previous key (young 0)."""
+    params = {} if young is None else {"young": young}
     for seed in (0, 1, 2):
         t = load_trace(TraceOptions("mooncake-slice", max_requests=40), seed=seed)
         for fraction in (0.05, 0.1, 0.25):
             tm = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, Capacity(fraction).for_trace(t))
-            fast, ref = both(t, policy, tm)
+            fast, ref = both(t, policy, tm, **params)
             assert fast.dc_misses > 0
             same(fast, ref)
 

@@ -1,20 +1,25 @@
-"""ExpectedNextUse's `young` option: the exposure-aware Gamma-Poisson key, checked by hand on a known read sequence,
-and its checkpoints (a block's key is refreshed as its exposure grows, without any event of its own)."""
+"""ExpectedNextUse's `young` option (shipped at 0.05): the exposure-aware Gamma-Poisson key, checked by hand on a known
+read sequence, and its checkpoints (a block's key is refreshed as its exposure grows, without any event of its own),
+in the Python policy and in the compiled loop's calendar (the same decisions)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
 from harness.errors import UserError
-from kv_policy import codes
-from kv_policy.expected_next_use import ExpectedNextUse, checkpoint_age, young_correction
+from kv_policy import codes, simulator_enu
+from kv_policy.expected_next_use import YOUNG, ExpectedNextUse, checkpoint_age, young_correction
 from kv_policy.simulator import simulate
 from kv_policy.generator import generate
 from kv_policy.profiles import get_profile
+from kv_policy.registry import make_policy
 from kv_policy.simulator_enu import eligible
 from kv_policy.tiers import DEFAULT_FAST, DEFAULT_SLOW, for_trace
+from kv_policy.trace import Trace
+from tests.policy.conftest import same_run as same
 from tests.policy.test_policy_enu_compiled import hand_trace
 
 LN2 = math.log(2.0)
@@ -63,15 +68,38 @@ def test_key_is_the_posterior_mean_of_a_known_read_sequence() -> None:
     assert refreshed and all(b == 0 for _, b in refreshed)
 
 
-def test_young_off_is_the_shipped_key_and_on_runs_the_python_loop() -> None:
-    """young=0 changes nothing (the compiled loop, the same decisions as without the option); young > 0 is not
-    compiled and runs the Python reference loop; a weight outside [0, 1) is refused."""
+def test_young_is_shipped_and_compiled_and_zero_is_the_previous_key() -> None:
+    """The shipped default is YOUNG (0.05); every weight runs in the compiled loop and decides as the Python loop;
+    young=0 is the previous rounds' key (no base, no calendar) and decides otherwise; a weight outside [0, 1) is
+    refused."""
     t = generate(get_profile("balanced"), 0, 3_000)
     tm = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, int(t.peak_live_bytes() * 0.3))
-    assert eligible(ExpectedNextUse(young=0.0), t) and not eligible(ExpectedNextUse(young=0.05), t)
-    a, b = simulate(t, ExpectedNextUse(young=0.0), tm), simulate(t, ExpectedNextUse(), tm, fast=False)
-    assert (a.dc_misses, a.spills, a.prefetches) == (b.dc_misses, b.spills, b.prefetches)
-    y = simulate(t, ExpectedNextUse(young=0.05), tm)
-    assert y.dc_accesses == a.dc_accesses and np.asarray(y.step_latency_us).size == np.asarray(a.step_latency_us).size
+    assert ExpectedNextUse().young == YOUNG == 0.05
+    assert eligible(ExpectedNextUse(young=0.0), t) and eligible(ExpectedNextUse(), t)
+    old, new = (simulate(t, ExpectedNextUse(young=w), tm, record=True) for w in (0.0, YOUNG))
+    same(old, simulate(t, ExpectedNextUse(young=0.0), tm, record=True, fast=False))
+    same(new, simulate(t, ExpectedNextUse(), tm, record=True, fast=False))
+    assert new.dc_accesses == old.dc_accesses and not np.array_equal(new.ops["block"], old.ops["block"])
     with pytest.raises(UserError, match="young=1.0 must be in"):
         ExpectedNextUse(young=1.0)
+
+
+def gapped(t: Trace, every: int, gap: int) -> Trace:
+    """The trace with `gap` empty steps after every `every` steps (the calendar's long jumps between events)."""
+    return dataclasses.replace(t, step=t.step + gap * (t.step // every))
+
+
+@pytest.mark.parametrize("policy", ("ExpectedNextUse", "DeadlineAware"))
+def test_compiled_calendar_refreshes_as_the_python_loop(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checkpoints fall in the steps between events (gaps of 3 and of 100, over the Python loop's 64-step walk),
+    on blocks spilled, dropped, freed or back in the window; the calendar pool starts at 8 entries and is
+    recycled and regrown: every decision is the Python loop's, and the refreshes change decisions."""
+    monkeypatch.setattr(simulator_enu, "START_CAP", 8)
+    base = generate(get_profile("rag_mixed_priority"), 4, 20_000)
+    for t, w, decay in ((gapped(base, 5, 3), 0.25, 0.05), (gapped(base, 7, 100), YOUNG, 0.02), (base, 0.5, 0.1)):
+        tm = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, int(t.peak_live_bytes() * 0.2))
+        fast = simulate(t, make_policy(policy, young=w, decay=decay), tm, record=True)
+        same(fast, simulate(t, make_policy(policy, young=w, decay=decay), tm, record=True, fast=False))
+        assert fast.dc_misses > 0
+        plain = simulate(t, make_policy(policy, young=0.0, decay=decay), tm, record=True)
+        assert fast.dc_misses != plain.dc_misses or not np.array_equal(fast.ops["block"], plain.ops["block"])

@@ -243,11 +243,12 @@ def test_the_prefill_keep_value_lapses_with_its_step() -> None:
 
 
 # The batch raise: request 0 (window L, candidate H) is announced for step 3 at the end of step 2; request 1 (window
-# M, candidate X) decoded at step 2 and was announced out. X was read a step after H, so by reuse alone X is worth a
-# little more. Y's allocation at step 3 needs room before request 0 has decoded: H's request decodes in this step
-# for sure, so H is worth rate / p and X goes.
+# M, candidate X) decoded at step 2 and was announced out. X was born and read a step after H (each read one step
+# after its birth: the same exposure term under `young`), so by reuse alone X is worth a little more. Y's allocation
+# at step 3 needs room before request 0 has decoded: H's request decodes in this step for sure, so H is worth
+# rate / p and X goes.
 M_, Y3 = 3, 4
-RAISE = [(0, ALLOC, L_, False, DC), (0, ALLOC, H_, False, W), (0, ALLOC, X_, False, W), (0, ALLOC, M_, False, DC),
+RAISE = [(0, ALLOC, L_, False, DC), (0, ALLOC, H_, False, W), (0, ALLOC, M_, False, DC), (1, ALLOC, X_, False, W),
          (1, ACCESS, L_, True, 0), (1, ACCESS, H_, True, 0), (2, ACCESS, M_, True, 0), (2, ACCESS, X_, True, 0),
          (2, HINT, L_, True, PS), (2, HINT, M_, True, W), (3, ALLOC, Y3, False, DC)]
 REQ5 = [0, 0, 1, 1, 1]
