@@ -25,7 +25,7 @@ last access or hint stays valid, which is what keeps each event O(log live block
 Priority knob (`priority_weight`, kappa, default 0): a high-priority (>= 70) heavy-hitter candidate's
 keep-value is rate x exp(kappa), i.e. a miss of it counts exp(kappa) misses (a Lagrange weight on the
 high-priority misses); kappa = 0 is pure reuse. The look-ahead ranks candidates with the same weight.
-`ExpectedNextUse:priority_weight=2.25` (1.5 on deadline_pressure) is the setting the goals use (goals.py).
+The goals (goals.py) judge the shipped parameters (`ExpectedNextUse`, kappa 0, young 0.05): no per-profile knob.
 
 Batch raise (`batch_raise`, default on): a heavy-hitter candidate of a request announced for the step under way
 that has not decoded in it yet is worth rate / p (its request decodes in this step for sure), until the decode or the
