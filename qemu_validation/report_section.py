@@ -49,7 +49,8 @@ def _validate(ctx: ReportContext) -> None:
     for suite, run in ctx.latest("qemu-validate"):
         s = ValidateSummary.from_json(run.summary)
         t, k, boot = s.tests or {}, s.kernel or {}, s.boot or {}
-        profile = "gate" if s.gate else f"quick ({s.malformed_writes:,} + {s.valid_writes:,} lines: not the gate)"
+        lines = " + ".join("-" if n is None else f"{n:,}" for n in (s.malformed_writes, s.valid_writes))
+        profile = "gate" if s.gate else f"quick ({lines} lines: not the gate)"
         rows.append([suite.label, "PASS" if s.ok else "FAIL", profile, k.get("release") or k.get("label"),
                      "yes" if k.get("kasan_lockdep") else "no", _ktap(t, s),
                      _or_missing(s.malformed_writes), _or_missing(s.errno_mismatches),
