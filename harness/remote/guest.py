@@ -150,8 +150,9 @@ def console_tail(res: Any, n_lines: int = CONSOLE_TAIL_LINES) -> str:
 GUEST_NUMBA = "guest-numba"
 """cache_dir()/guest-numba: numba's compiled kvds functions for the guest, kept between guest runs (compiling them
 under TCG + KASAN took longer than the measurement). The guest compiles for numba's `generic` CPU
-(NUMBA_CPU_NAME=generic: no host-specific features in the cache key), so this host can fill the cache too:
-`NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR=<cache_dir>/guest-numba kvds e2e --dry-run` compiles the simulator there."""
+(GUEST_NUMBA_CPU: no host-specific features in the cache key), so this host fills the cache before a guest boot
+(harness/remote/guest_numba.py, with the command's declared warm-up)."""
+GUEST_NUMBA_CPU = "generic"
 
 
 def _numba_cache(src: Path, dest: Path) -> None:
@@ -232,7 +233,8 @@ def guest_runner(lab_name: str = DEFAULT_LAB, timeout_s: float = GUEST_TIMEOUT_S
                                                               ("KVDS_WORK_DIR", "work"), ("KVDS_CACHE_DIR", "cache")))
         # the journal lives in the guest's own tmpfs: what it records dies with the guest anyway, and each
         # record's sync over 9p (cache=none) under TCG made a DAMON set-up take minutes
-        env += f" KVDS_STATE_DIR={GUEST_STATE_DIR} MPLCONFIGDIR={q(str(share / 'matplotlib'))} NUMBA_CPU_NAME=generic"
+        env += f" KVDS_STATE_DIR={GUEST_STATE_DIR} MPLCONFIGDIR={q(str(share / 'matplotlib'))}"
+        env += f" NUMBA_CPU_NAME={GUEST_NUMBA_CPU}"
         # figures are drawn by the host when it files the runs (harness/deferred_figures.py): minutes under TCG + KASAN
         env += f" {deferred_figures.DEFER_ENV}=1 {progress.STATUS_LINES_ENV}=1"
         cmd = (GUEST_SETUP + f"exec env {env} KVDS_NO_PROGRESS=1 {q(sys.executable)} -m harness.cli "

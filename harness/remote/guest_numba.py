@@ -2,7 +2,7 @@
 
 A guest that finds no compiled functions for this checkout's sources compiles them under TCG: 10+ minutes with no
 status line, which looked like a hung run more than once. numba keys its cache on each source file's path, size
-and modification time, and the guest compiles for numba's `generic` CPU (harness/remote/guest.py GUEST_NUMBA), so
+and modification time, and the guest compiles for numba's `generic` CPU (harness/remote/guest.py GUEST_NUMBA_CPU), so
 the same command run here with the guest's numba settings leaves exactly what the guest would have compiled.
 Which command compiles what a guest run needs is the command's business: a track's parser declares it
 (`guest_warm`, a function of the argv the guest will run; e2e's is its own dry run). This module only runs it,
@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from harness.paths import cache_dir, repo_root
 from harness.progress import say
-from harness.remote.guest import GUEST_NUMBA
+from harness.remote.guest import GUEST_NUMBA, GUEST_NUMBA_CPU
 
 FILL_TIMEOUT_S = 900.0
 STAMPS = ".kvds-filled"
@@ -56,7 +56,7 @@ def _numba_version() -> str:
 def guest_numba_env() -> dict[str, str]:
     """This process's environment with the guest's numba settings: its CPU model and the cache the guest is seeded
     from."""
-    return {**os.environ, "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(cache_dir() / GUEST_NUMBA),
+    return {**os.environ, "NUMBA_CPU_NAME": GUEST_NUMBA_CPU, "NUMBA_CACHE_DIR": str(cache_dir() / GUEST_NUMBA),
             "KVDS_NO_PROGRESS": "1"}
 
 
