@@ -7,8 +7,9 @@
  *                one DAMOS "pageout" scheme over an arena of PAGES untagged pages and PAGES critical ones
  *   damos-paddr  the same with physical-address operations over the arena's physical span
  *   ksm          KSM merges a critical range with a second critical range (every mapping critical) and a third
- *                critical range with an untagged one (one mapping outside); memory.reclaim of the process's
- *                memory cgroup then shows which merged pages reclaim keeps
+ *                critical range with an untagged one (one mapping outside), then memory.reclaim of the
+ *                process's memory cgroup; kept_by_intents says what the reference check kept, pagemap what
+ *                stayed (the usual rules may keep a shared page too)
  *   ksm-one-critical  the same with the first two ranges untagged, so that the pages the reference check keeps
  *                (kept_by_intents) can only be the mixed ones
  *
@@ -266,9 +267,8 @@ static void damos(const char *ops)
 	}
 	damon_start(ops, start, end);
 	/*
-	 * Until DAMOS has paged out every untagged page (it does on every kernel), then SETTLE_S more seconds of
-	 * passes for the critical range, or less once all of it is out: a range DAMOS may page out gets the
-	 * same passes as the untagged one had, and a kept one as many.
+	 * Until DAMOS has paged out every untagged page (it does on every kernel), then up to SETTLE_S seconds
+	 * more for the critical range (less once all of it is out), so that "kept" means kept over many passes.
 	 */
 	for (int t = 0, settle = -1; t < WAIT_S * 10 && settle < SETTLE_S * 10; t++, settle += settle >= 0) {
 		residency(ranges[settle < 0 ? 0 : 1], &present, &swapped, NULL, NULL);
