@@ -40,7 +40,10 @@ def command_modules() -> list[tuple[str, str]]:
     return [*CORE_COMMANDS, *((ep.name, ep.value) for ep in tracks.commands()), *SPANNING_COMMANDS]
 
 
-def build_parser() -> Parser:
+def build_parser(only: str | None = None) -> Parser:
+    """Every command's parser, or only command `only`'s (with the others' names listed, unregistered): importing
+    every track costs about a second, mostly the policy simulator's numba, which a `kvds io` or `kvds restore`
+    invocation never uses."""
     parser = Parser(prog="kvds", description="Deadline-aware KV-cache scheduling on real Linux kernels.")
     parser.add_argument("--version", action="version", version="kvds 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -48,6 +51,8 @@ def build_parser() -> Parser:
     # commands that run other kvds command lines (remote) check them with this parser, without importing the CLI
     parser.set_defaults(parse_kvds=parser.parse_args)
     for command, name in command_modules():
+        if only is not None and command != only:
+            continue
         try:
             module = importlib.import_module(name)
         except ImportError as exc:  # one broken track must not take the whole CLI down
@@ -67,6 +72,14 @@ def _register_broken(sub: argparse._SubParsersAction, command: str, module: str,
     p = sub.add_parser(command, help=f"(broken: {exc})", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=fail)
+
+
+def _sole_command(argv: Sequence[str]) -> str | None:
+    """The one command this command line runs, when its parser alone can parse it: not `kvds remote` (it checks
+    other command lines), not --help or a misspelt command (their messages list every command)."""
+    known = {command for command, _ in command_modules()}
+    first = argv[0] if argv else None
+    return first if first in known and first != "remote" else None
 
 
 class _Terminated(BaseException):
@@ -90,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = 1
     old_term = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(_sole_command(argv)).parse_args(argv)
         if getattr(args, "remote_opt_in", False):  # --target/--hosts: run on those hosts instead (harness/remote)
             from harness.remote.dispatch import bind
 

@@ -16,14 +16,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba.typed import List
+
+from kv_policy.jit import njit  # first: it sets numba's cache settings, which numba reads when first imported
+from numba.typed import List  # noqa: I001
 
 from harness.errors import UserError
 from kv_policy import enu_compiled as E
 from kv_policy.enu_compiled import (BOOST, CLS, COPY, CUR_SEQ, LOC, PREF, READY_AT, REQ, REQI, TAIL, choose_recompute,
                                     key, on_evicted, raise_key)
 from kv_policy.expected_next_use import DeadlineAware, ExpectedNextUse, LOOKAHEAD_PER_REQUEST
-from kv_policy.jit import njit
 from kv_policy.policies import Policy
 from kv_policy.simulator_fast import (START_CAP, _compacted, _end_step, _heap_pop, _heap_push, _step_room)
 from kv_policy.tiers import TierModel

@@ -1,8 +1,8 @@
 """Fill the guest's numba cache on this host before a guest boot, when the sources changed since the last fill.
 
 A guest that finds no compiled functions for this checkout's sources compiles them under TCG: 10+ minutes with no
-status line, which looked like a hung run more than once. numba keys its cache on each source file's path, size
-and modification time, and the guest compiles for numba's `generic` CPU (harness/remote/guest.py GUEST_NUMBA_CPU), so
+status line, which looked like a hung run more than once. kvds keys numba's cache on each source file's content
+(kv_policy/jit.py), and the guest compiles for numba's `generic` CPU (harness/remote/guest.py GUEST_NUMBA_CPU), so
 the same command run here with the guest's numba settings leaves exactly what the guest would have compiled.
 Which command compiles what a guest run needs is the command's business: a track's parser declares it
 (`guest_warm`, a function of the argv the guest will run; e2e's is its own dry run). This module only runs it,
@@ -32,17 +32,17 @@ SKIP_DIRS = {"results", "node_modules", "__pycache__"}
 
 
 def sources_fingerprint(root: Path | None = None) -> str:
-    """The state of the Python sources numba's cache depends on: every .py file under the checkout (its path, size
-    and modification time, as numba's index keys them), the interpreter and numba's version."""
+    """The state of the Python sources numba's cache depends on: every .py file under the checkout (its path in the
+    checkout and its content, as the cache is keyed), the interpreter and numba's version. Not where the checkout
+    is: a fresh clone of the same sources finds the fill another clone made."""
     root = root or repo_root()
-    h = hashlib.sha256(f"{root.resolve()}\0{sys.executable}\0{_numba_version()}\0".encode())
+    h = hashlib.sha256(f"{sys.executable}\0{_numba_version()}\0".encode())
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
         for name in sorted(filenames):
             if name.endswith(".py"):
                 p = Path(dirpath) / name
-                st = p.stat()
-                h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                h.update(f"{p.relative_to(root)}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n".encode())
     return h.hexdigest()[:20]
 
 

@@ -70,3 +70,33 @@ def test_entry_points_older_than_pyproject_are_refused_not_dropped(monkeypatch, 
         assert len(err) == 1 and "newtrack" in err[0] and "make setup" in err[0]
     finally:
         tracks.registered.cache_clear()
+
+
+def _imports_numba(code: str) -> bool:
+    """Whether running `code` in a fresh interpreter leaves the policy simulator's numba imported."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", f"import sys\n{code}\nprint('numba' in sys.modules)"],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_a_command_line_loads_only_its_own_command() -> None:
+    """`kvds doctor` or `kvds restore` does not pay for every track's imports (the policy track's numba costs
+    most of a second per invocation); --help, a misspelt command and `kvds remote` still see every command."""
+    assert cli._sole_command(["doctor", "--json"]) == "doctor"
+    assert cli._sole_command(["io", "bench"]) == "io"
+    for argv in ([], ["--help"], ["docter"], ["remote", "run", "--", "io", "bench"]):
+        assert cli._sole_command(argv) is None, argv
+    assert not _imports_numba("from harness import cli\ncli.build_parser(cli._sole_command(['restore']))")
+    assert _imports_numba("from harness import cli\ncli.build_parser()")
+
+
+def test_help_and_a_misspelt_command_list_every_command(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["--help"])
+    listed = capsys.readouterr().out
+    assert all(command in listed for command, _ in cli.command_modules())
+    assert cli.main(["docter"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'docter'" in err and "policy" in err and "restore" in err

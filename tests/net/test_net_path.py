@@ -129,7 +129,14 @@ def test_target_guest_asks_for_the_net_lab_kernel(tmp_path: Path, monkeypatch: p
     assert seen == ["net"]
     if not (doctor.capability("qemu.tcg", "qemu").ok or doctor.capability("qemu.kvm", "qemu").ok):
         pytest.skip(doctor.capability("qemu.tcg", "qemu").reason)
+    from qemu_validation.kernel import cachedirs
+
+    # no builds, but the kernel sources already imported (importing Debian's tarball again costs a minute)
+    sources = cachedirs.sources()
+    sources.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("KVDS_CACHE_DIR", str(tmp_path / "empty-cache"))
+    cachedirs.root().mkdir(parents=True)
+    cachedirs.sources().symlink_to(sources)
     monkeypatch.delenv("KVDS_GUEST_KERNEL", raising=False)
     from harness.remote.guest import guest_runner
 

@@ -28,7 +28,13 @@ def test_the_fingerprint_follows_the_python_sources_only(tmp_path: Path) -> None
     (tmp_path / ".venv" / "b.py").write_text("hidden\n")
     assert guest_numba.sources_fingerprint(tmp_path) == first
     st = src.stat()
-    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # numba's index keys the mtime
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # a fresh clone: new times, same content
+    assert guest_numba.sources_fingerprint(tmp_path) == first
+    clone = tmp_path / "elsewhere"
+    (clone / "pkg").mkdir(parents=True)
+    (clone / "pkg" / "a.py").write_text("x = 1\n")
+    assert guest_numba.sources_fingerprint(clone) == first
+    src.write_text("x = 2\n")
     second = guest_numba.sources_fingerprint(tmp_path)
     assert second != first
     (tmp_path / "pkg" / "c.py").write_text("y = 2\n")
