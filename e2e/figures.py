@@ -177,7 +177,7 @@ def squeeze_row(r: RepRecord) -> dict[str, Any]:
             **{k: r.counters[k] for k in SQUEEZE_KEYS if k in r.counters}, **r.memory,
             **({"beyond_arena": r.memory["at_end"]["beyond_arena"]} if "beyond_arena" in r.memory.get("at_end", {})
                else {}),
-            **({"owner_in_group": r.owner_in_group} if r.owner_in_group is not None else {}),
+            **({"owner_in_group": r.owner_in_group} if r.owner_in_group is not None else {}), **r.kept,
             **({"mm_intent_lookups": r.mm_intent.get("lookups"),
                 **{f"mm_intent_{k}": v for k, v in (r.mm_intent.get("reclaim_stats") or {}).items()
                    if k in ("protected_pages", "demoted_pages", "yielded_pages")}} if r.mm_intent else {})}

@@ -36,10 +36,13 @@ def e2e(s: E2eSummary) -> None:
                      f"{table.per_rep_text(rows, 'mm_intent_demoted_pages')}")
         if any("beyond_arena" in r for r in rows):
             line += f", MiB beyond the arena {table.per_rep_text(rows, 'beyond_arena', 1 / (1 << 20))}"
+        if any("oom_waits" in r for r in rows):
+            line += f", faults that waited for the OOM guard's limit raise {table.per_rep_text(rows, 'oom_waits')}"
         print(line)
     if any(r.get("owner_in_group") is False for c in s.cells.values() for r in c.get("squeeze_per_rep") or []):
-        print("  kvds sat outside the squeezed groups (this host refuses it oom_score_adj -1000): their reclaim did "
-              "not see the replay's references nor consult mm_intent (e2e/stack.py Squeeze)")
+        print("  kvds sat outside the squeezed groups (this host can neither make it unkillable nor switch a group's "
+              "OOM killer off): their reclaim did not see the replay's references nor consult mm_intent "
+              "(e2e/stack.py Squeeze)")
     for w in s.warmup or []:
         print(f"  warm-up ({w['cell']}, unmeasured): swap-ins {w['swap_ins']}, refaults "
               f"{w.get('workingset_refault_anon', '-')}")
