@@ -37,7 +37,8 @@ def e2e(s: E2eSummary) -> None:
         if any("beyond_arena" in r for r in rows):
             line += f", MiB beyond the arena {table.per_rep_text(rows, 'beyond_arena', 1 / (1 << 20))}"
         if any("oom_waits" in r for r in rows):
-            line += f", faults that waited for the OOM guard's limit raise {table.per_rep_text(rows, 'oom_waits')}"
+            line += (f", faults that waited for the OOM guard's limit raise {table.per_rep_text(rows, 'oom_waits')} "
+                     f"(MiB above the limit at most {table.per_rep_text(rows, 'limit_over_max_bytes', 1 / (1 << 20))})")
         print(line)
     if any(r.get("owner_in_group") is False for c in s.cells.values() for r in c.get("squeeze_per_rep") or []):
         print("  kvds sat outside the squeezed groups (this host can neither make it unkillable nor switch a group's "
