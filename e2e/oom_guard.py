@@ -3,9 +3,8 @@ CAP_SYS_RESOURCE, this host's sandbox). The group's OOM killer is switched off (
 that reclaim cannot meet then fails instead of killing kvds, an in-kernel one with ENOMEM (as with kvds unkillable),
 a page fault by sleeping until the group frees memory or its limit rises. kvds is the group's only process, so
 nothing would wake it: this guard, a process outside the group, waits for the group's OOM notifications
-(`cgroup.event_control`) and on each raises the group's limit by one step, which wakes the fault; once the group is
-quiet it lowers the limit back, a step at a time, reclaiming for the group itself. It counts the raises and how far
-above kvds's limit the group stood, so the squeeze that gave way is said, never hidden.
+(`cgroup.event_control`) and on each raises the group's limit by one step, which wakes the fault, and counts the
+raises, so the squeeze that gave way is said, never hidden.
 
 Run as `python -m e2e.oom_guard <group directory> <step bytes>`: prints "ready" once registered, and its counts as
 one JSON line when its stdin closes; a journaled worker (harness/knobs/workers.py): it dies with kvds. Its writes are
@@ -13,7 +12,6 @@ values inside a group kvds created; removing the group (the journal's undo of it
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
 import select
@@ -29,44 +27,29 @@ def _under_oom(group: Path) -> bool:
     return fields.get("under_oom") == "1"
 
 
-LOWER_EVERY_S = 0.01   # how soon after a raise the guard tries to bring the limit back down, and how often
-
-
 def guard(group: Path, step: int) -> dict[str, int]:
-    """Wait for the group's OOM notifications and raise its limit `step` bytes on each; between them, bring the
-    limit back to where kvds set it, a step at a time (the write reclaims for the group, in this process, and
-    fails with EBUSY while reclaim cannot make room: then later). Until stdin closes."""
+    """Wait for the group's OOM notifications and raise its limit `step` bytes on each, until stdin closes."""
     efd = os.eventfd(0, os.EFD_CLOEXEC)
     ctl = os.open(group / "memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
     (group / "cgroup.event_control").write_text(f"{efd} {ctl}")
     print("ready", flush=True)
-    limit = group / "memory.limit_in_bytes"
-    counts = {"oom_waits": 0, "limit_raised_bytes": 0, "limit_over_max_bytes": 0, "limit_lowered_bytes": 0}
-    over = 0   # bytes the limit stands above kvds's
+    counts = {"oom_waits": 0, "limit_raised_bytes": 0}
     while True:
-        ready, _, _ = select.select([efd, 0], [], [], LOWER_EVERY_S if over else None)
+        ready, _, _ = select.select([efd, 0], [], [])
         if 0 in ready and not os.read(0, 4096):
-            counts["limit_over_end_bytes"] = over
             return counts
+        if efd not in ready:
+            continue
+        os.eventfd_read(efd)
         try:
-            if efd not in ready:  # quiet for a moment: the limit back down a step
-                limit.write_text(str(int(limit.read_text()) - step))
-                over -= step
-                counts["limit_lowered_bytes"] += step
-                continue
-            os.eventfd_read(efd)
             if not _under_oom(group):  # the group's removal signals too
                 continue
+            limit = group / "memory.limit_in_bytes"
             limit.write_text(str(int(limit.read_text()) + step))
-        except OSError as exc:
-            if exc.errno == errno.EBUSY:  # reclaim could not make room yet
-                continue
-            counts["limit_over_end_bytes"] = over
-            return counts  # the group is gone
-        over += step
+        except OSError:  # the group is gone
+            return counts
         counts["oom_waits"] += 1
         counts["limit_raised_bytes"] += step
-        counts["limit_over_max_bytes"] = max(counts["limit_over_max_bytes"], over)
 
 
 class GuardProcess:

@@ -16,6 +16,10 @@ def e2e(s: E2eSummary) -> None:
           f"({st['scheduler']}); tenants: {s.tenants['stated']}, hog measured {s.tenants.get('hog_measured')}")
     print("TPOT = replayed KV stall + modelled compute and recompute; TPOT percentiles resample repetitions, the "
           "rest are t intervals over repetitions (95%)")
+    cost = st.get("swap_in_cost") or {}
+    if cost:
+        print(f"one swap-in measured at {cost['swap_in_us']:.1f} us ({cost['major_faults']} major faults of "
+              f"{cost['pages']} pages paged out{'' if cost.get('valid') else ': not swap-ins, no sim + swap-ins'})")
     print(table.text(table.HEADERS, table.factorial_rows(s.cells, s.order)))
     print()
     print("effects, paired by repetition (mean [95% t interval])")
@@ -38,7 +42,7 @@ def e2e(s: E2eSummary) -> None:
             line += f", MiB beyond the arena {table.per_rep_text(rows, 'beyond_arena', 1 / (1 << 20))}"
         if any("oom_waits" in r for r in rows):
             line += (f", faults that waited for the OOM guard's limit raise {table.per_rep_text(rows, 'oom_waits')} "
-                     f"(MiB above the limit at most {table.per_rep_text(rows, 'limit_over_max_bytes', 1 / (1 << 20))})")
+                     f"(MiB the limit rose {table.per_rep_text(rows, 'limit_raised_bytes', 1 / (1 << 20))})")
         print(line)
     if any(r.get("owner_in_group") is False for c in s.cells.values() for r in c.get("squeeze_per_rep") or []):
         print("  kvds sat outside the squeezed groups (this host can neither make it unkillable nor switch a group's "

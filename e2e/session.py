@@ -153,6 +153,7 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
     try:
         run = execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver)
     finally:
+        sq.lift()  # the squeeze is over: the tear-down's reads must not meet a full group
         tenant.stop()
         bg.close()
         registered = reg.close() if reg is not None else None

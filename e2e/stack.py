@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import resource
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -20,6 +20,7 @@ from io_priority.device import Device, Layout
 from kernel_vm import swap_backend
 from kernel_vm.arena import Arena
 from kv_policy.replay.slot_io import SlotIO, fast_tier
+from e2e import swapin_cost
 from e2e.oom_guard import GuardProcess
 from e2e.slack_page import SlackPage
 from e2e.tenants import Intensity, MemoryHog, spill_cap
@@ -94,12 +95,16 @@ class Squeeze:
         """kvds (the arena's address space) sits in the group: its references and intents count in its reclaim."""
         return self.keeper is not None
 
+    def lift(self) -> None:
+        """The limit lifted, kvds still in the group: once the replay is done, what kvds reads after it (/proc and
+        sysfs files, whose buffers are charged to kvds's group) cannot fail with ENOMEM against a full group."""
+        self.memcg.set("memory", self.limit_file, "-1" if self.limit_file == "memory.limit_in_bytes" else "max")
+
     def end(self) -> dict[str, Any]:
         """kvds back to its own group, the limit lifted and the arena unmapped; the group itself stays for the
         journal to remove at exit. Returns how kvds was kept in the group (Keeper.end), {} if it was not."""
         kept: dict[str, Any] = {}
-        # the limit first: moving kvds reads /proc, whose buffers are charged to kvds's group (still this one)
-        self.memcg.set("memory", self.limit_file, "-1" if self.limit_file == "memory.limit_in_bytes" else "max")
+        self.lift()  # first: moving kvds reads /proc
         if self.keeper is not None:
             self.main.add_pid(os.getpid())
             kept = self.keeper.end()
@@ -122,6 +127,7 @@ class Stack:
     cap: knobs.Cgroup
     shm: Path
     slack: SlackPage
+    swap_in: dict[str, Any] = field(default_factory=dict)  # one swap-in's cost on this swap (e2e/swapin_cost.py)
     squeeze: Squeeze | None = None   # the current repetition's (fresh_squeeze)
     squeezes: int = 0
 
@@ -262,12 +268,13 @@ def build(sizes: Sizes, work: Path, scheduler: str, it: Intensity, interval_ns: 
     sched = knobs.scheduler_of(dev)
     device = Device(dev, "kvds-loop", str(backing), Layout(kv_bytes=sizes.replay_bytes, spill_bytes=sizes.spill_bytes))
     swap = swap_backend.set_up("zram", sizes.arena_bytes + (it.hog_mib << 20) + (64 << 20))
+    swap_in = swapin_cost.measure()  # before the hog and the squeezes: this swap's own cost
     main = knobs.create_cgroup("e2e-main", ("memory",))
     main.add_pid(os.getpid())
     hog = MemoryHog(it, knobs.create_cgroup("e2e-hog", ("memory",)))
     shm = knobs.create_file(Path("/dev/shm") / f"kvds-e2e-slack-{os.getpid()}", 4096)
     return Stack(sizes, device, sched, swap.device, SlotIO(dev, sizes.slot_bytes), main, hog,
-                 spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns))
+                 spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns), swap_in)
 
 
 def _stat(cg: knobs.Cgroup) -> dict[str, int]:

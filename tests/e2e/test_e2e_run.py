@@ -65,6 +65,8 @@ def test_the_four_cells_run_and_leave_nothing(kvds_env: dict[str, str]) -> None:
         assert (c["madvised_blocks"] > 0) == c["intents"], (name, c["madvised_blocks"])
         assert c["slow_tier_bytes"]["value"] >= c["replay_slow_bytes"] > 0, name
         assert c["sim_tpot_p99_us"] > 0 and c["measured_to_sim_p99"]["value"] > 0, name
+        # the simulation with swap-ins adds their measured cost (the squeeze acted: swap-ins > 0 above)
+        assert s["setup"]["swap_in_cost"]["valid"] and c["sim_swap_in_tpot_p99_us"] > c["sim_tpot_p99_us"], name
     # the intent cells' ioprio classes came from the mapping, the others' from none
     assert s["setup"]["io_classes"]["LRU / intents"]["critical_read"] == "rt/0"
     assert s["setup"]["io_classes"]["LRU / no intents"]["critical_read"] == "None"

@@ -103,4 +103,4 @@ def test_a_charge_reclaim_cannot_meet_waits_and_is_counted(tmp_path: Path, kvds_
     assert _in_squeezed_group(got), got
     # the group's OOM killer did not kill kvds: each fault it could not charge waited for the guard's raise
     assert got["kept_by"] == "oom_guard" and got["oom_waits"] > 0, got
-    assert got["limit_raised_bytes"] == got["oom_waits"] * (16 << 10) and got["limit_over_max_bytes"] > 0, got
+    assert got["limit_raised_bytes"] == got["oom_waits"] * (16 << 10), got
