@@ -77,7 +77,16 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m e2e.oom_guard <memory group directory> <step bytes>", file=sys.stderr)
         return 2
-    print(json.dumps(guard(Path(argv[0]), int(argv[1]))), flush=True)
+    group = Path(argv[0])
+    try:
+        counts = guard(group, int(argv[1]))
+    finally:  # a guard that stops guarding hands the group back to its OOM killer: a fault left waiting is woken
+        # (and may be killed) rather than left asleep for good
+        try:
+            (group / "memory.oom_control").write_text("0")
+        except OSError:
+            pass
+    print(json.dumps(counts), flush=True)
     return 0
 
 
