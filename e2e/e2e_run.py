@@ -180,12 +180,14 @@ def run(cfg: E2eConfig) -> Filed[E2eSummary]:
     finally:
         hog = st.close()
     load_end = host_load()
-    cells = {c.name: figures.cell_figures(prep, c, [r for r in records if r.cell == c.name]) for c in grid}
+    swap_in_us = st.swap_in["swap_in_us"] if st.swap_in.get("valid") else None
+    cells = {c.name: figures.cell_figures(prep, c, [r for r in records if r.cell == c.name], swap_in_us)
+             for c in grid}
     setup = {"device": st.device.as_dict(), "scheduler": st.scheduler, "swap": st.swap,
              "memcg_limit_bytes": stack.limit_for(sizes), "squeeze_bytes": sizes.squeeze_bytes,
              "squeeze": "per cell repetition: a fresh memory cgroup holding a fresh arena, limited to the arena "
                         "less the squeeze",
-             "arena_bytes": sizes.arena_bytes, "slot_bytes": sizes.slot_bytes, "mapping": prep.mapping.as_dict(),
+             "swap_in_cost": st.swap_in, "arena_bytes": sizes.arena_bytes, "slot_bytes": sizes.slot_bytes, "mapping": prep.mapping.as_dict(),
              "io_classes": {c.name: {k: str(v) for k, v in prep.io(c).__dict__.items()} for c in grid},
              "mm_intent": "registered in the intent cells" if mm_why is None else f"not registered: {mm_why}"}
     summary = E2eSummary(SCHEMA, cells, figures.effects(cells, grid), figures.goals(cells, grid),

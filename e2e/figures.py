@@ -116,7 +116,15 @@ def calibrated_prediction(trace: Trace, policy: str, tiers: TierModel, medians: 
             "op_us": {op: c for op, c in modelled_op_us(cal, nbytes).items() if op in medians}}
 
 
-def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord]) -> dict[str, Any]:
+def swap_in_term_us(recs: list[RepRecord], steps: int, swap_in_us: float) -> float:
+    """The simulator's missing swap-in cost per decode step (us): the cell's swap-ins per step (kvds's major faults
+    per repetition, averaged) times one swap-in's measured cost."""
+    return float(np.mean([r.counters["majfaults"] for r in recs])) / max(steps, 1) * swap_in_us
+
+
+def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord], swap_in_us: float | None = None
+                 ) -> dict[str, Any]:
+    """A cell's figures; `swap_in_us` (one swap-in's measured cost) adds the simulation with swap-ins."""
     pr = prep.work[cell.policy]
     tpots = [tpot(pr, r.stall_us) for r in recs if r.stall_us.size]
     per_rep = [rep_figures(pr, t) for t in tpots]
@@ -152,6 +160,11 @@ def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord]) -> dict[str,
         "measured_to_sim_p99": ratio.as_dict(),
         "per_rep": per_rep,
     }
+    if swap_in_us is not None and recs and sim_t.size:
+        term = swap_in_term_us(recs, len(sim_t), swap_in_us)
+        out["swap_in_term_us_per_step"] = term
+        out["sim_swap_in_tpot_p99_us"] = sim_p99 + term  # a constant per step moves every percentile by itself
+        out["measured_to_sim_swap_in_p99"] = _geo([f["p99_us"] / (sim_p99 + term) for f in per_rep]).as_dict()
     nbytes = int(pr.plan.nbytes.max(initial=0))
     for stat, key in (("median", "calibrated"), ("mean", "calibrated_mean")):
         costs = measured_costs(recs, stat)
@@ -177,7 +190,7 @@ def squeeze_row(r: RepRecord) -> dict[str, Any]:
             **{k: r.counters[k] for k in SQUEEZE_KEYS if k in r.counters}, **r.memory,
             **({"beyond_arena": r.memory["at_end"]["beyond_arena"]} if "beyond_arena" in r.memory.get("at_end", {})
                else {}),
-            **({"owner_in_group": r.owner_in_group} if r.owner_in_group is not None else {}),
+            **({"owner_in_group": r.owner_in_group} if r.owner_in_group is not None else {}), **r.kept,
             **({"mm_intent_lookups": r.mm_intent.get("lookups"),
                 **{f"mm_intent_{k}": v for k, v in (r.mm_intent.get("reclaim_stats") or {}).items()
                    if k in ("protected_pages", "demoted_pages", "yielded_pages")}} if r.mm_intent else {})}

@@ -16,6 +16,10 @@ def e2e(s: E2eSummary) -> None:
           f"({st['scheduler']}); tenants: {s.tenants['stated']}, hog measured {s.tenants.get('hog_measured')}")
     print("TPOT = replayed KV stall + modelled compute and recompute; TPOT percentiles resample repetitions, the "
           "rest are t intervals over repetitions (95%)")
+    cost = st.get("swap_in_cost") or {}
+    if cost:
+        print(f"one swap-in measured at {cost['swap_in_us']:.1f} us ({cost['major_faults']} major faults of "
+              f"{cost['pages']} pages paged out{'' if cost.get('valid') else ': not swap-ins, no sim + swap-ins'})")
     print(table.text(table.HEADERS, table.factorial_rows(s.cells, s.order)))
     print()
     print("effects, paired by repetition (mean [95% t interval])")
@@ -36,10 +40,14 @@ def e2e(s: E2eSummary) -> None:
                      f"{table.per_rep_text(rows, 'mm_intent_demoted_pages')}")
         if any("beyond_arena" in r for r in rows):
             line += f", MiB beyond the arena {table.per_rep_text(rows, 'beyond_arena', 1 / (1 << 20))}"
+        if any("oom_waits" in r for r in rows):
+            line += (f", faults that waited for the OOM guard's limit raise {table.per_rep_text(rows, 'oom_waits')} "
+                     f"(MiB the limit rose {table.per_rep_text(rows, 'limit_raised_bytes', 1 / (1 << 20))})")
         print(line)
     if any(r.get("owner_in_group") is False for c in s.cells.values() for r in c.get("squeeze_per_rep") or []):
-        print("  kvds sat outside the squeezed groups (this host refuses it oom_score_adj -1000): their reclaim did "
-              "not see the replay's references nor consult mm_intent (e2e/stack.py Squeeze)")
+        print("  kvds sat outside the squeezed groups (this host can neither make it unkillable nor switch a group's "
+              "OOM killer off): their reclaim did not see the replay's references nor consult mm_intent "
+              "(e2e/stack.py Squeeze)")
     for w in s.warmup or []:
         print(f"  warm-up ({w['cell']}, unmeasured): swap-ins {w['swap_ins']}, refaults "
               f"{w.get('workingset_refault_anon', '-')}")

@@ -43,6 +43,7 @@ class RepRecord:
     memory: dict[str, dict[str, int]] = field(default_factory=dict)  # the squeezed group's memory_state when its
     # limit was set and at the repetition's end (where the arena's pages were)
     owner_in_group: bool | None = None   # kvds sat in the squeezed group (e2e/stack.py Squeeze says why it matters)
+    kept: dict[str, Any] = field(default_factory=dict)  # how it was kept there (e2e/stack.py Keeper.end)
 
 
 class Driver:
@@ -147,9 +148,12 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
     t0 = time.monotonic()
     with st.outside_squeeze():  # the writer starts in kvds's own group, never in the squeezed one
         tenant = SpillTenant(argv, st.cap)
+        bg.submit(int).result()  # and the background thread: its kernel stack is charged there too (a thread
+        # started in a full squeezed group fails with ENOMEM when reclaim cannot meet the charge)
     try:
         run = execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver)
     finally:
+        sq.lift()  # the squeeze is over: the tear-down's reads must not meet a full group
         tenant.stop()
         bg.close()
         registered = reg.close() if reg is not None else None
@@ -157,10 +161,10 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
     delta = counters(st).minus(before)
     delta["io_enomem_retries"] = SlotIO.enomem_retries - retries  # O_DIRECT calls that faulted their buffer first
     memory = {"at_limit": sq.at_limit, "at_end": beyond_arena(memory_state(sq.memcg), st.sizes.arena_bytes)}
-    st.end_squeeze()
+    kept = st.end_squeeze()
     med, p99, n, mean = _ops(run.op_us)
     rec = RepRecord(cell.name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs, driver.madvised,
-                    tenant.argv, registered, mean, memory, sq.owner_in_group)
+                    tenant.argv, registered, mean, memory, sq.owner_in_group, kept)
     cmd = {"cell": cell.name, "rep": rep, "writer": tenant.argv, "memory_limit_bytes": sq.limit_bytes,
            **({"madvise_errors": driver.errors} if driver.errors else {})}
     return rec, cmd

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import resource
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from harness import knobs
 from harness.errors import UserError
@@ -20,6 +20,8 @@ from io_priority.device import Device, Layout
 from kernel_vm import swap_backend
 from kernel_vm.arena import Arena
 from kv_policy.replay.slot_io import SlotIO, fast_tier
+from e2e import swapin_cost
+from e2e.oom_guard import GuardProcess
 from e2e.slack_page import SlackPage
 from e2e.tenants import Intensity, MemoryHog, spill_cap
 
@@ -72,36 +74,45 @@ class Squeeze:
     what the interpreter allocates anew during a repetition is charged to the group too (the summary's
     `beyond_arena` bytes per repetition). And kvds is the group's only process: a charge reclaim cannot meet (a
     small group whose pages the replay keeps young, an O_DIRECT call pinning its buffer) has the group's OOM killer
-    kill kvds (the 40-step test on this host, cgroup v1, about 1.5 s into its warm-up). So kvds stays only where it
-    can be made unkillable (oom_score_adj -1000, its own attribute: nothing to journal; such a charge then fails,
-    as it did with the group empty: an O_DIRECT call gets ENOMEM and retries, SlotIO, a fault is retried by the
-    kernel). Lowering it needs CAP_SYS_RESOURCE, which this host's sandbox withholds even from root: there kvds
-    goes back to its own group after faulting the arena, as before, and the summary says the limit's reclaim did
-    not see the replay's references (`owner_in_group` false per repetition)."""
+    kill kvds (the 40-step test on this host, cgroup v1, about 1.5 s into its warm-up). So kvds stays only where
+    that cannot happen (Keeper): made unkillable (oom_score_adj -1000, which needs CAP_SYS_RESOURCE; such a charge
+    then fails, as it did with the group empty: an O_DIRECT call gets ENOMEM and retries, SlotIO, a fault is
+    retried by the kernel), or, on cgroup v1 without that capability (this host's sandbox withholds it from root),
+    with the group's OOM killer switched off and a guard that raises the limit a step whenever a fault waits
+    (e2e/oom_guard.py; the raises are counted per repetition). Where neither is possible kvds goes back to its own
+    group after faulting the arena, as before, and the summary says the limit's reclaim did not see the replay's
+    references (`owner_in_group` false per repetition)."""
     memcg: knobs.Cgroup
     limit_file: str
     limit_bytes: int
     arena: Arena
     at_limit: dict[str, int]   # the group's memory figures just after the limit was set (memory_state)
     main: knobs.Cgroup         # where kvds goes back to when the repetition ends
-    oom_adj: int | None        # kvds's oom_score_adj before it entered the group; None: it could not stay there
+    keeper: Keeper | None      # how kvds stays in the group; None: it could not stay there
 
     @property
     def owner_in_group(self) -> bool:
         """kvds (the arena's address space) sits in the group: its references and intents count in its reclaim."""
-        return self.oom_adj is not None
+        return self.keeper is not None
 
-    def end(self) -> None:
-        """kvds back to its own group, the limit lifted and the arena unmapped; the group itself stays for the
-        journal to remove at exit."""
-        if self.oom_adj is not None:
-            self.main.add_pid(os.getpid())
-            oom_score_adj(self.oom_adj)
+    def lift(self) -> None:
+        """The limit lifted, kvds still in the group: once the replay is done, what kvds reads after it (/proc and
+        sysfs files, whose buffers are charged to kvds's group) cannot fail with ENOMEM against a full group."""
         self.memcg.set("memory", self.limit_file, "-1" if self.limit_file == "memory.limit_in_bytes" else "max")
+
+    def end(self) -> dict[str, Any]:
+        """kvds back to its own group, the limit lifted and the arena unmapped; the group itself stays for the
+        journal to remove at exit. Returns how kvds was kept in the group (Keeper.end), {} if it was not."""
+        kept: dict[str, Any] = {}
+        self.lift()  # first: moving kvds reads /proc
+        if self.keeper is not None:
+            self.main.add_pid(os.getpid())
+            kept = self.keeper.end()
         try:
             self.arena.close()
         except BufferError:  # a signal unwound a replay still viewing the arena: the mapping goes with the process
             pass
+        return kept
 
 
 @dataclass
@@ -116,6 +127,7 @@ class Stack:
     cap: knobs.Cgroup
     shm: Path
     slack: SlackPage
+    swap_in: dict[str, Any] = field(default_factory=dict)  # one swap-in's cost on this swap (e2e/swapin_cost.py)
     squeeze: Squeeze | None = None   # the current repetition's (fresh_squeeze)
     squeezes: int = 0
 
@@ -136,23 +148,23 @@ class Stack:
         """kvds in its own group for a moment: a process it starts (a tenant) begins there, not in the squeezed
         group (with cgroup v1 a child would stay in the parent's memory group whatever other hierarchy it joins)."""
         assert self.squeeze is not None, "no repetition's squeeze is set up"
-        adj = self.squeeze.oom_adj
-        if adj is None:  # kvds is there already
+        keeper = self.squeeze.keeper
+        if keeper is None:  # kvds is there already
             yield
             return
         self.main.add_pid(os.getpid())
-        oom_score_adj(adj)  # a child inherits it
+        keeper.leave()  # a child inherits kvds's oom_score_adj
         try:
             yield
         finally:
             self.squeeze.memcg.add_pid(os.getpid())
-            oom_score_adj(OOM_UNKILLABLE)
+            keeper.rejoin()
 
-    def end_squeeze(self) -> None:
-        """End the current repetition's squeeze, if any."""
-        if self.squeeze is not None:
-            self.squeeze.end()
+    def end_squeeze(self) -> dict[str, Any]:
+        """End the current repetition's squeeze, if any; how kvds was kept in its group (Squeeze.end)."""
+        kept = self.squeeze.end() if self.squeeze is not None else {}
         self.squeeze = None
+        return kept
 
     def close(self) -> dict[str, float]:
         """Close what this process holds, end the squeeze and stop the hog (its measured intensity); the journal
@@ -166,23 +178,23 @@ class Stack:
 def squeeze(name: str, sizes: Sizes, main: knobs.Cgroup) -> Squeeze:
     """A fresh memory group `name` holding kvds and a fresh pre-faulted arena (its pages charged there, and charged
     there again when they come back from swap), limited `sizes.squeeze_bytes` below the arena; kvds stays in it
-    until Squeeze.end where it can be made unkillable (Squeeze says why), else goes back to `main` at once."""
+    until Squeeze.end where a Keeper can keep it there (Squeeze says why), else goes back to `main` at once."""
     memcg = knobs.create_cgroup(name, ("memory",))
     limit_file = "memory.limit_in_bytes" if memcg.version("memory") == 1 else "memory.max"
-    adj = oom_score_adj(OOM_UNKILLABLE)
+    keep = keeper(memcg, sizes.slot_bytes)  # a guard starts here, while kvds is still outside the group
     memcg.add_pid(os.getpid())
     try:
         arena = fast_tier(sizes.arena_slots, sizes.slot_bytes)
-        if adj is None:
+        if keep is None:
             main.add_pid(os.getpid())
         limit = limit_for(sizes)
         memcg.set("memory", limit_file, limit)
     except BaseException:
         main.add_pid(os.getpid())
-        if adj is not None:
-            oom_score_adj(adj)
+        if keep is not None:
+            keep.end()
         raise
-    return Squeeze(memcg, limit_file, limit, arena, memory_state(memcg), main, adj)
+    return Squeeze(memcg, limit_file, limit, arena, memory_state(memcg), main, keep)
 
 
 OOM_UNKILLABLE = -1000
@@ -200,6 +212,47 @@ def oom_score_adj(value: int) -> int | None:
     return before
 
 
+@dataclass
+class Keeper:
+    """How kvds stays in its squeezed group without the group's OOM killer killing it (Squeeze says why it must):
+    "oom_score_adj" (kvds unkillable; `oom_adj` is its value before) or "oom_guard" (cgroup v1: the group's OOM
+    killer off and e2e/oom_guard.py raising the limit whenever a fault waits)."""
+    how: str
+    oom_adj: int | None = None
+    guard: GuardProcess | None = None
+
+    def leave(self) -> None:
+        """kvds steps out of the group (a child it starts now inherits its oom_score_adj)."""
+        if self.oom_adj is not None:
+            oom_score_adj(self.oom_adj)
+
+    def rejoin(self) -> None:
+        if self.oom_adj is not None:
+            oom_score_adj(OOM_UNKILLABLE)
+
+    def end(self) -> dict[str, Any]:
+        """Undo what kept kvds there; how it was kept, with the guard's counts (limit raises, bytes)."""
+        self.leave()
+        return {"kept_by": self.how, **(self.guard.stop() if self.guard is not None else {})}
+
+
+def keeper(memcg: knobs.Cgroup, step: int) -> Keeper | None:
+    """What keeps kvds in `memcg` on this host, tried in this order: kvds unkillable, else (cgroup v1) the group's
+    OOM killer off with a guard raising its limit `step` bytes per waiting fault; None when neither works. The OOM
+    switch is a value inside a group kvds created (its removal undoes it, harness/knobs/cgroups.py)."""
+    adj = oom_score_adj(OOM_UNKILLABLE)
+    if adj is not None:
+        return Keeper("oom_score_adj", oom_adj=adj)
+    if memcg.version("memory") != 1:
+        return None
+    memcg.set("memory", "memory.oom_control", "1")
+    try:
+        return Keeper("oom_guard", guard=GuardProcess(memcg.path("memory"), step))
+    except OSError:
+        memcg.set("memory", "memory.oom_control", "0")  # a fault from outside would wait for nobody
+        return None
+
+
 def limit_for(sizes: Sizes) -> int:
     """The squeezed group's limit: the arena less the squeeze (at least one slot)."""
     return max(sizes.slot_bytes, sizes.arena_bytes - sizes.squeeze_bytes)
@@ -215,12 +268,13 @@ def build(sizes: Sizes, work: Path, scheduler: str, it: Intensity, interval_ns: 
     sched = knobs.scheduler_of(dev)
     device = Device(dev, "kvds-loop", str(backing), Layout(kv_bytes=sizes.replay_bytes, spill_bytes=sizes.spill_bytes))
     swap = swap_backend.set_up("zram", sizes.arena_bytes + (it.hog_mib << 20) + (64 << 20))
+    swap_in = swapin_cost.measure()  # before the hog and the squeezes: this swap's own cost
     main = knobs.create_cgroup("e2e-main", ("memory",))
     main.add_pid(os.getpid())
     hog = MemoryHog(it, knobs.create_cgroup("e2e-hog", ("memory",)))
     shm = knobs.create_file(Path("/dev/shm") / f"kvds-e2e-slack-{os.getpid()}", 4096)
     return Stack(sizes, device, sched, swap.device, SlotIO(dev, sizes.slot_bytes), main, hog,
-                 spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns))
+                 spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns), swap_in)
 
 
 def _stat(cg: knobs.Cgroup) -> dict[str, int]:

@@ -52,6 +52,10 @@ class CellFigures(StoredSummary):
     # (the tail's weight included: a mean cost is what a one-cost-per-op model can carry of the queueing)
     calibrated_mean_op_us: dict[str, float] | None = None  # the op costs (us per block) that rerun used
     measured_to_calibrated_mean_sim_p99: dict[str, Any] | None = None  # measured / that prediction's TPOT p99
+    swap_in_term_us_per_step: float | None = None  # the simulator's missing swap-in cost: swap-ins per step x one
+    # swap-in's measured cost (e2e.swapin_cost; setup.swap_in_cost)
+    sim_swap_in_tpot_p99_us: float | None = None  # the simulated TPOT p99 with that term
+    measured_to_sim_swap_in_p99: dict[str, Any] | None = None  # measured / that prediction (geometric mean)
     refaults: dict[str, Any] | None = None      # anonymous pages of the squeezed group read back after reclaim took
     # them (memory.stat workingset_refault_anon), per repetition
     squeeze_per_rep: list[dict[str, Any]] | None = None  # each repetition's squeeze at work (e2e.figures.squeeze_row):

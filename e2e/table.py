@@ -8,6 +8,7 @@ from harness.report import fmt
 
 HEADERS = ["cell", "TPOT p50 (ms)", "TPOT p99 (ms)", "high-prio SLO", "goodput (tok/s)", "prefill tok recomputed",
            "slow-tier MiB", "swap-ins", "swap-ins per rep", "sim TPOT p99 (ms)", "measured / sim p99", "missing cost (>2x apart)",
+           "sim + swap-ins p99 (ms)", "measured / (sim + swap-ins)",
            "calibrated sim p99 (ms)", "measured / calibrated", "measured / calibrated on means"]
 EFFECT_HEADERS = ["metric", "policy alone", "mechanisms alone", "interaction", "whole stack vs reference"]
 EFFECT_LABELS = {"tpot_p99_ms": "TPOT p99 (ms)", "slo_high_points": "high-prio SLO (points)",
@@ -51,6 +52,9 @@ def factorial_rows(cells: dict[str, dict[str, Any]], order: list[list[Any]] | No
                      per_rep_text(c.get("squeeze_per_rep"), "swap_ins"),
                      fmt.number((c.get("sim_tpot_p99_us") or float("nan")) / 1e3, ".3g"),
                      fmt.estimate(c.get("measured_to_sim_p99")), missing_text(c.get("missing_cost")),
+                     fmt.number((c.get("sim_swap_in_tpot_p99_us") or float("nan")) / 1e3, ".3g",
+                                why="swap-in cost not measured"),
+                     fmt.estimate(c.get("measured_to_sim_swap_in_p99")),
                      fmt.number((c.get("calibrated_sim_tpot_p99_us") or float("nan")) / 1e3, ".3g",
                                 why="no op measured"),
                      fmt.estimate(c.get("measured_to_calibrated_sim_p99")),

@@ -26,6 +26,9 @@ def fast_tier(slots: int, slot_bytes: int) -> Arena:
     return arena
 
 
+IO_ATTEMPTS = 4   # O_DIRECT calls per transfer when the squeeze keeps the buffer from being pinned (SlotIO._io)
+
+
 class SlotIO:
     """O_DIRECT reads and writes at slot offsets of a device (or file), tagged with an ioprio per call."""
 
@@ -44,19 +47,26 @@ class SlotIO:
 
     def _io(self, call: Any, buf: memoryview, offset: int) -> int:
         """One O_DIRECT call. The kernel pins the buffer's pages for it and faults in those reclaim took; charging
-        them to a memory cgroup at its limit fails there with ENOMEM where a page fault from user space would
-        reclaim (e2e's squeezed arena). Then the pages are faulted in from here and the call made once more, inside
-        the caller's timing: the cost is the fault-in the squeeze causes."""
-        try:
-            return call(self.fd, [buf], offset)
-        except OSError as exc:
-            if exc.errno != errno.ENOMEM:
-                raise
-        SlotIO.enomem_retries += 1
-        flat = buf.cast("B")
-        for off in range(0, len(flat), mmap.PAGESIZE):
-            flat[off] = flat[off]  # a write fault: the page is present and charged before the pin
-        return call(self.fd, [buf], offset)
+        them to a memory cgroup at its limit fails there where a page fault from user space would reclaim or wait
+        (e2e's squeezed arena): with ENOMEM, or with a short transfer up to the first page it could not charge.
+        Then the pages are faulted in from here and the call made again, inside the caller's timing: the cost is
+        the fault-in the squeeze causes. Reclaim may take a page again between the fault-in and the pin, so a few
+        times; what the last attempt returns (or raises) is the caller's."""
+        for attempt in range(IO_ATTEMPTS):
+            last = attempt == IO_ATTEMPTS - 1
+            try:
+                n = call(self.fd, [buf], offset)
+            except OSError as exc:
+                if exc.errno != errno.ENOMEM or last:
+                    raise
+                n = -1
+            if n == len(buf) or last:
+                return n
+            SlotIO.enomem_retries += 1
+            flat = buf.cast("B")
+            for off in range(0, len(flat), mmap.PAGESIZE):
+                flat[off] = flat[off]  # a write fault: the page is present and charged before the pin
+        raise AssertionError("unreachable")
 
     def write(self, buf: memoryview, slot: int, prio: IoPrio | None) -> float:
         """Synchronous O_DIRECT write of `buf` to a slot; returns seconds spent in the call."""

@@ -1,0 +1,106 @@
+"""kvds stays in its squeezed memory group on this host, and that is what makes the group's reclaim see the replay's
+references. Reclaim for a group counts a mapping's young bits (and mm_intent's registry) only when the address
+space's owner is in the group; this host's sandbox withholds CAP_SYS_RESOURCE, so kvds cannot make itself
+unkillable there and once moved out after faulting the arena. On cgroup v1 e2e's squeeze now switches the group's
+OOM killer off and a guard process raises the limit when a fault waits (e2e/oom_guard.py). Both tests build e2e's
+own squeeze (e2e.stack.squeeze) in a subprocess with its own journal, on real cgroups and zram swap; run under
+/tmp/kvds-kernel.lock."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import doctor
+from tests.conftest import REPO
+
+pytestmark = [doctor.skip_unless("root"), doctor.skip_unless("memcg", "swap.zram")]
+
+SET_UP = """
+    import json, os, resource, sys
+    from pathlib import Path
+    from harness import knobs
+    from kernel_vm import swap_backend
+    from e2e.stack import Sizes, squeeze
+
+    slot, slots = 16 << 10, 2048                            # a 32 MiB arena
+    swap_backend.set_up("zram", 64 << 20)
+    main = knobs.create_cgroup("e2e-main", ("memory",))
+    main.add_pid(os.getpid())
+    sq = squeeze("e2e-r1", Sizes(slot, slots, 0, 0, slot), main)
+    during = Path("/proc/self/cgroup").read_text()
+
+    def majflt():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+
+    def read(lo, hi):
+        before = majflt()
+        for b in range(lo, hi):
+            sq.arena.read(b, slot)
+        return majflt() - before
+"""
+
+HOT_AND_COLD = """
+    hot = slots // 4                                        # the first quarter: faulted first, the oldest pages
+    sq.memcg.set("memory", sq.limit_file, -1 if sq.limit_file == "memory.limit_in_bytes" else "max")
+    read(0, slots)                                          # what the squeeze's limit took comes back
+    Path("/proc/self/clear_refs").write_text("1")           # every page of kvds unreferenced (young bits cleared)
+    read(0, hot)                                            # ... but the hot quarter's, read again
+    sq.memcg.set("memory", sq.limit_file, slots * slot // 2)  # one reclaim of half the arena, oldest pages first
+    out = {"hot_swap_ins": read(0, hot), "hot_pages": hot * slot // 4096, "cold_swap_ins": read(hot, slots)}
+"""
+
+OOM = """
+    sq.memcg.set("memory", "memory.swappiness", 0)          # reclaim may not swap: nothing it can take
+    block = bytearray(4 << 20)                              # 4 MiB the group has no room for
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    out = {"touched": len(block)}
+    del block                                               # room again for the tear-down's own charges
+"""
+
+END = """
+    out.update(sq.end(), cgroup_during=during, cgroup_after=Path("/proc/self/cgroup").read_text())
+    Path(sys.argv[1]).write_text(json.dumps(out))
+"""
+
+
+def _run(body: str, tmp_path: Path, env: dict[str, str]) -> dict:
+    script, out = tmp_path / "squeeze.py", tmp_path / "out.json"
+    script.write_text(textwrap.dedent(SET_UP) + textwrap.dedent(body) + textwrap.dedent(END))
+    res = subprocess.run([sys.executable, str(script), str(out)], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    return json.loads(out.read_text())
+
+
+def _in_squeezed_group(got: dict) -> bool:
+    """kvds sat in the repetition's group during it and in its own after (knobs prefixes the groups' names)."""
+    mem = [line for line in got["cgroup_during"].splitlines() if ":memory:" in line or line.startswith("0::")]
+    after = [line for line in got["cgroup_after"].splitlines() if ":memory:" in line or line.startswith("0::")]
+    return any(line.endswith("e2e-r1") for line in mem) and any(line.endswith("e2e-main") for line in after)
+
+
+def test_reclaim_keeps_the_pages_the_owner_keeps_reading(tmp_path: Path, kvds_env: dict[str, str]) -> None:
+    got = _run(HOT_AND_COLD, tmp_path, kvds_env)
+    assert _in_squeezed_group(got), got
+    assert got["kept_by"] in ("oom_score_adj", "oom_guard"), got
+    # the reclaim took half the arena: cold pages, which came back from swap
+    assert got["cold_swap_ins"] >= got["hot_pages"], got
+    # and left the hot quarter, whose young bits it saw. With kvds moved out of the group, as the squeeze did
+    # before, reclaim is blind and takes the oldest pages first: the hot quarter
+    assert got["hot_swap_ins"] < got["hot_pages"] // 10, got
+
+
+def test_a_charge_reclaim_cannot_meet_waits_and_is_counted(tmp_path: Path, kvds_env: dict[str, str]) -> None:
+    if subprocess.run(["sh", "-c", "echo -1000 > /proc/self/oom_score_adj"], capture_output=True).returncode == 0:
+        pytest.skip("kvds can be made unkillable here: the squeeze keeps it in its group without the guard")
+    got = _run(OOM, tmp_path, kvds_env)
+    assert _in_squeezed_group(got), got
+    # the group's OOM killer did not kill kvds: each fault it could not charge waited for the guard's raise
+    assert got["kept_by"] == "oom_guard" and got["oom_waits"] > 0, got
+    assert got["limit_raised_bytes"] == got["oom_waits"] * (16 << 10), got
