@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from harness.knobs import workers
+from harness.results import dumps
 
 
 def _under_oom(group: Path) -> bool:
@@ -86,7 +87,7 @@ def main(argv: list[str]) -> int:
             (group / "memory.oom_control").write_text("0")
         except OSError:
             pass
-    print(json.dumps(counts), flush=True)
+    print(dumps(counts, indent=None), flush=True)  # one line: the parent reads the last
     return 0
 
 

@@ -89,6 +89,7 @@ class Squeeze:
     at_limit: dict[str, int]   # the group's memory figures just after the limit was set (memory_state)
     main: knobs.Cgroup         # where kvds goes back to when the repetition ends
     keeper: Keeper | None      # how kvds stays in the group; None: it could not stay there
+    lift_fd: int               # the limit file, opened before kvds entered the group (lift says why)
 
     @property
     def owner_in_group(self) -> bool:
@@ -97,14 +98,17 @@ class Squeeze:
 
     def lift(self) -> None:
         """The limit lifted, kvds still in the group: once the replay is done, what kvds reads after it (/proc and
-        sysfs files, whose buffers are charged to kvds's group) cannot fail with ENOMEM against a full group."""
-        self.memcg.set("memory", self.limit_file, "-1" if self.limit_file == "memory.limit_in_bytes" else "max")
+        sysfs files, whose buffers are charged to kvds's group) cannot fail with ENOMEM against a full group. Written
+        through a descriptor opened before kvds entered the group: opening a file charges its `struct file` to the
+        opener's group, and against a full group whose OOM killer is off that open fails with ENOMEM (seen in CI)."""
+        os.pwrite(self.lift_fd, b"-1" if self.limit_file == "memory.limit_in_bytes" else b"max", 0)
 
     def end(self) -> dict[str, Any]:
         """kvds back to its own group, the limit lifted and the arena unmapped; the group itself stays for the
         journal to remove at exit. Returns how kvds was kept in the group (Keeper.end), {} if it was not."""
         kept: dict[str, Any] = {}
         self.lift()  # first: moving kvds reads /proc
+        os.close(self.lift_fd)
         if self.keeper is not None:
             self.main.add_pid(os.getpid())
             kept = self.keeper.end()
@@ -182,6 +186,7 @@ def squeeze(name: str, sizes: Sizes, main: knobs.Cgroup) -> Squeeze:
     memcg = knobs.create_cgroup(name, ("memory",))
     limit_file = "memory.limit_in_bytes" if memcg.version("memory") == 1 else "memory.max"
     keep = keeper(memcg, sizes.slot_bytes)  # a guard starts here, while kvds is still outside the group
+    lift_fd = os.open(memcg.path("memory") / limit_file, os.O_WRONLY)  # charged outside the group (Squeeze.lift)
     memcg.add_pid(os.getpid())
     try:
         arena = fast_tier(sizes.arena_slots, sizes.slot_bytes)
@@ -191,10 +196,11 @@ def squeeze(name: str, sizes: Sizes, main: knobs.Cgroup) -> Squeeze:
         memcg.set("memory", limit_file, limit)
     except BaseException:
         main.add_pid(os.getpid())
+        os.close(lift_fd)
         if keep is not None:
             keep.end()
         raise
-    return Squeeze(memcg, limit_file, limit, arena, memory_state(memcg), main, keep)
+    return Squeeze(memcg, limit_file, limit, arena, memory_state(memcg), main, keep, lift_fd)
 
 
 OOM_UNKILLABLE = -1000

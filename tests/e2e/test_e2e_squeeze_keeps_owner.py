@@ -92,8 +92,9 @@ def test_reclaim_keeps_the_pages_the_owner_keeps_reading(tmp_path: Path, kvds_en
     # the reclaim took half the arena: cold pages, which came back from swap
     assert got["cold_swap_ins"] >= got["hot_pages"], got
     # and left the hot quarter, whose young bits it saw. With kvds moved out of the group, as the squeeze did
-    # before, reclaim is blind and takes the oldest pages first: the hot quarter
-    assert got["hot_swap_ins"] < got["hot_pages"] // 10, got
+    # before, reclaim is blind and takes the oldest pages first: the hot quarter (1,967 of 2,048 in three runs).
+    # Seen, most of it stays: 0 / 92 / 0 / 350 in four runs (the kernel's aging varies), so the bound is half
+    assert got["hot_swap_ins"] < got["hot_pages"] // 2, got
 
 
 def test_a_charge_reclaim_cannot_meet_waits_and_is_counted(tmp_path: Path, kvds_env: dict[str, str]) -> None:
