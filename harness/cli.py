@@ -41,9 +41,9 @@ def command_modules() -> list[tuple[str, str]]:
 
 
 def build_parser(only: str | None = None) -> Parser:
-    """Every command's parser, or only command `only`'s (with the others' names listed, unregistered): importing
-    every track costs about a second, mostly the policy simulator's numba, which a `kvds io` or `kvds restore`
-    invocation never uses."""
+    """Every command's parser, or only command `only`'s (main() passes it when the command line names one):
+    importing every track costs about a second, mostly the policy simulator's numba, which a `kvds io` or
+    `kvds restore` invocation never uses."""
     parser = Parser(prog="kvds", description="Deadline-aware KV-cache scheduling on real Linux kernels.")
     parser.add_argument("--version", action="version", version="kvds 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
