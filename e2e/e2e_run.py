@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 
 from harness import knobs
@@ -187,7 +188,11 @@ def run(cfg: E2eConfig) -> Filed[E2eSummary]:
              "memcg_limit_bytes": stack.limit_for(sizes), "squeeze_bytes": sizes.squeeze_bytes,
              "squeeze": "per cell repetition: a fresh memory cgroup holding a fresh arena, limited to the arena "
                         "less the squeeze",
-             "swap_in_cost": st.swap_in, "arena_bytes": sizes.arena_bytes, "slot_bytes": sizes.slot_bytes, "mapping": prep.mapping.as_dict(),
+             "swap_in_cost": st.swap_in,
+             "step_stalls": ("the replay thread's taskstats delays (reclaim, swap-in, block I/O) around every decode step, "
+                             "and the OOM guard's waits placed in them (e2e/step_stalls.py)") if st.delays is not None
+             else f"not measured: {st.delays_why}",
+             "arena_bytes": sizes.arena_bytes, "slot_bytes": sizes.slot_bytes, "mapping": prep.mapping.as_dict(),
              "io_classes": {c.name: {k: str(v) for k, v in prep.io(c).__dict__.items()} for c in grid},
              "mm_intent": "registered in the intent cells" if mm_why is None else f"not registered: {mm_why}"}
     summary = E2eSummary(SCHEMA, cells, figures.effects(cells, grid), figures.goals(cells, grid),
@@ -199,8 +204,14 @@ def run(cfg: E2eConfig) -> Filed[E2eSummary]:
     filed.write_json("commands", {"commands": commands, "hog": hog_argv(cfg.intensity)})
     for r in records:
         filed.write_samples(f"{_slug(r.cell)}-rep{r.rep}-stall-us", r.stall_us)
+        if r.stalls:  # columns STALL_COLUMNS, one row per decode step
+            filed.write_samples(f"{_slug(r.cell)}-rep{r.rep}-step-stalls",
+                                np.column_stack([r.stalls[k] for k in STALL_COLUMNS]))
     filed.write_summary(summary.as_dict())
     return Filed(filed, summary)
+
+
+STALL_COLUMNS = ("reclaim", "swapin", "blkio", "cpu", "guard_waits")  # us x 4 (NaN: a glitch), count per step
 
 
 def _slug(name: str) -> str:

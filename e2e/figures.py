@@ -22,6 +22,7 @@ from kv_policy.tiers import TierModel
 from kv_policy.trace import Trace
 from e2e.cells import Cell, Prepared
 from e2e.session import RepRecord
+from e2e.step_stalls import KINDS, memory_us
 
 HIGH_BAND = 0
 GOALS = {"tpot_p99_ratio": 0.6, "slo_high_gain_points": 10.0, "goodput_ratio": 1.2}
@@ -122,6 +123,46 @@ def swap_in_term_us(recs: list[RepRecord], steps: int, swap_in_us: float) -> flo
     return float(np.mean([r.counters["majfaults"] for r in recs])) / max(steps, 1) * swap_in_us
 
 
+def _stalled(recs: list[RepRecord], steps: int) -> list[RepRecord]:
+    """The repetitions whose per-step stalls can be used: measured, trusted, one per decode step."""
+    return [r for r in recs if r.stalls and r.stalls_error is None and r.stalls["reclaim"].size == steps]
+
+
+def guard_us(r: RepRecord) -> np.ndarray:
+    """Per step, the measured part of the waits for the OOM guard: waits x the repetition's median response."""
+    return r.stalls["guard_waits"] * float(r.kept.get("guard_response_us_median") or 0.0)
+
+
+def stall_figures(pr: PolicyReplay, recs: list[RepRecord], sim_t: np.ndarray) -> dict[str, Any] | None:
+    """Where the measured steps' time went (e2e/step_stalls.py), per step on average and at the tail (the steps
+    at or above each repetition's TPOT p99), and the simulation with the memory stalls it lacks added step by step
+    (reclaim + swap-in + the guard's response per wait): its p99 beside the measured one."""
+    usable = _stalled(recs, sim_t.size)
+    if not usable:
+        return None
+    mean = {k: float(np.mean([np.nanmean(r.stalls[k]) for r in usable])) for k in (*KINDS, "guard_waits")}
+    tail: dict[str, list[float]] = {k: [] for k in (*KINDS, "guard_waits", "guard", "tpot", "steps")}
+    pred, ratios = [], []
+    for r in usable:
+        t = tpot(pr, r.stall_us)
+        top = t >= np.percentile(t, 99)
+        for k in (*KINDS, "guard_waits"):
+            tail[k].append(float(np.nanmean(r.stalls[k][top])) if np.isfinite(r.stalls[k][top]).any() else 0.0)
+        tail["guard"].append(float(guard_us(r)[top].mean()))
+        tail["tpot"].append(float(t[top].mean()))
+        tail["steps"].append(float(top.sum()))
+        p = float(np.percentile(sim_t + memory_us(r.stalls) + guard_us(r), 99))
+        pred.append(p)
+        ratios.append(float(np.percentile(t, 99)) / p)
+    at_tail = {k: float(np.mean(v)) for k, v in tail.items()}
+    at_tail["rest_us"] = at_tail["tpot"] - pr.step_us - sum(at_tail[k] for k in (*KINDS, "guard"))
+    glitches = dict(zip(KINDS, np.sum([r.stalls["glitches"] for r in usable], axis=0).tolist()))
+    return {"reps": len(usable), "per_step_us": mean, "at_p99_steps": at_tail, "glitched_steps": glitches,
+            "guard_response_us_median": float(np.mean([r.kept.get("guard_response_us_median") or 0.0
+                                                       for r in usable])),
+            "sim_memory_tpot_p99_us": float(np.mean(pred)), "measured_to_sim_memory_p99": _geo(ratios).as_dict()}
+
+
 def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord], swap_in_us: float | None = None
                  ) -> dict[str, Any]:
     """A cell's figures; `swap_in_us` (one swap-in's measured cost) adds the simulation with swap-ins."""
@@ -174,6 +215,14 @@ def cell_figures(prep: Prepared, cell: Cell, recs: list[RepRecord], swap_in_us: 
             out[f"{key}_op_us"] = cal["op_us"]
             out[f"measured_to_{key}_sim_p99"] = _geo([f["p99_us"] / cal["tpot_p99_us"] for f in per_rep
                                                        if cal["tpot_p99_us"] > 0]).as_dict()
+    stalls = stall_figures(pr, recs, sim_t)
+    if stalls is not None:
+        out["stalls"] = stalls
+        out["sim_memory_tpot_p99_us"] = stalls["sim_memory_tpot_p99_us"]
+        out["measured_to_sim_memory_p99"] = stalls["measured_to_sim_memory_p99"]
+    elif recs:
+        out["stalls"] = {"reason": next((r.stalls_error for r in recs if r.stalls_error), None)
+                         or "no per-step stalls measured (setup.step_stalls says why)"}
     lo, hi = RATIO_BAND
     if math.isfinite(ratio.value) and not lo <= ratio.value <= hi:
         out["missing_cost"] = missing_cost(recs, prep.tiers, nbytes, len(sim_t))

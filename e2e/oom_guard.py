@@ -4,7 +4,10 @@ that reclaim cannot meet then fails instead of killing kvds, an in-kernel one wi
 a page fault by sleeping until the group frees memory or its limit rises. kvds is the group's only process, so
 nothing would wake it: this guard, a process outside the group, waits for the group's OOM notifications
 (`cgroup.event_control`) and on each raises the group's limit by one step, which wakes the fault, and counts the
-raises, so the squeeze that gave way is said, never hidden.
+raises, so the squeeze that gave way is said, never hidden. Each wait's time (CLOCK_MONOTONIC when the guard woke)
+and the guard's response (woken to limit written) are kept: kvds places the waits in its decode steps
+(e2e/step_stalls.py), and the response is the measured part of a waiting fault's sleep, which no delay counter
+holds.
 
 Run as `python -m e2e.oom_guard <group directory> <step bytes>`: prints "ready" once registered, and its counts as
 one JSON line when its stdin closes; a journaled worker (harness/knobs/workers.py): it dies with kvds. Its writes are
@@ -17,7 +20,9 @@ import os
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from harness.knobs import workers
 from harness.results import dumps
@@ -28,13 +33,13 @@ def _under_oom(group: Path) -> bool:
     return fields.get("under_oom") == "1"
 
 
-def guard(group: Path, step: int) -> dict[str, int]:
+def guard(group: Path, step: int) -> dict[str, Any]:
     """Wait for the group's OOM notifications and raise its limit `step` bytes on each, until stdin closes."""
     efd = os.eventfd(0, os.EFD_CLOEXEC)
     ctl = os.open(group / "memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
     (group / "cgroup.event_control").write_text(f"{efd} {ctl}")
     print("ready", flush=True)
-    counts = {"oom_waits": 0, "limit_raised_bytes": 0}
+    counts: dict[str, Any] = {"oom_waits": 0, "limit_raised_bytes": 0, "wait_at_ns": [], "response_ns": []}
     while True:
         ready, _, _ = select.select([efd, 0], [], [])
         if 0 in ready and not os.read(0, 4096):
@@ -42,6 +47,7 @@ def guard(group: Path, step: int) -> dict[str, int]:
         if efd not in ready:
             continue
         os.eventfd_read(efd)
+        woke = time.monotonic_ns()
         try:
             if not _under_oom(group):  # the group's removal signals too
                 continue
@@ -51,6 +57,8 @@ def guard(group: Path, step: int) -> dict[str, int]:
             return counts
         counts["oom_waits"] += 1
         counts["limit_raised_bytes"] += step
+        counts["wait_at_ns"].append(woke)
+        counts["response_ns"].append(time.monotonic_ns() - woke)
 
 
 class GuardProcess:
@@ -68,8 +76,9 @@ class GuardProcess:
             self.proc.wait()
             raise OSError(f"the OOM guard of {group} did not start ({line or 'no output'})")
 
-    def stop(self) -> dict[str, int]:
-        """End the guard; its counts (raises of the group's limit, bytes raised)."""
+    def stop(self) -> dict[str, Any]:
+        """End the guard; its counts (raises of the group's limit, bytes raised) and each wait's time and response
+        (ns lists `wait_at_ns`, `response_ns`)."""
         out, _ = self.proc.communicate(timeout=30)
         return json.loads(out.strip().splitlines()[-1])
 

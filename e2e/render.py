@@ -21,6 +21,9 @@ def e2e(s: E2eSummary) -> None:
         print(f"one swap-in measured at {cost['swap_in_us']:.1f} us ({cost['major_faults']} major faults of "
               f"{cost['pages']} pages paged out{'' if cost.get('valid') else ': not swap-ins, no sim + swap-ins'})")
     print(table.text(table.HEADERS, table.factorial_rows(s.cells, s.order)))
+    print(f"where the time went, measured per decode step (ms; {st.get('step_stalls', 'not recorded')}):")
+    for name, c in table.in_design_order(s.cells, s.order):
+        print(f"  {name}: {table.tail_text(c)}")
     print()
     print("effects, paired by repetition (mean [95% t interval])")
     print(table.text(table.EFFECT_HEADERS, table.effect_rows(s.effects)))

@@ -26,6 +26,8 @@ def render(ctx: ReportContext) -> None:
                      f"{s.setup.get('mm_intent', 'not recorded')}; load average at the start "
                      f"{', '.join(f'{x:.2f}' for x in s.load.get('start', {}).get('loadavg', []))}.")
         ctx.doc.table(table.HEADERS, table.factorial_rows(s.cells, s.order))
+        ctx.doc.table(["cell", "where the time went, measured per decode step (ms)"],
+                      [[name, table.tail_text(c)] for name, c in table.in_design_order(s.cells, s.order)])
         ctx.doc.table(table.EFFECT_HEADERS, table.effect_rows(s.effects))
         for name, g in s.goals.items():
             ctx.doc.para(f"Goal {name}: {g['line']}")

@@ -4,6 +4,7 @@ applied between steps, and progress (steps done, current cell, ETA). Unmeasured 
 cell go before the measured ones."""
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,11 +14,13 @@ import numpy as np
 
 from harness.progress import progress, say
 from harness.stats import alternating_order
+from kv_policy import simulator as sim
 from kv_policy.replay.execute import execute
 from kv_policy.replay.slot_io import Background, SlotIO
 from e2e.cells import Cell, Prepared
 from e2e.mm_register import Registration
-from e2e.stack import Stack, beyond_arena, counters, memory_state
+from e2e.stack import Stack, beyond_arena, counters, delayacct_on, memory_state
+from e2e.step_stalls import StepStalls
 from e2e.tenants import Intensity, SpillTenant, writer_argv
 
 PROGRESS_EVERY = 50       # steps between progress updates
@@ -44,6 +47,62 @@ class RepRecord:
     # limit was set and at the repetition's end (where the arena's pages were)
     owner_in_group: bool | None = None   # kvds sat in the squeezed group (e2e/stack.py Squeeze says why it matters)
     kept: dict[str, Any] = field(default_factory=dict)  # how it was kept there (e2e/stack.py Keeper.end)
+    stalls: dict[str, np.ndarray] = field(default_factory=dict)  # per decode step, where kvds waited
+    # (e2e/step_stalls.py: reclaim, swapin, blkio us; guard_waits); empty when the host cannot say
+    stalls_error: str | None = None      # why this repetition's stalls are not to be trusted
+
+
+class Stopped(Exception):
+    """The replay thread was told to stop (kvds is unwinding: a signal, an error)."""
+
+
+class ReplayThread:
+    """The replay runs in a thread created for the repetition, not in kvds's main thread: the kernel gives a task
+    a delay-accounting record only if `kernel.task_delayacct` is on when the task is created, and kvds's main thread
+    predates the switch (measured on this host: 2,048 swap-ins of the main thread, swap-in delay 0). Create it
+    outside the squeezed group (its kernel stack is charged to the group it is created in) and `go` once kvds is
+    back in the group; `join` waits for it, and if kvds unwinds meanwhile (SIGINT, SIGTERM) tells it to stop at
+    its next step and waits for that before the arena goes."""
+
+    JOIN_AFTER_STOP_S = 120.0
+
+    def __init__(self, fn: Any, driver: Driver) -> None:
+        self.fn, self.driver = fn, driver
+        self.stop, self.ready, self.done = threading.Event(), threading.Event(), threading.Event()
+        driver.stop = self.stop
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="e2e-replay", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.ready.wait()
+            if not self.stop.is_set():
+                self.result = self.fn()
+        except BaseException as exc:  # handed to the main thread by join
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def go(self) -> None:
+        self.ready.set()
+
+    def join(self) -> Any:
+        """The replay's result (its error raised here). Waits on an event, not Thread.join: a Thread.join that a
+        signal interrupts can leave CPython believing the thread has ended while it still runs (Python 3.11)."""
+        try:
+            while not self.done.wait(1.0):
+                pass
+        except BaseException:
+            self.stop.set()
+            self.ready.set()
+            self.done.wait(self.JOIN_AFTER_STOP_S)
+            raise
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
 
 
 class Driver:
@@ -51,18 +110,26 @@ class Driver:
     next step published for spill scheduler v2, and the progress line."""
 
     def __init__(self, st: Stack, sched: dict[int, list[tuple[int, np.ndarray]]], step_us: float, tick,
-                 reg: Registration | None = None, classes: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
-                 ) -> None:
+                 reg: Registration | None = None, classes: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+                 stalls: StepStalls | None = None) -> None:
         self.st, self.sched, self.step_us, self.tick = st, sched, step_us, tick
-        self.reg, self.classes = reg, classes or {}
+        self.reg, self.classes, self.stalls = reg, classes or {}, stalls
         self.done = 0
         self.madvised = 0
         self.errors: list[str] = []
 
+    stop: threading.Event | None = None   # set: the replay thread stops at its next step (ReplayThread)
+
     def step_begin(self, step: int) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise Stopped(f"the replay stopped before step {step}")
         self.st.slack.step_begin()
+        if self.stalls is not None:
+            self.stalls.begin(step)
 
     def step_end(self, step: int, next_step: int | None) -> None:
+        if self.stalls is not None:
+            self.stalls.end(step)
         for advice, slots in self.sched.get(step, ()):
             errs = self.st.arena.madvise(slots, advice)
             self.madvised += int(slots.size)
@@ -136,13 +203,16 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
          tick: Any) -> tuple[RepRecord, dict[str, Any]]:
     """One cell repetition on a fresh squeeze: its record and its command line."""
     pr = prep.work[cell.policy]
+    if st.delays is not None:
+        st.delays_on()  # before kvds enters the squeezed group: opening a /proc file charges it there
     sq = st.fresh_squeeze()
     argv = writer_argv(st.device.path, st.sizes.replay_bytes, st.sizes.spill_bytes, it, prep.mapping_of(cell),
                        TENANT_SECONDS, scratch, st.shm, max(rep, 0))
     reg = Registration(prep.mapping, st.arena.address, st.sizes.slot_bytes, st.sizes.arena_slots) \
         if mm_intent and cell.intents else None
+    stalls = StepStalls(st.delays.task, decode_steps(pr.plan)) if st.delays is not None else None
     driver = Driver(st, prep.schedule[cell.policy] if cell.intents else {}, pr.step_us, tick, reg,
-                    prep.classes[cell.policy])
+                    prep.classes[cell.policy], stalls)
     bg = Background()   # per repetition: its pending I/O is done before the arena goes
     before, retries = counters(st), SlotIO.enomem_retries
     t0 = time.monotonic()
@@ -150,8 +220,11 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
         tenant = SpillTenant(argv, st.cap)
         bg.submit(int).result()  # and the background thread: its kernel stack is charged there too (a thread
         # started in a full squeezed group fails with ENOMEM when reclaim cannot meet the charge)
+        replay = ReplayThread(lambda: execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver),
+                              driver)
     try:
-        run = execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver)
+        replay.go()
+        run = replay.join()
     finally:
         sq.lift()  # the squeeze is over: the tear-down's reads must not meet a full group
         tenant.stop()
@@ -162,12 +235,29 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
     delta["io_enomem_retries"] = SlotIO.enomem_retries - retries  # O_DIRECT calls that faulted their buffer first
     memory = {"at_limit": sq.at_limit, "at_end": beyond_arena(memory_state(sq.memcg), st.sizes.arena_bytes)}
     kept = st.end_squeeze()
+    wait_at, response = kept.pop("wait_at_ns", []), kept.pop("response_ns", [])
+    if response:
+        kept["guard_response_us_median"] = float(np.median(response)) / 1e3
+        kept["guard_response_us_max"] = float(np.max(response)) / 1e3
     med, p99, n, mean = _ops(run.op_us)
     rec = RepRecord(cell.name, rep, run.step_latency_us, med, p99, n, run.waits, delta, secs, driver.madvised,
                     tenant.argv, registered, mean, memory, sq.owner_in_group, kept)
+    if stalls is not None:
+        rec.stalls = stalls.arrays(wait_at)
+        if not delayacct_on():
+            rec.stalls_error = "kernel.task_delayacct was switched off during the repetition (by another process)"
+        elif rec.stalls["reclaim"].size != run.step_latency_us.size:
+            rec.stalls_error = (f"{rec.stalls['reclaim'].size} steps' stalls for {run.step_latency_us.size} decode "
+                                "steps")
     cmd = {"cell": cell.name, "rep": rep, "writer": tenant.argv, "memory_limit_bytes": sq.limit_bytes,
            **({"madvise_errors": driver.errors} if driver.errors else {})}
     return rec, cmd
+
+
+def decode_steps(plan: Any) -> frozenset[int]:
+    """The steps whose latency the replay records (kv_policy/replay/execute.py: a step with a decode-critical
+    access), so per-step stalls line up with the step latencies."""
+    return frozenset(np.unique(plan.step[plan.charge == sim.DC_ACCESS]).tolist())
 
 
 def _eta(t0: float, done: int, total: int) -> str:

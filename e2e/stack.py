@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness import knobs
-from harness.errors import UserError
+from harness.errors import Unavailable, UserError
 from io_priority.device import Device, Layout
 from kernel_vm import swap_backend
 from kernel_vm.arena import Arena
@@ -132,6 +132,8 @@ class Stack:
     shm: Path
     slack: SlackPage
     swap_in: dict[str, Any] = field(default_factory=dict)  # one swap-in's cost on this swap (e2e/swapin_cost.py)
+    delays: Any = None          # the delay-accounting query (ebpf.taskstats.DelayQuery; e2e/step_stalls.py)
+    delays_why: str | None = None   # why there is no such query on this host
     squeeze: Squeeze | None = None   # the current repetition's (fresh_squeeze)
     squeezes: int = 0
 
@@ -139,6 +141,10 @@ class Stack:
     def arena(self) -> Arena:
         assert self.squeeze is not None, "no repetition's squeeze is set up"
         return self.squeeze.arena
+
+    def delays_on(self) -> None:
+        """Re-assert delay accounting for the next repetition (delayacct_on says why)."""
+        knobs.sysctl(DELAYACCT, 1)
 
     def fresh_squeeze(self) -> Squeeze:
         """The next repetition's squeeze (Squeeze says why one per repetition)."""
@@ -175,6 +181,8 @@ class Stack:
         undoes the rest."""
         self.slack.close()
         self.io.close()
+        if self.delays is not None:
+            self.delays.close()
         self.end_squeeze()
         return self.hog.stop()
 
@@ -279,8 +287,35 @@ def build(sizes: Sizes, work: Path, scheduler: str, it: Intensity, interval_ns: 
     main.add_pid(os.getpid())
     hog = MemoryHog(it, knobs.create_cgroup("e2e-hog", ("memory",)))
     shm = knobs.create_file(Path("/dev/shm") / f"kvds-e2e-slack-{os.getpid()}", 4096)
+    delays, why = step_delays()
     return Stack(sizes, device, sched, swap.device, SlotIO(dev, sizes.slot_bytes), main, hog,
-                 spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns), swap_in)
+                 spill_cap(device.dev_t, it.spill_mbps), shm, SlackPage(shm, interval_ns), swap_in, delays, why)
+
+
+DELAYACCT = "kernel.task_delayacct"
+
+
+def step_delays() -> tuple[Any, str | None]:
+    """The per-step delay query (e2e/step_stalls.py), with delay accounting switched on through the journal; or
+    None and why this host cannot answer (no TASKSTATS family, no CAP_NET_ADMIN). Opened here, outside every
+    squeezed group."""
+    from ebpf.taskstats import DelayQuery, TaskstatsClient  # the eBPF track's taskstats (a raw genetlink query)
+
+    try:
+        knobs.sysctl(DELAYACCT, 1)
+    except OSError as exc:
+        return None, f"delay accounting cannot be switched on ({exc})"
+    try:
+        with TaskstatsClient() as client:
+            return DelayQuery(client), None
+    except Unavailable as exc:
+        return None, str(exc)
+
+
+def delayacct_on() -> bool:
+    """Delay accounting is host-wide: another kvds process that found it off switches it off again when it ends,
+    so every repetition re-asserts it and checks it at its end."""
+    return knobs.read_knob(f"/proc/sys/{DELAYACCT.replace('.', '/')}") == "1"
 
 
 def _stat(cg: knobs.Cgroup) -> dict[str, int]:

@@ -56,6 +56,14 @@ class CellFigures(StoredSummary):
     # swap-in's measured cost (e2e.swapin_cost; setup.swap_in_cost)
     sim_swap_in_tpot_p99_us: float | None = None  # the simulated TPOT p99 with that term
     measured_to_sim_swap_in_p99: dict[str, Any] | None = None  # measured / that prediction (geometric mean)
+    stalls: dict[str, Any] | None = None        # where the steps' time went, measured per decode step
+    # (e2e/step_stalls.py, taskstats): `per_step_us` (reclaim, swapin, blkio us; guard_waits count) on average,
+    # `at_p99_steps` the same over each repetition's steps at or above its TPOT p99 (with their mean `tpot`, the
+    # guard's measured response `guard`, and `rest_us`: TPOT less compute and every stall), the guard's median
+    # response; `reason` alone when not measured
+    sim_memory_tpot_p99_us: float | None = None  # the simulation with each step's measured memory stalls added
+    # (reclaim + swap-in + guard waits x response): its TPOT p99, averaged over repetitions
+    measured_to_sim_memory_p99: dict[str, Any] | None = None  # measured / that prediction (geometric mean)
     refaults: dict[str, Any] | None = None      # anonymous pages of the squeezed group read back after reclaim took
     # them (memory.stat workingset_refault_anon), per repetition
     squeeze_per_rep: list[dict[str, Any]] | None = None  # each repetition's squeeze at work (e2e.figures.squeeze_row):

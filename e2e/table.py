@@ -9,6 +9,7 @@ from harness.report import fmt
 HEADERS = ["cell", "TPOT p50 (ms)", "TPOT p99 (ms)", "high-prio SLO", "goodput (tok/s)", "prefill tok recomputed",
            "slow-tier MiB", "swap-ins", "swap-ins per rep", "sim TPOT p99 (ms)", "measured / sim p99", "missing cost (>2x apart)",
            "sim + swap-ins p99 (ms)", "measured / (sim + swap-ins)",
+           "sim + measured memory stalls p99 (ms)", "measured / (sim + memory stalls)",
            "calibrated sim p99 (ms)", "measured / calibrated", "measured / calibrated on means"]
 EFFECT_HEADERS = ["metric", "policy alone", "mechanisms alone", "interaction", "whole stack vs reference"]
 EFFECT_LABELS = {"tpot_p99_ms": "TPOT p99 (ms)", "slo_high_points": "high-prio SLO (points)",
@@ -55,11 +56,30 @@ def factorial_rows(cells: dict[str, dict[str, Any]], order: list[list[Any]] | No
                      fmt.number((c.get("sim_swap_in_tpot_p99_us") or float("nan")) / 1e3, ".3g",
                                 why="swap-in cost not measured"),
                      fmt.estimate(c.get("measured_to_sim_swap_in_p99")),
+                     fmt.number((c.get("sim_memory_tpot_p99_us") or float("nan")) / 1e3, ".3g",
+                                why=(c.get("stalls") or {}).get("reason") or "stalls not measured"),
+                     fmt.estimate(c.get("measured_to_sim_memory_p99")),
                      fmt.number((c.get("calibrated_sim_tpot_p99_us") or float("nan")) / 1e3, ".3g",
                                 why="no op measured"),
                      fmt.estimate(c.get("measured_to_calibrated_sim_p99")),
                      fmt.estimate(c.get("measured_to_calibrated_mean_sim_p99"))])
     return rows
+
+
+def tail_text(c: dict[str, Any]) -> str:
+    """Where the cell's slowest steps' time went (its `stalls`, e2e/step_stalls.py), in ms per step: the steps at
+    or above each repetition's TPOT p99, then every step on average."""
+    st = c.get("stalls") or {}
+    if "at_p99_steps" not in st:
+        return st.get("reason") or "not measured"
+    t, m = st["at_p99_steps"], st["per_step_us"]
+    return (f"p99 steps (TPOT {t['tpot'] / 1e3:.2f} ms): reclaim {t['reclaim'] / 1e3:.2f}, swap-in "
+            f"{t['swapin'] / 1e3:.2f}, block I/O wait {t['blkio'] / 1e3:.2f}, run queue {t['cpu'] / 1e3:.2f}, guard "
+            f"waits {t['guard_waits']:.1f} x {st['guard_response_us_median']:.0f} us, rest {t['rest_us'] / 1e3:.2f}; "
+            f"every step: reclaim {m['reclaim'] / 1e3:.2f}, swap-in {m['swapin'] / 1e3:.2f}, block I/O "
+            f"{m['blkio'] / 1e3:.2f}, run queue {m['cpu'] / 1e3:.2f}, guard waits {m['guard_waits']:.2f}"
+            + ("" if not any((st.get("glitched_steps") or {}).values()) else
+               f"; glitched counters dropped: {st['glitched_steps']}"))
 
 
 def effect_rows(effects: dict[str, dict[str, Any]]) -> list[list[str]]:

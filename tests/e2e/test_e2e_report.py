@@ -37,8 +37,13 @@ def test_the_first_table_of_the_report_is_the_factorial_table(tmp_path: Path) ->
     rows = [x for x in md.splitlines() if x.startswith("| LRU / no intents")]
     assert rows and "30 [27, 33]" in rows[0]  # TPOT p99 in ms with its interval
     # the rows in the design's order, reference first, though summary.json stores the cells' keys sorted
-    table_rows = [x.split(" | ")[0].lstrip("| ") for x in md.splitlines() if x.startswith("| LRU /")
-                  or x.startswith("| ExpectedNextUse /")]
+    lines = md.splitlines()
+    start = lines.index(first)
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    table_rows = [x.split(" | ")[0].lstrip("| ") for x in lines[start + 2:end]]
     assert table_rows == [c.name for c in grid], table_rows
+    # then where each cell's time went (its stalls; "not measured" here: the summary has none)
+    stalls = next(i for i, x in enumerate(lines) if x.startswith("| cell | where the time went"))
+    assert stalls > end and lines[stalls + 2].startswith("| LRU / no intents | not measured")
     verdicts = json.loads(paths["json"].read_text())["verdicts"]
     assert [v["e2e tpot_p99_ratio"] for v in verdicts.values()] == [line]

@@ -40,6 +40,7 @@ def test_the_four_cells_run_and_leave_nothing(kvds_env: dict[str, str]) -> None:
     work = Path(kvds_env["KVDS_WORK_DIR"])
     work.mkdir(parents=True, exist_ok=True)
     swaps = sorted(active_swaps())
+    delayacct = Path("/proc/sys/kernel/task_delayacct").read_text()
     unkillable = subprocess.run(["sh", "-c", "echo -1000 > /proc/self/oom_score_adj"],
                                 capture_output=True).returncode == 0
     # what keeps kvds in its squeezed groups here (e2e/stack.py keeper): unkillable, else on cgroup v1 the guard
@@ -67,6 +68,12 @@ def test_the_four_cells_run_and_leave_nothing(kvds_env: dict[str, str]) -> None:
         assert c["sim_tpot_p99_us"] > 0 and c["measured_to_sim_p99"]["value"] > 0, name
         # the simulation with swap-ins adds their measured cost (the squeeze acted: swap-ins > 0 above)
         assert s["setup"]["swap_in_cost"]["valid"] and c["sim_swap_in_tpot_p99_us"] > c["sim_tpot_p99_us"], name
+        # where the time went, per decode step (e2e/step_stalls.py): measured in every repetition (the replay runs
+        # in a thread created with delay accounting on); the squeeze's swap-ins show as the replay thread's swap-in
+        # delay, and the simulation with each step's memory stalls added predicts at least the plain p99
+        st = c["stalls"]
+        assert st["reps"] == 2 and st["per_step_us"]["swapin"] > 0 and st["per_step_us"]["reclaim"] > 0, (name, st)
+        assert c["sim_memory_tpot_p99_us"] >= c["sim_tpot_p99_us"], name
     # the intent cells' ioprio classes came from the mapping, the others' from none
     assert s["setup"]["io_classes"]["LRU / intents"]["critical_read"] == "rt/0"
     assert s["setup"]["io_classes"]["LRU / no intents"]["critical_read"] == "None"
@@ -83,6 +90,7 @@ def test_the_four_cells_run_and_leave_nothing(kvds_env: dict[str, str]) -> None:
     assert all(g["status"] == "inconclusive" for g in s["goals"].values())  # two repetitions: no interval
     assert _host_state(proc.pid, work) == {"loops": [], "cgroups": [], "swaps": swaps, "journals": [],
                                            "scratch": []}
+    assert Path("/proc/sys/kernel/task_delayacct").read_text() == delayacct  # the journal switched it back
     # the report leads with the factorial table: its first table
     out_dir = work.parent / "report"
     rep = subprocess.run([*KVDS, "report", json.loads(out)["run"], "--out", str(out_dir)], cwd=REPO, env=kvds_env,
