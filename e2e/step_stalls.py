@@ -4,7 +4,8 @@ replay's waits for it, which no delay counter holds) read at the start and the e
 - `reclaim`: the squeezed group's reclaim that kvds's own faults and charges ran (taskstats "freepages": memcg
   reclaim goes through do_try_to_free_pages), including the failed attempts before a fault waits for the guard;
 - `swapin`: kvds's reads of reclaimed arena pages (each a zram read, and its decompression);
-- `blkio`: waits on block I/O (the slow tier's O_DIRECT reads and writes, and queueing behind the spill tenant);
+- `blkio`: every io_schedule wait: the slow tier's O_DIRECT reads and writes (queueing behind the spill tenant
+  included) and waits on a page that is locked or under writeback (a swap-in or a pageout in flight);
 - `cpu`: time runnable but waiting for a CPU (the run queue: the shared host's other work, measured per step).
 Plus the OOM guard's waits that fell inside the step (their times come from the guard, e2e/oom_guard.py): the
 sleep of a fault waiting for the guard is in no delay counter, so the guard's own response time is its measured
