@@ -15,7 +15,7 @@ import numpy as np
 from harness.progress import progress, say
 from harness.stats import alternating_order
 from kv_policy import simulator as sim
-from kv_policy.replay.execute import execute
+from kv_policy.replay.execute import Columns, Timings, execute
 from kv_policy.replay.slot_io import Background, SlotIO
 from e2e.cells import Cell, Prepared
 from e2e.mm_register import Registration
@@ -144,11 +144,11 @@ class Driver:
             self.tick(PROGRESS_EVERY)
 
 
-def _ops(op_us: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float], dict[str, int],
+def _ops(op_us: dict[str, np.ndarray]) -> tuple[dict[str, float], dict[str, float], dict[str, int],
                                                 dict[str, float]]:
     med, p99, n, mean = {}, {}, {}, {}
     for name, vals in op_us.items():
-        if vals:
+        if len(vals):
             a = np.asarray(vals)
             med[name], p99[name], n[name] = float(np.median(a)), float(np.percentile(a, 99)), int(a.size)
             mean[name] = float(a.mean())
@@ -162,6 +162,7 @@ def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Inten
     warm-up records, the measured records and the commands started, in run order. `mm_intent`: the intent cells
     also register their slots' classes (the kernel has the registry)."""
     by_name = {c.name: c for c in cells}
+    cols = {p: Columns.of(w.plan) for p, w in prep.work.items()}  # once, in kvds's own group (Columns says why)
     order = [(-1 - w, cells[0].name) for w in range(warmup)] + alternating_order([c.name for c in cells], reps)
     steps = prep.steps()
     total = steps * len(order)
@@ -181,7 +182,7 @@ def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Inten
                     tick.steps += n
                 tick.steps = 0  # type: ignore[attr-defined]
                 bar.update(description=f"{label}: {_eta(t_start, done_steps, total)}")
-                rec, cmd = _one(prep, by_name[name], rep, st, it, scratch, mm_intent, tick)
+                rec, cmd = _one(prep, by_name[name], rep, st, it, scratch, mm_intent, tick, cols)
                 records.append(rec)
                 commands.append(cmd)
                 bar.advance(steps - tick.steps)  # type: ignore[attr-defined]
@@ -200,17 +201,20 @@ def run_cells(prep: Prepared, cells: list[Cell], reps: int, st: Stack, it: Inten
 
 
 def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch: Path, mm_intent: bool,
-         tick: Any) -> tuple[RepRecord, dict[str, Any]]:
-    """One cell repetition on a fresh squeeze: its record and its command line."""
+         tick: Any, cols: dict[str, Columns]) -> tuple[RepRecord, dict[str, Any]]:
+    """One cell repetition on a fresh squeeze: its record and its command line. What the replay writes into
+    (Timings, the step stalls) is allocated before the squeeze, so the squeezed group holds the arena and as
+    little else as kvds can manage (`beyond_arena` per repetition says how much)."""
     pr = prep.work[cell.policy]
     if st.delays is not None:
         st.delays_on()  # before kvds enters the squeezed group: opening a /proc file charges it there
+    timings = Timings.of(pr.plan)
+    stalls = StepStalls(st.delays.task, decode_steps(pr.plan)) if st.delays is not None else None
     sq = st.fresh_squeeze()
     argv = writer_argv(st.device.path, st.sizes.replay_bytes, st.sizes.spill_bytes, it, prep.mapping_of(cell),
                        TENANT_SECONDS, scratch, st.shm, max(rep, 0))
     reg = Registration(prep.mapping, st.arena.address, st.sizes.slot_bytes, st.sizes.arena_slots) \
         if mm_intent and cell.intents else None
-    stalls = StepStalls(st.delays.task, decode_steps(pr.plan)) if st.delays is not None else None
     driver = Driver(st, prep.schedule[cell.policy] if cell.intents else {}, pr.step_us, tick, reg,
                     prep.classes[cell.policy], stalls)
     bg = Background()   # per repetition: its pending I/O is done before the arena goes
@@ -220,8 +224,8 @@ def _one(prep: Prepared, cell: Cell, rep: int, st: Stack, it: Intensity, scratch
         tenant = SpillTenant(argv, st.cap)
         bg.submit(int).result()  # and the background thread: its kernel stack is charged there too (a thread
         # started in a full squeezed group fails with ENOMEM when reclaim cannot meet the charge)
-        replay = ReplayThread(lambda: execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver),
-                              driver)
+        replay = ReplayThread(lambda: execute(pr.plan, st.arena, st.io, bg, prep.io(cell), pr.step_us, driver,
+                                              cols[cell.policy], timings), driver)
     try:
         replay.go()
         run = replay.join()

@@ -34,10 +34,15 @@ class StepStalls:
     thread, whose own delays it reads."""
     query: Callable[[int], dict[str, int] | None]     # a task's delay totals (DelayQuery.task)
     dc_steps: frozenset[int]
-    rows: list[tuple[int, int, int, int, int]] = field(default_factory=list)  # t0, t1 (ns), reclaim, swapin, blkio
+    rows: np.ndarray = field(init=False)  # per decode step: t0, t1 (ns), then each of KINDS (ns); allocated and
+    # written here, before any squeeze (the replay then allocates nothing per step)
+    n: int = 0
     _t0: int = 0
     _d0: dict[str, int] | None = None
     _tid: int = 0
+
+    def __post_init__(self) -> None:
+        self.rows = np.full((len(self.dc_steps), 2 + len(KINDS)), -1, dtype=np.int64)
 
     def begin(self, step: int) -> None:
         if step in self.dc_steps:
@@ -53,13 +58,17 @@ class StepStalls:
         if d1 is None:
             raise OSError(f"taskstats has no record of the replay thread (tid {self._tid}) any more")
         d0, self._d0 = self._d0, None
-        self.rows.append((self._t0, t1, *(d1[k] - d0[k] for k in KINDS)))
+        row = self.rows[self.n]
+        row[0], row[1] = self._t0, t1
+        for i, k in enumerate(KINDS):
+            row[2 + i] = d1[k] - d0[k]
+        self.n += 1
 
     def arrays(self, guard_waits_ns: list[int] | None = None) -> dict[str, np.ndarray]:
         """Per decode step: each delay (us; NaN where the counter moved by more than the step lasted, see
         `glitches`), the step's begin and end (monotonic ns) and, given the guard's wait times, how many of its waits
         fell inside the step."""
-        a = np.asarray(self.rows, dtype=np.int64).reshape(-1, 2 + len(KINDS))
+        a = self.rows[:self.n]
         out = {k: a[:, 2 + i] / 1e3 for i, k in enumerate(KINDS)}
         out["t0_ns"], out["t1_ns"] = a[:, 0], a[:, 1]
         out["glitches"] = drop_glitches(out, (a[:, 1] - a[:, 0]) / 1e3)

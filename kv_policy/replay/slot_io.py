@@ -34,13 +34,15 @@ class SlotIO:
 
     Every transfer is staged through a page-aligned buffer of the calling thread's own (a read lands there and is
     copied into the arena's slot; a write copies the slot there first), never DMA'd straight into or out of the
-    arena: an O_DIRECT call pins its buffer's pages through GUP, which marks them accessed, and in a squeezed arena
-    whose slots are pinned over and over the group's reclaim stops meeting charges (measured on this host, cgroup v1, a 2,398-slot arena of 8 KiB slots squeezed 10%, 36,000
-    random spill writes straight from the arena: 133-272 charges reclaim could not meet (faults waiting for e2e's OOM
-    guard) and 118-236 transfers failing ENOMEM in four runs; staged, 0 and 0 in two, with more swap-ins, 9,368-9,396
-    against 5,050-7,750: the squeeze held; tests/e2e/test_e2e_squeeze_keeps_owner.py). The copy is inside the timed
-    call: a reclaimed slot's pages come back through the copy, as a fault charged to the replay. Real engines stage
-    too (a pinned host buffer between the device and their pageable KV pool)."""
+    arena: the fast tier stands for an engine's pageable KV pool, and real engines stage transfers through a pinned
+    buffer of their own too. Handed the arena's pages, the kernel pins them for the call (GUP, which marks them
+    accessed) and must first fault back in those a squeeze took, which against a full memory group fails with
+    ENOMEM (measured on this host, cgroup v1, a 2,398-slot arena of 8 KiB slots squeezed 10%, 36,000 random spills
+    straight from the arena: 118-236 ENOMEM retries in 5 of 8 runs, none in the other 3; staged, none in any, and
+    tests/e2e/test_e2e_squeeze_keeps_owner.py holds that). Whether pinning also makes the group's reclaim give up
+    (faults waiting for e2e's OOM guard: 133-272 pinned in those 5 runs, but 0-299 staged) was not settled. The copy
+    is inside the timed call: a reclaimed slot's pages come back through the copy, as a fault charged to the
+    replay."""
 
     def __init__(self, path: str, slot_bytes: int) -> None:
         self.fd = os.open(path, os.O_RDWR | os.O_DIRECT)

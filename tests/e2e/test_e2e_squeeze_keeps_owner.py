@@ -130,17 +130,12 @@ SPILLS = """
 """
 
 
-def test_staged_spills_keep_the_squeeze_where_pinned_arena_pages_break_it(tmp_path: Path,
-                                                                          kvds_env: dict[str, str]) -> None:
-    """kv_policy/replay/slot_io.py SlotIO stages every O_DIRECT transfer through a buffer of its own: handed the
-    arena's pages, the kernel pins them (GUP marks them accessed), the squeezed arena ends up all active and the
-    group's reclaim fails (faults wait for the guard, transfers fail ENOMEM); staged, reclaim keeps working."""
-    if subprocess.run(["sh", "-c", "echo -1000 > /proc/self/oom_score_adj"], capture_output=True).returncode == 0:
-        pytest.skip("kvds can be made unkillable here: no guard counts the charges reclaim could not meet")
-    pinned = _run("STAGED = False\n" + textwrap.dedent(SPILLS), tmp_path, kvds_env)
-    staged = _run("STAGED = True\n" + textwrap.dedent(SPILLS), tmp_path, kvds_env)
-    assert pinned["kept_by"] == staged["kept_by"] == "oom_guard", (pinned, staged)
-    # measured on this host, 36,000 spills: pinned 133-272 waits and 118-236 ENOMEM retries (four runs; at 18,000
-    # 0-121, sometimes none), staged 0 and 0
-    assert pinned["oom_waits"] > 0 and pinned["enomem_retries"] > 0, pinned
-    assert staged["oom_waits"] < pinned["oom_waits"] and staged["enomem_retries"] == 0, (pinned, staged)
+def test_staged_transfers_never_fail_for_want_of_memory(tmp_path: Path, kvds_env: dict[str, str]) -> None:
+    """kv_policy/replay/slot_io.py SlotIO stages every O_DIRECT transfer through a buffer of its own: the kernel pins
+    that buffer, always resident, instead of arena pages the squeeze may have taken, so no transfer has to fault its
+    buffer in against a full group and fail with ENOMEM. Handed the arena's own pages (what SlotIO did before), 36,000
+    random spills from the arena squeezed 10% met 118-236 ENOMEM retries in 5 of 8 runs on this host and none in the
+    other 3 (the group's reclaim varies run to run), so the old way is described here, not asserted."""
+    got = _run("STAGED = True\n" + textwrap.dedent(SPILLS), tmp_path, kvds_env)
+    assert got["kept_by"] in ("oom_score_adj", "oom_guard"), got
+    assert got["enomem_retries"] == 0, got
