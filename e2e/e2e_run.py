@@ -189,7 +189,8 @@ def run(cfg: E2eConfig) -> Filed[E2eSummary]:
              "squeeze": "per cell repetition: a fresh memory cgroup holding a fresh arena, limited to the arena "
                         "less the squeeze",
              "swap_in_cost": st.swap_in,
-             "step_stalls": ("the replay thread's taskstats delays (reclaim, swap-in, block I/O) around every decode step, "
+             "step_stalls": ("the replay thread's taskstats delays (reclaim, swap-in, block I/O, run queue) around every "
+                             "decode step, "
                              "and the OOM guard's waits placed in them (e2e/step_stalls.py)") if st.delays is not None
              else f"not measured: {st.delays_why}",
              "arena_bytes": sizes.arena_bytes, "slot_bytes": sizes.slot_bytes, "mapping": prep.mapping.as_dict(),

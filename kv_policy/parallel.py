@@ -3,16 +3,23 @@
 A whole serving trace (the Mooncake conversation trace: ~70M events) takes minutes per Python-loop policy, and the
 policies are independent: on 2 cores two of them run at once. Workers are forked after the trace is built, so its
 columns are shared copy-on-write, not copied (each worker's own footprint is its policy's state and, for the compiled
-loop, its heap and keys); each worker runs one policy and exits (maxtasksperchild=1), returning the policy's metrics
-only, so the memory a finished policy held goes back to the system. The slowest rows (the Python loop) start first.
-The metrics are those of the same simulation run in this process: a worker runs the same code on the same trace.
+loop, its heap and keys); each worker runs one policy and exits, returning the policy's metrics only through a pipe,
+so the memory a finished policy held goes back to the system. The slowest rows (the Python loop) start first. The
+metrics are those of the same simulation run in this process: a worker runs the same code on the same trace.
+
+Every worker is forked here, from the caller's thread, at most `jobs` alive at once. multiprocessing.Pool with
+maxtasksperchild=1 forked its replacements from its worker-handler thread and could start one after its terminate()
+had collected the workers to signal: `kvds run --quick`'s sweep then waited for an idle worker forever (seen once in
+CI on this host, 2026-12-03, the parent in waitpid, the worker on the task queue's lock, 16 minutes).
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
-from typing import Callable
+import traceback
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable
 
 from kv_policy import simulator_fast
 from kv_policy.metrics import run_metrics
@@ -52,6 +59,21 @@ def _one(spec: str) -> tuple[str, dict]:
     return spec, run_metrics(simulate(trace, build(spec), tiers), trace)
 
 
+def _child(spec: str, out: Connection) -> None:
+    """A worker: one policy's metrics, or the error that stopped it, sent up its pipe."""
+    _worker_start()
+    try:
+        out.send(("ok", _one(spec)[1]))
+    except BaseException as exc:  # handed to the parent, which raises it
+        out.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    finally:
+        out.close()
+
+
+class WorkerError(RuntimeError):
+    """A policy's worker failed (its traceback is in the message) or died without an answer."""
+
+
 def slowest_first(specs: list[str], build: Build) -> list[str]:
     """Policies outside the event-keyed compiled loop (ExpectedNextUse and DeadlineAware in theirs, the Python loop)
     before the event-keyed ones (stable otherwise), so the longest rows overlap each other."""
@@ -71,11 +93,36 @@ def metrics_per_policy(trace: Trace, tiers: TierModel, specs: list[str], jobs: i
         return out
     _work = (trace, tiers, build)
     got: dict[str, dict] = {}
+    ctx = multiprocessing.get_context("fork")
+    pending = slowest_first(list(dict.fromkeys(specs)), build)
+    running: dict[Connection, tuple[Any, str]] = {}
     try:
-        with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_start, maxtasksperchild=1) as pool:
-            for spec, m in pool.imap_unordered(_one, slowest_first(list(dict.fromkeys(specs)), build)):
-                got[spec] = m
+        while pending or running:
+            while pending and len(running) < jobs:
+                spec = pending.pop(0)
+                reader, writer = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(spec, writer), daemon=True)
+                proc.start()
+                writer.close()
+                running[reader] = (proc, spec)
+            for reader in wait(list(running)):
+                proc, spec = running.pop(reader)
+                try:
+                    kind, value = reader.recv()
+                except EOFError:
+                    kind, value = "error", "the worker died without an answer"
+                reader.close()
+                proc.join()
+                if kind != "ok" and value.startswith("the worker died"):
+                    value += f" (exit status {proc.exitcode})"
+                if kind != "ok":
+                    raise WorkerError(f"policy {spec}: {value}")
+                got[spec] = value
                 done()
     finally:
         _work = None
+        for reader, (proc, _) in running.items():  # unwinding (an error, SIGINT, SIGTERM): no worker outlives us
+            proc.terminate()
+            proc.join()
+            reader.close()
     return {spec: got[spec] for spec in specs}

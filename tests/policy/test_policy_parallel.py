@@ -45,3 +45,25 @@ def test_compare_with_workers_files_the_same_summary(kvds_env: dict) -> None:
     assert json.loads(one.stdout)["summary"] == json.loads(two.stdout)["summary"]
     bad = run_kvds(args + ["--jobs", "-1"], kvds_env)
     assert bad.returncode == 2 and "--jobs -1" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_failing_worker_raises_in_the_parent_and_leaves_no_process() -> None:
+    """A policy whose worker fails: the parent raises with the worker's error, and no worker is left running (every
+    worker is forked from the caller's thread and joined; multiprocessing.Pool once left one waiting forever)."""
+    import os
+
+    import psutil
+    import pytest
+
+    t = generate(get_profile("balanced"), 0, 5_000)
+    tiers = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, int(t.peak_live_bytes() * 0.3))
+    parent = os.getpid()
+
+    def fails_in_a_worker(spec: str):
+        if spec == "MIN" and os.getpid() != parent:
+            raise ValueError("no MIN in this worker")
+        return build(spec)
+
+    with pytest.raises(parallel.WorkerError, match="policy MIN: ValueError: no MIN in this worker"):
+        parallel.metrics_per_policy(t, tiers, ["LRU", "MIN", "vLLM-prefix"], 2, fails_in_a_worker)
+    assert not [c for c in psutil.Process().children() if c.is_running() and c.status() != "zombie"]
