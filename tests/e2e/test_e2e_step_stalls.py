@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -136,9 +137,14 @@ def test_a_replay_thread_stops_at_its_next_step_when_kvds_unwinds() -> None:
 
     rt = ReplayThread(replay, hooks)  # type: ignore[arg-type]
     rt.go()
-    threading.Timer(0.1, lambda: os.kill(os.getpid(), 2)).start()
-    with pytest.raises(KeyboardInterrupt):
-        rt.join()
+    # Python's own SIGINT handler, even where the suite was started with SIGINT ignored (a background job)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            rt.join()
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert rt.done.is_set() and isinstance(rt.error, Stopped)
     rt.thread.join(5)
     assert not rt.thread.is_alive()
