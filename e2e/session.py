@@ -48,7 +48,7 @@ class RepRecord:
     owner_in_group: bool | None = None   # kvds sat in the squeezed group (e2e/stack.py Squeeze says why it matters)
     kept: dict[str, Any] = field(default_factory=dict)  # how it was kept there (e2e/stack.py Keeper.end)
     stalls: dict[str, np.ndarray] = field(default_factory=dict)  # per decode step, where kvds waited
-    # (e2e/step_stalls.py: reclaim, swapin, blkio us; guard_waits); empty when the host cannot say
+    # (e2e/step_stalls.py: reclaim, swapin, blkio, cpu us; guard_waits); empty when the host cannot say
     stalls_error: str | None = None      # why this repetition's stalls are not to be trusted
 
 
@@ -114,11 +114,10 @@ class Driver:
                  stalls: StepStalls | None = None) -> None:
         self.st, self.sched, self.step_us, self.tick = st, sched, step_us, tick
         self.reg, self.classes, self.stalls = reg, classes or {}, stalls
+        self.stop: threading.Event | None = None  # set: the replay thread stops at its next step (ReplayThread)
         self.done = 0
         self.madvised = 0
         self.errors: list[str] = []
-
-    stop: threading.Event | None = None   # set: the replay thread stops at its next step (ReplayThread)
 
     def step_begin(self, step: int) -> None:
         if self.stop is not None and self.stop.is_set():
