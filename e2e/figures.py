@@ -8,6 +8,7 @@ A decode step's TPOT is the replayed KV stall plus the modelled compute and the 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -140,7 +141,9 @@ def stall_figures(pr: PolicyReplay, recs: list[RepRecord], sim_t: np.ndarray) ->
     usable = _stalled(recs, sim_t.size)
     if not usable:
         return None
-    mean = {k: float(np.mean([np.nanmean(r.stalls[k]) for r in usable])) for k in (*KINDS, "guard_waits")}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a kind dropped in every step of a repetition: NaN, not 0
+        mean = {k: float(np.nanmean([np.nanmean(r.stalls[k]) for r in usable])) for k in (*KINDS, "guard_waits")}
     tail: dict[str, list[float]] = {k: [] for k in (*KINDS, "guard_waits", "guard", "tpot", "steps")}
     pred, ratios = [], []
     for r in usable:

@@ -73,11 +73,19 @@ def tail_text(c: dict[str, Any]) -> str:
     if "at_p99_steps" not in st:
         return st.get("reason") or "not measured"
     t, m = st["at_p99_steps"], st["per_step_us"]
-    return (f"p99 steps (TPOT {t['tpot'] / 1e3:.2f} ms): reclaim {t['reclaim'] / 1e3:.2f}, swap-in "
-            f"{t['swapin'] / 1e3:.2f}, block I/O wait {t['blkio'] / 1e3:.2f}, run queue {t['cpu'] / 1e3:.2f}, guard "
-            f"waits {t['guard_waits']:.1f} x {st['guard_response_us_median']:.0f} us, rest {t['rest_us'] / 1e3:.2f}; "
-            f"every step: reclaim {m['reclaim'] / 1e3:.2f}, swap-in {m['swapin'] / 1e3:.2f}, block I/O "
-            f"{m['blkio'] / 1e3:.2f}, run queue {m['cpu'] / 1e3:.2f}, guard waits {m['guard_waits']:.2f}"
+
+    def ms(v: Any) -> str:
+        """A stall in ms; a figure stored as null (every step of that kind dropped as a glitch) shows as n/a."""
+        return "n/a" if v is None or v != v else f"{v / 1e3:.2f}"
+
+    def num(v: Any, spec: str) -> str:
+        return "n/a" if v is None or v != v else format(v, spec)
+    return (f"p99 steps (TPOT {ms(t.get('tpot'))} ms): reclaim {ms(t.get('reclaim'))}, swap-in "
+            f"{ms(t.get('swapin'))}, block I/O wait {ms(t.get('blkio'))}, run queue {ms(t.get('cpu'))}, guard "
+            f"waits {num(t.get('guard_waits'), '.1f')} x {num(st.get('guard_response_us_median'), '.0f')} us, rest "
+            f"{ms(t.get('rest_us'))}; every step: reclaim {ms(m.get('reclaim'))}, swap-in {ms(m.get('swapin'))}, "
+            f"block I/O {ms(m.get('blkio'))}, run queue {ms(m.get('cpu'))}, guard waits "
+            f"{num(m.get('guard_waits'), '.2f')}"
             + ("" if not any((st.get("glitched_steps") or {}).values()) else
                f"; glitched counters dropped: {st['glitched_steps']}"))
 

@@ -47,3 +47,24 @@ def test_the_first_table_of_the_report_is_the_factorial_table(tmp_path: Path) ->
     assert stalls > end and lines[stalls + 2].startswith("| LRU / no intents | not measured")
     verdicts = json.loads(paths["json"].read_text())["verdicts"]
     assert [v["e2e tpot_p99_ratio"] for v in verdicts.values()] == [line]
+
+
+def test_a_stall_stored_as_null_renders_as_n_a(tmp_path: Path) -> None:
+    """A kind dropped as a kernel accounting glitch in every step is NaN, stored as null in summary.json: the
+    report shows n/a for it (a CI run's report once stopped on None / 1e3)."""
+    store = ResultStore(tmp_path / "results")
+    grid = cells("LRU", "ExpectedNextUse")
+    kinds = {"reclaim": 1500.0, "swapin": 200.0, "blkio": None, "cpu": 1100.0}
+    stalls = {"reps": 2, "per_step_us": {**kinds, "guard_waits": 0.1},
+              "at_p99_steps": {**kinds, "guard_waits": 6.0, "guard": 1000.0, "tpot": 9e5, "steps": 20.0,
+                               "rest_us": None},
+              "glitched_steps": {"reclaim": 0, "swapin": 0, "blkio": 4000, "cpu": 0},
+              "guard_response_us_median": 230.0}
+    summary = E2eSummary(SCHEMA, {c.name: {**_cell(c.policy, c.intents, 30.0), "stalls": stalls} for c in grid},
+                         {}, {}, [[0, c.name] for c in grid], {"path": "mooncake", "steps": 2000,
+                                                                "block_bytes": 16384}, {}, {"stated": {}}, {})
+    run = store.new_run("e2e", {})
+    run.write_summary(summary.as_dict())
+    md = build_report(load_suites([run.run_id], store), tmp_path / "report")["markdown"].read_text()
+    row = next(x for x in md.splitlines() if x.startswith("| LRU / no intents | p99 steps"))
+    assert "reclaim 1.50, swap-in 0.20, block I/O wait n/a" in row and "rest n/a" in row, row
