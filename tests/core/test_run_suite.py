@@ -115,6 +115,19 @@ def _check_qemu(rj: dict, label: str, results: Path, st: dict) -> None:
     assert _finite(q["planned"]) and q["planned"] > 0 and q["passed"] == q["planned"], q
     assert q["splats"] == 0 and _finite(q["malformed_writes"]) and q["malformed_writes"] > 0, q
     assert q["gate"] is False, q  # the quick job validates on the edit-loop profile, and says so
+    # every check of the gate runs on the quick profile too (the gate's sizes: make test-slow,
+    # tests/qemu/test_qemu_guest.py test_validate_passes_on_the_series)
+    (run,) = st["runs"]
+    s = _summary(results, run)
+    assert s["ok"] and s["kernel"]["kasan_lockdep"] and s["errno_mismatches"] == 0, s.get("failure")
+    assert s["malformed_writes"] >= 1_000 and s["valid_writes"] >= 1_000 and s["valid_via_pidfd"] > 0, s
+    assert s["concurrent_ms"] >= 5_000 and s["concurrent_processes"] > 0 and s["kernel_table_rows"] >= 40, s
+    assert s["splats"] == 0 and s["tests"]["passed"] == s["tests"]["planned"] == 13, s["tests"]
+    ks, ku = s["kselftest"], s["kunit"]
+    assert ks["failed"] == 0 and ks["passed"] == ks["planned"] >= 15, ks
+    assert ku["failed"] == 0 and ku["complete"] and ku["passed"] == ku["planned"] == 1, ku
+    assert s["kunit_cases"]["failed"] == 0 and s["kunit_cases"]["passed"] >= 50 and s["kmemleak_leaks"] == 0, s
+    assert (results / run / "console.log").exists() and (results / run / "guest" / "ktap.txt").exists()
 
 
 def _check_policy(rj: dict, label: str, results: Path, st: dict) -> None:

@@ -109,9 +109,10 @@ def test_compiled_loop_decides_as_the_reference_with_every_parameter_changed() -
 @pytest.mark.parametrize("young", (None, 0.0))
 @pytest.mark.parametrize("policy", POLICIES)
 def test_compiled_loop_decides_as_the_reference_on_the_shipped_mooncake_slice(policy: str, young: float | None) -> None:
-    """As shipped (`young` 0.05) and with the previous key (young 0)."""
+    """As shipped (`young` 0.05; seeds 0 and 1) and with the previous key (young 0; seed 2): three seeds' priority
+    draws in all, each at three capacities (the Python reference takes most of this test's time)."""
     params = {} if young is None else {"young": young}
-    for seed in (0, 1, 2):
+    for seed in ((0, 1) if young is None else (2,)):
         t = load_trace(TraceOptions("mooncake-slice", max_requests=40), seed=seed)
         for fraction in (0.05, 0.1, 0.25):
             tm = for_trace(t, DEFAULT_FAST, DEFAULT_SLOW, Capacity(fraction).for_trace(t))
