@@ -144,7 +144,7 @@ def stall_figures(pr: PolicyReplay, recs: list[RepRecord], sim_t: np.ndarray) ->
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a kind dropped in every step of a repetition: NaN, not 0
         mean = {k: float(np.nanmean([np.nanmean(r.stalls[k]) for r in usable])) for k in (*KINDS, "guard_waits")}
-    tail: dict[str, list[float]] = {k: [] for k in (*KINDS, "guard_waits", "guard", "tpot", "steps")}
+    tail: dict[str, list[float]] = {k: [] for k in (*KINDS, "guard_waits", "guard", "tpot", "tpot_max", "steps")}
     pred, ratios = [], []
     for r in usable:
         t = tpot(pr, r.stall_us)
@@ -153,6 +153,7 @@ def stall_figures(pr: PolicyReplay, recs: list[RepRecord], sim_t: np.ndarray) ->
             tail[k].append(float(np.nanmean(r.stalls[k][top])) if np.isfinite(r.stalls[k][top]).any() else 0.0)
         tail["guard"].append(float(guard_us(r)[top].mean()))
         tail["tpot"].append(float(t[top].mean()))
+        tail["tpot_max"].append(float(t.max()))  # the mean of the top 1 % can sit far above the p99: say so
         tail["steps"].append(float(top.sum()))
         p = float(np.percentile(sim_t + memory_us(r.stalls) + guard_us(r), 99))
         pred.append(p)

@@ -59,8 +59,8 @@ class CellFigures(StoredSummary):
     stalls: dict[str, Any] | None = None        # where the steps' time went, measured per decode step
     # (e2e/step_stalls.py, taskstats): `per_step_us` (reclaim, swapin, blkio us; guard_waits count) on average,
     # `at_p99_steps` the same over each repetition's steps at or above its TPOT p99 (with their mean `tpot`, the
-    # guard's measured response `guard`, and `rest_us`: TPOT less compute and every stall), the guard's median
-    # response; `reason` alone when not measured
+    # slowest step `tpot_max`, the guard's measured response `guard`, and `rest_us`: TPOT less compute and every
+    # stall), the guard's median response; `reason` alone when not measured
     sim_memory_tpot_p99_us: float | None = None  # the simulation with each step's measured memory stalls added
     # (reclaim + swap-in + guard waits x response): its TPOT p99, averaged over repetitions
     measured_to_sim_memory_p99: dict[str, Any] | None = None  # measured / that prediction (geometric mean)

@@ -68,7 +68,8 @@ def factorial_rows(cells: dict[str, dict[str, Any]], order: list[list[Any]] | No
 
 def tail_text(c: dict[str, Any]) -> str:
     """Where the cell's slowest steps' time went (its `stalls`, e2e/step_stalls.py), in ms per step: the steps at
-    or above each repetition's TPOT p99, then every step on average."""
+    or above each repetition's TPOT p99 (their mean, and the slowest step: a few very slow steps lift that mean far
+    above the p99 itself), then every step on average."""
     st = c.get("stalls") or {}
     if "at_p99_steps" not in st:
         return st.get("reason") or "not measured"
@@ -80,7 +81,8 @@ def tail_text(c: dict[str, Any]) -> str:
 
     def num(v: Any, spec: str) -> str:
         return "n/a" if v is None or v != v else format(v, spec)
-    return (f"p99 steps (TPOT {ms(t.get('tpot'))} ms): reclaim {ms(t.get('reclaim'))}, swap-in "
+    return (f"the {num(t.get('steps'), '.0f')} steps per repetition at or above its p99 (mean TPOT {ms(t.get('tpot'))} "
+            f"ms, slowest {ms(t.get('tpot_max'))}): reclaim {ms(t.get('reclaim'))}, swap-in "
             f"{ms(t.get('swapin'))}, block I/O wait {ms(t.get('blkio'))}, run queue {ms(t.get('cpu'))}, guard "
             f"waits {num(t.get('guard_waits'), '.1f')} x {num(st.get('guard_response_us_median'), '.0f')} us, rest "
             f"{ms(t.get('rest_us'))}; every step: reclaim {ms(m.get('reclaim'))}, swap-in {ms(m.get('swapin'))}, "
