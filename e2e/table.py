@@ -82,8 +82,8 @@ def tail_text(c: dict[str, Any]) -> str:
     def num(v: Any, spec: str) -> str:
         return "n/a" if v is None or v != v else format(v, spec)
     return (f"the {num(t.get('steps'), '.0f')} steps per repetition at or above its p99 (mean TPOT {ms(t.get('tpot'))} "
-            f"ms, slowest {ms(t.get('tpot_max'))}): reclaim {ms(t.get('reclaim'))}, swap-in "
-            f"{ms(t.get('swapin'))}, block I/O wait {ms(t.get('blkio'))}, run queue {ms(t.get('cpu'))}, guard "
+            f"ms; slowest step {ms(t.get('tpot_max'))}, mean over repetitions): reclaim {ms(t.get('reclaim'))}, "
+            f"swap-in {ms(t.get('swapin'))}, block I/O wait {ms(t.get('blkio'))}, run queue {ms(t.get('cpu'))}, guard "
             f"waits {num(t.get('guard_waits'), '.1f')} x {num(st.get('guard_response_us_median'), '.0f')} us, rest "
             f"{ms(t.get('rest_us'))}; every step: reclaim {ms(m.get('reclaim'))}, swap-in {ms(m.get('swapin'))}, "
             f"block I/O {ms(m.get('blkio'))}, run queue {ms(m.get('cpu'))}, guard waits "
